@@ -1,0 +1,136 @@
+/* rt_base.h — what every module of rtviewer shares: status codes, user-facing
+ * errors, tagged logging and small vector math usable on host and device.
+ * Plain C11; also compiled by nvcc (RT_HD = __host__ __device__ there). */
+#ifndef RT_BASE_H
+#define RT_BASE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <math.h>
+
+#ifdef __CUDACC__
+#define RT_HD __host__ __device__ __forceinline__
+#else
+#define RT_HD static inline
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every fallible function returns one of these; only main() exits. */
+typedef enum RtStatus {
+    RT_OK = 0,
+    RT_ERR_IO,        /* file missing, unreadable, a directory, short read */
+    RT_ERR_PARSE,     /* malformed input: RtError says file, line, expectation */
+    RT_ERR_OOM,       /* host or device allocation failed / absurd size */
+    RT_ERR_EMPTY,     /* a scene with no usable triangle */
+    RT_ERR_ARG,       /* bad command-line or API argument */
+    RT_ERR_CUDA,      /* a CUDA call failed */
+    RT_ERR_NO_DEVICE, /* no usable NVIDIA GPU (or no CUDA in this build) */
+    RT_ERR_UNSUPPORTED
+} RtStatus;
+
+const char *rt_status_name(RtStatus s);
+
+/* A user-facing error: one line, "file:line: TAG: what was expected". */
+#define RT_ERROR_MAX 1024
+typedef struct RtError {
+    RtStatus status;
+    char msg[RT_ERROR_MAX];
+} RtError;
+
+/* Formats the message into err (if non-NULL) and returns status, so callers
+ * can write `return rt_fail(err, RT_ERR_PARSE, "%s:%d: OBJ: ...", ...)`. */
+RtStatus rt_fail(RtError *err, RtStatus status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Log lines are tagged by subsystem ("OBJ", "KD", "GL"). Level: 0 errors,
+ * 1 warnings, 2 info (default), 3 debug. Output goes to stderr. */
+typedef enum { RT_LOG_ERROR = 0, RT_LOG_WARN, RT_LOG_INFO, RT_LOG_DEBUG } RtLogLevel;
+void rt_log_set_level(RtLogLevel level);
+void rt_log(RtLogLevel level, const char *tag, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+#define RT_WARN(tag, ...) rt_log(RT_LOG_WARN, tag, __VA_ARGS__)
+#define RT_INFO(tag, ...) rt_log(RT_LOG_INFO, tag, __VA_ARGS__)
+
+/* Monotonic wall clock in milliseconds (for CPU timings). */
+double rt_now_ms(void);
+/* Number of worker threads to use: RT_THREADS env var, else online CPUs. */
+int rt_thread_count(void);
+
+/* ---- vector math (host and device) ---------------------------------- */
+typedef struct RtVec3 { float x, y, z; } RtVec3;
+/* 16-byte vector with the memory layout of CUDA's float4. */
+typedef struct RtFloat4 { float x, y, z, w; } RtFloat4;
+typedef struct RtAabb { RtVec3 lo, hi; } RtAabb;
+
+RT_HD RtVec3 v3(float x, float y, float z) { RtVec3 r = {x, y, z}; return r; }
+RT_HD RtVec3 v3_add(RtVec3 a, RtVec3 b) { return v3(a.x + b.x, a.y + b.y, a.z + b.z); }
+RT_HD RtVec3 v3_sub(RtVec3 a, RtVec3 b) { return v3(a.x - b.x, a.y - b.y, a.z - b.z); }
+RT_HD RtVec3 v3_mul(RtVec3 a, RtVec3 b) { return v3(a.x * b.x, a.y * b.y, a.z * b.z); }
+RT_HD RtVec3 v3_scale(RtVec3 a, float s) { return v3(a.x * s, a.y * s, a.z * s); }
+RT_HD float v3_dot(RtVec3 a, RtVec3 b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+RT_HD RtVec3 v3_cross(RtVec3 a, RtVec3 b)
+{
+    return v3(a.y * b.z - a.z * b.y, a.z * b.x - a.x * b.z, a.x * b.y - a.y * b.x);
+}
+RT_HD float v3_len(RtVec3 a) { return sqrtf(v3_dot(a, a)); }
+RT_HD RtVec3 v3_norm(RtVec3 a)
+{
+    float l = v3_len(a);
+    return l > 0.0f ? v3_scale(a, 1.0f / l) : a;
+}
+RT_HD float v3_get(RtVec3 a, int axis) { return axis == 0 ? a.x : (axis == 1 ? a.y : a.z); }
+RT_HD void v3_set(RtVec3 *a, int axis, float v)
+{
+    if (axis == 0) a->x = v; else if (axis == 1) a->y = v; else a->z = v;
+}
+RT_HD RtVec3 v3_min(RtVec3 a, RtVec3 b)
+{
+    return v3(fminf(a.x, b.x), fminf(a.y, b.y), fminf(a.z, b.z));
+}
+RT_HD RtVec3 v3_max(RtVec3 a, RtVec3 b)
+{
+    return v3(fmaxf(a.x, b.x), fmaxf(a.y, b.y), fmaxf(a.z, b.z));
+}
+RT_HD RtVec3 v3_lerp(RtVec3 a, RtVec3 b, float t) { return v3_add(a, v3_scale(v3_sub(b, a), t)); }
+RT_HD RtFloat4 f4(float x, float y, float z, float w) { RtFloat4 r = {x, y, z, w}; return r; }
+RT_HD RtVec3 f4_xyz(RtFloat4 a) { return v3(a.x, a.y, a.z); }
+
+RT_HD RtAabb aabb_empty(void)
+{
+    RtAabb b = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};
+    return b;
+}
+RT_HD RtAabb aabb_grow(RtAabb b, RtVec3 p)
+{
+    b.lo = v3_min(b.lo, p);
+    b.hi = v3_max(b.hi, p);
+    return b;
+}
+RT_HD RtAabb aabb_union(RtAabb a, RtAabb b)
+{
+    a.lo = v3_min(a.lo, b.lo);
+    a.hi = v3_max(a.hi, b.hi);
+    return a;
+}
+RT_HD float aabb_area(RtAabb b)
+{
+    RtVec3 d = v3_sub(b.hi, b.lo);
+    if (d.x < 0 || d.y < 0 || d.z < 0) return 0.0f;
+    return 2.0f * (d.x * d.y + d.y * d.z + d.z * d.x);
+}
+RT_HD int aabb_is_empty(RtAabb b) { return b.lo.x > b.hi.x || b.lo.y > b.hi.y || b.lo.z > b.hi.z; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
