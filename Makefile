@@ -12,6 +12,7 @@ WERROR    ?= $(if $(CI),1,0)
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
 BUILD     ?= build
+comma     := ,
 
 # Debian packages the project needs (make deps installs the missing ones).
 DEB_BUILD := build-essential pkg-config libglfw3-dev libglew-dev libstb-dev libcmocka-dev
@@ -45,8 +46,6 @@ else
   CPPFLAGS += -DRT_HAVE_CUDA=0
   GPU_LIBS :=
 endif
-comma := ,
-
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 

@@ -2,6 +2,7 @@
  * (animate, kd_large, kd_small, kd_output, trace, interop) hang off RtGpu as
  * their issues land; this file only opens the device and reports it. */
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cuda_check.h"
@@ -37,7 +38,7 @@ extern "C" RtStatus rt_gpu_create(int device, RtGpu **out, RtError *err)
     RtGpu *g = (RtGpu *)calloc(1, sizeof *g);
     if (!g) return rt_fail(err, RT_ERR_OOM, "GPU: out of host memory");
     g->device = device;
-    strncpy(g->info.name, prop.name, sizeof g->info.name - 1);
+    snprintf(g->info.name, sizeof g->info.name, "%s", prop.name);
     g->info.sm_major = prop.major;
     g->info.sm_minor = prop.minor;
     g->info.sm_count = prop.multiProcessorCount;
