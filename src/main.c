@@ -1,11 +1,12 @@
 /* main.c — rtviewer's entry point: parse the command line, then run the
- * per-frame pipeline (load -> animate -> build -> trace -> display). The only
- * place that exits. */
+ * per-frame pipeline (load -> animate -> build -> trace -> display) in the
+ * window or headless. The only place that exits. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "gpu.h"
 #include "headless.h"
+#include "viewer.h"
 
 static int gpu_info(void)
 {
@@ -37,8 +38,13 @@ int main(int argc, char **argv)
     }
     rt_log_set_level(opt.log_level);
     if (opt.gpu_info) return gpu_info();
-    if (!opt.headless)
-        RT_INFO("APP", "this build has no interactive window yet: rendering headless to %s", opt.out_png);
+    if (!opt.headless) {
+        if (rt_viewer_run(&opt, &err) != RT_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        return 0;
+    }
     if (rt_headless_run(&opt, &err) != RT_OK) {
         fprintf(stderr, "%s\n", err.msg);
         return 1;

@@ -1,6 +1,7 @@
 /* options.h — the command line: one RtOptions filled from argv, read by the
- * headless runner (and the viewer once it lands). Parsing is separate from
- * main so tests can check it. */
+ * headless runner and the interactive viewer. Parsing is separate from main
+ * so tests can check it. The variant tables below are read by the CLI, the
+ * viewer's hotkeys, its HUD and the help text alike. */
 #ifndef RT_OPTIONS_H
 #define RT_OPTIONS_H
 
@@ -23,6 +24,10 @@ typedef struct RtOptions {
     RtRenderParams render;
     RtKdCpuParams kd;
     RtLogLevel log_level;
+    int size_given;          /* --size was given (the viewer has its own default) */
+    const char *screenshot_dir; /* viewer F12 screenshots; NULL = current directory */
+    int vsync;               /* viewer: swap interval 1; default 1, --no-vsync */
+    int interop;             /* viewer: try CUDA-GL interop; default 1, --no-interop */
 } RtOptions;
 
 void rt_options_default(RtOptions *o);
@@ -42,5 +47,55 @@ typedef struct RtNamedValue {
     const char *description;
 } RtNamedValue;
 extern const RtNamedValue rt_isect_variants[]; /* terminated by a NULL name */
+
+/* Variant groups: each a {name, value, description} table of the values it
+ * cycles through. The viewer binds one key per group (`key`, an upper-case
+ * letter or digit, which is also its GLFW key code), the HUD shows the
+ * current value by name, --help lists them. Groups whose stage is not part of
+ * this build say why in `unavailable` and are never faked. */
+typedef enum RtVariantGroupId {
+    RT_VAR_ISECT = 0,  /* shading and intersection: the CPU backend has them */
+    RT_VAR_SHADOWS,
+    RT_VAR_BOUNCES,
+    RT_VAR_TEXTURES,
+    RT_VAR_HEATMAP,
+    RT_VAR_SORT,       /* GPU builder (Zhou et al. 2008, Chang et al.'s steps) */
+    RT_VAR_INTRINSICS,
+    RT_VAR_EMPTY_SPACE,
+    RT_VAR_BOX,
+    RT_VAR_SMALL_NODE,
+    RT_VAR_LEAF_SIZE,
+    RT_VAR_TRAVERSAL,  /* GPU tracer */
+    RT_VAR_STACK_SIZE,
+    RT_VAR_PACKETS,
+    RT_VAR_LEAF_SKIP,
+    RT_VAR_COUNT
+} RtVariantGroupId;
+
+typedef struct RtVariantGroup {
+    const char *name;            /* HUD and help label, e.g. "intersection" */
+    char key;                    /* viewer hotkey ('I'); Shift+key cycles backwards */
+    const char *cli;             /* the option that sets it, or NULL */
+    const RtNamedValue *values;  /* NULL-terminated; NULL when the GPU issue defines them */
+    const char *unavailable;     /* NULL = usable in this build, else why not */
+} RtVariantGroup;
+extern const RtVariantGroup rt_variant_groups[RT_VAR_COUNT];
+
+/* The current value of group g in o (0 for unavailable groups), and its name
+ * (NULL when the value is not in the table, e.g. --bounces 7). */
+int rt_variant_get(const RtOptions *o, RtVariantGroupId g);
+const char *rt_variant_value_name(RtVariantGroupId g, int value);
+/* Moves group g to the next (dir > 0) or previous value of its table,
+ * wrapping. Returns RT_ERR_UNSUPPORTED (o unchanged) for an unavailable
+ * group. */
+RtStatus rt_variant_cycle(RtOptions *o, RtVariantGroupId g, int dir);
+
+/* The viewer's other keys, for --help and the F1 overlay; terminated by a
+ * NULL key. */
+typedef struct RtKeyHelp {
+    const char *key;   /* "W A S D" */
+    const char *what;  /* "fly forward, left, back, right" */
+} RtKeyHelp;
+extern const RtKeyHelp rt_viewer_keys[];
 
 #endif

@@ -1,8 +1,8 @@
 #!/bin/sh
-# Runs every test binary given on the command line (cmocka), then the GPU
-# tests when a GPU is present and a short bounded fuzz run; prints one
-# summary line "tests: N passed, N failed, N skipped" and exits non-zero on
-# any failure.
+# Runs every test binary given on the command line (cmocka), the window test
+# under Xvfb (tests/test_viewer.sh), then the GPU tests when a GPU is present
+# and a short bounded fuzz run; prints one summary line
+# "tests: N passed, N failed, N skipped" and exits non-zero on any failure.
 ASSETS=${RT_ASSETS:-../shared/assets}
 EXT=build/ext
 if [ -d "$ASSETS" ]; then
@@ -33,6 +33,15 @@ for bin in "$@"; do
     [ $rc -ne 0 ] && failed_bins="$failed_bins $bin"
     rm -f "$log"
 done
+
+# The window under Xvfb with Mesa: 0 passed, 77 skipped (no Xvfb), else failed.
+echo "== tests/test_viewer.sh"
+sh tests/test_viewer.sh
+case $? in
+    0) pass=$((pass + 1)) ;;
+    77) skip=$((skip + 1)) ;;
+    *) fail=$((fail + 1)); failed_bins="$failed_bins tests/test_viewer.sh" ;;
+esac
 
 # GPU tests need a GPU: run them when nvidia-smi sees one, else say so.
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then

@@ -1,0 +1,727 @@
+/* test_render.c — the CPU reference renderer: the kd-tree render equals the
+ * brute-force render pixel for pixel, images match stored references
+ * (tests/ref/<name>.png, regenerated with RT_UPDATE_REFS=1), and each feature
+ * (shadows, mirrors, alpha cutouts, textures, Woop vs Moller-Trumbore,
+ * threads) does what docs/renderer.md says. */
+#include "test_util.h"
+
+#include "kd_cpu.h"
+#include "primitives.h"
+#include "render_cpu.h"
+#include "scene.h"
+
+/* Reference-image tolerance (docs/renderer.md): it absorbs float
+ * differences between compilers and CPUs (libm powf, FMA contraction), which
+ * move a few sRGB bytes by one or two steps and, at an edge, may flip a
+ * pixel to its neighbour's triangle. */
+#define REF_MAX_CHANNEL_DIFF 2     /* a pixel "matches" when every channel is within this */
+#define REF_MIN_MATCHING 0.995     /* ... and at least this fraction of pixels match */
+#define REF_MAX_MEAN_DIFF 0.5      /* mean |diff| over all channels of all pixels */
+
+#define W 160
+#define H 120
+
+/* ---- helpers -------------------------------------------------------------- */
+
+/* Path of a file of the source tree: tests run from the repository root
+ * (tests/run.sh), but a binary started elsewhere still finds its inputs when
+ * __FILE__ is absolute. */
+static const char *src_path(const char *rel, char *buf)
+{
+    const char *me = __FILE__, *tail = strstr(me, "tests/test_render.c");
+    int root = tail ? (int)(tail - me) : 0;
+    snprintf(buf, 1024, "%.*s%s", root, me, rel);
+    return buf;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* A scene ready to render: triangle arrays and the CPU kd-tree. */
+typedef struct Fixture {
+    RtScene s;
+    RtTriArrays tris;
+    RtKdTree tree;
+} Fixture;
+
+/* Finishes s (camera, default light, normals) unless already finished, and
+ * builds the arrays and the tree. */
+static void fixture_build(Fixture *f, int finish)
+{
+    RtError err = {0};
+    if (finish) assert_int_equal(rt_scene_finish(&f->s, &err), RT_OK);
+    assert_int_equal(rt_tri_arrays_make(&f->s, &f->tris, NULL), RT_OK);
+    RtKdCpuParams kp = rt_kd_cpu_params_default();
+    memset(&f->tree, 0, sizeof f->tree);
+    RtStatus st = rt_kd_build_cpu(&kp, &f->tris, &f->tree, NULL, &err);
+    if (st != RT_OK) print_message("kd build: %s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+}
+
+static int fixture_load(Fixture *f, const char *path)
+{
+    RtError err = {0};
+    memset(f, 0, sizeof *f);
+    RtStatus st = rt_scene_load(path, &f->s, &err);
+    if (st != RT_OK) print_message("load %s: %s\n", path, err.msg);
+    assert_int_equal(st, RT_OK);
+    fixture_build(f, 0);
+    return 1;
+}
+
+static void fixture_free(Fixture *f)
+{
+    rt_kd_tree_free(&f->tree);
+    rt_tri_arrays_free(&f->tris);
+    rt_scene_free(&f->s);
+}
+
+static void render(const Fixture *f, const RtCamera *cam, const RtRenderParams *p, int w, int h,
+                   RtImage *img, uint32_t **ids, RtRenderStats *stats)
+{
+    RtError err = {0};
+    assert_int_equal(rt_image_alloc(img, w, h), RT_OK);
+    if (ids) {
+        *ids = malloc((size_t)w * h * sizeof **ids);
+        assert_non_null(*ids);
+    }
+    RtStatus st = rt_render_cpu(&f->s, &f->tris, p->brute_force ? NULL : &f->tree, cam, p, img,
+                                ids ? *ids : NULL, stats, &err);
+    if (st != RT_OK) print_message("render: %s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+}
+
+static int count_differing_bytes(const RtImage *a, const RtImage *b)
+{
+    int n = 0;
+    for (size_t i = 0; i < (size_t)a->w * a->h * 4; i++) n += a->rgba[i] != b->rgba[i];
+    return n;
+}
+
+/* Tree vs brute force at W x H: identical ids everywhere, identical images. */
+static void expect_tree_equals_brute(const Fixture *f, const RtCamera *cam, int w, int h)
+{
+    RtRenderParams p = rt_render_params_default();
+    RtImage a, b;
+    uint32_t *ida, *idb;
+    render(f, cam, &p, w, h, &a, &ida, NULL);
+    p.brute_force = 1;
+    render(f, cam, &p, w, h, &b, &idb, NULL);
+    int bad_ids = 0, hits = 0;
+    for (int i = 0; i < w * h; i++) {
+        bad_ids += ida[i] != idb[i];
+        hits += ida[i] != RT_NO_HIT;
+        if (ida[i] != idb[i] && bad_ids <= 5)
+            print_message("pixel (%d,%d): tree tri %u, brute tri %u\n", i % w, i / w, ida[i], idb[i]);
+    }
+    assert_int_equal(bad_ids, 0);
+    assert_true(hits > 0);
+    assert_int_equal(count_differing_bytes(&a, &b), 0);
+    rt_image_free(&a);
+    rt_image_free(&b);
+    free(ida);
+    free(idb);
+}
+
+/* Compares img with tests/ref/<name>.png within the REF_* tolerance, or
+ * rewrites the reference when RT_UPDATE_REFS=1. A failing image is saved to
+ * /tmp for a look. */
+static void expect_matches_ref(const RtImage *img, const char *name)
+{
+    char rel[256], path[1024];
+    RtError err = {0};
+    snprintf(rel, sizeof rel, "tests/ref/%s.png", name);
+    src_path(rel, path);
+    const char *upd = getenv("RT_UPDATE_REFS");
+    if (upd && atoi(upd) == 1) {
+        assert_int_equal(rt_image_write_png(img, path, &err), RT_OK);
+        print_message("RT_UPDATE_REFS: wrote %s\n", path);
+        return;
+    }
+    RtImage ref;
+    RtStatus st = rt_image_read_png(&ref, path, &err);
+    if (st != RT_OK) print_message("%s (regenerate with RT_UPDATE_REFS=1)\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    assert_int_equal(ref.w, img->w);
+    assert_int_equal(ref.h, img->h);
+    size_t n = (size_t)img->w * img->h, matching = 0;
+    double sum = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        int ok = 1;
+        for (int k = 0; k < 3; k++) {
+            int d = abs((int)img->rgba[4 * i + k] - (int)ref.rgba[4 * i + k]);
+            sum += d;
+            ok &= d <= REF_MAX_CHANNEL_DIFF;
+        }
+        matching += ok;
+    }
+    double frac = (double)matching / (double)n, mean = sum / (3.0 * (double)n);
+    print_message("%s: %.2f%% of pixels within %d, mean |diff| %.3f\n", name, 100.0 * frac,
+                  REF_MAX_CHANNEL_DIFF, mean);
+    if (frac < REF_MIN_MATCHING || mean >= REF_MAX_MEAN_DIFF) {
+        char out[1024];
+        snprintf(out, sizeof out, "/tmp/rt_test_render_%s.png", name);
+        rt_image_write_png(img, out, &err);
+        print_message("%s differs from %s: actual image saved to %s\n", name, path, out);
+    }
+    rt_image_free(&ref);
+    assert_true(frac >= REF_MIN_MATCHING);
+    assert_true(mean < REF_MAX_MEAN_DIFF);
+}
+
+static const uint8_t *pixel(const RtImage *img, int x, int y)
+{
+    return &img->rgba[4 * ((size_t)y * img->w + x)];
+}
+
+static RtCamera camera(RtVec3 pos, RtVec3 look, float fov)
+{
+    RtCamera c = {pos, look, v3(0, 1, 0), fov};
+    return c;
+}
+
+/* Two triangles (a, b, c), (a, c, d) with UVs (0,0) (1,0) (1,1) (0,1) and the
+ * face normal; returns the first triangle's id. */
+static uint32_t add_quad(RtScene *s, RtVec3 a, RtVec3 b, RtVec3 c, RtVec3 d, int32_t mat)
+{
+    RtVec3 n = v3_norm(v3_cross(v3_sub(b, a), v3_sub(c, a)));
+    RtVec3 p[4] = {a, b, c, d};
+    float uv[4][2] = {{0, 0}, {1, 0}, {1, 1}, {0, 1}};
+    uint32_t base = s->vert_count;
+    for (int k = 0; k < 4; k++) {
+        RtVertex v = {p[k], n, uv[k][0], uv[k][1]};
+        assert_true(rt_scene_add_vertex(s, v) >= 0);
+    }
+    RtTriangle t0 = {{base, base + 1, base + 2}, mat, 0}, t1 = {{base, base + 2, base + 3}, mat, 0};
+    int64_t id = rt_scene_add_triangle(s, t0);
+    assert_true(id >= 0);
+    assert_true(rt_scene_add_triangle(s, t1) >= 0);
+    return (uint32_t)id;
+}
+
+static int32_t add_material(RtScene *s, RtVec3 kd, float reflect)
+{
+    RtMaterial m = rt_material_default();
+    m.kd = kd;
+    m.reflect = reflect;
+    int64_t i = rt_scene_add_material(s, &m);
+    assert_true(i >= 0);
+    return (int32_t)i;
+}
+
+/* Adds a w x h RGBA texture whose texel (x, y) comes from fn; returns its index. */
+static int32_t add_texture(RtScene *s, int w, int h, void (*fn)(int x, int y, uint8_t px[4]))
+{
+    RtTexture *t = realloc(s->texs, (s->tex_count + 1) * sizeof *t);
+    assert_non_null(t);
+    s->texs = t;
+    s->tex_cap = s->tex_count + 1;
+    t = &s->texs[s->tex_count];
+    t->path = strdup("(test)");
+    t->w = w;
+    t->h = h;
+    t->rgba = malloc((size_t)w * h * 4);
+    assert_non_null(t->rgba);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) fn(x, y, &t->rgba[4 * ((size_t)y * w + x)]);
+    return (int32_t)s->tex_count++;
+}
+
+/* The Cornell box: scenes/cornell.scene, or the same room built here from
+ * primitives when that file is absent. */
+static void cornell_build(RtScene *s)
+{
+    RtError err = {0};
+    rt_scene_init(s);
+    int32_t white = add_material(s, v3(0.73f, 0.73f, 0.73f), 0.0f);
+    int32_t red = add_material(s, v3(0.65f, 0.05f, 0.05f), 0.0f);
+    int32_t green = add_material(s, v3(0.12f, 0.45f, 0.15f), 0.0f);
+    float m[12];
+    /* unit quad: [-1,1]^2 in xz, normal +y; room: [-1,1] x [0,2] x [-1,1] */
+    rt_mat34_identity(m);
+    assert_int_equal(rt_prim_quad(s, m, white, "floor", &err), RT_OK);
+    rt_mat34_identity(m);
+    rt_mat34_rotate(m, v3(1, 0, 0), 180.0f);
+    rt_mat34_translate(m, v3(0, 2, 0));
+    assert_int_equal(rt_prim_quad(s, m, white, "ceiling", &err), RT_OK);
+    rt_mat34_identity(m);
+    rt_mat34_rotate(m, v3(1, 0, 0), 90.0f);
+    rt_mat34_translate(m, v3(0, 1, -1));
+    assert_int_equal(rt_prim_quad(s, m, white, "back", &err), RT_OK);
+    rt_mat34_identity(m);
+    rt_mat34_rotate(m, v3(0, 0, 1), -90.0f);
+    rt_mat34_translate(m, v3(-1, 1, 0));
+    assert_int_equal(rt_prim_quad(s, m, red, "left", &err), RT_OK);
+    rt_mat34_identity(m);
+    rt_mat34_rotate(m, v3(0, 0, 1), 90.0f);
+    rt_mat34_translate(m, v3(1, 1, 0));
+    assert_int_equal(rt_prim_quad(s, m, green, "right", &err), RT_OK);
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(0.3f, 0.6f, 0.3f));
+    rt_mat34_rotate(m, v3(0, 1, 0), 17.0f);
+    rt_mat34_translate(m, v3(-0.35f, 0.6f, -0.3f));
+    assert_int_equal(rt_prim_box(s, m, white, "tall box", &err), RT_OK);
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(0.3f, 0.3f, 0.3f));
+    rt_mat34_rotate(m, v3(0, 1, 0), -18.0f);
+    rt_mat34_translate(m, v3(0.35f, 0.3f, 0.3f));
+    assert_int_equal(rt_prim_box(s, m, white, "short box", &err), RT_OK);
+    RtLight l = {RT_LIGHT_POINT, v3(0.0f, 1.9f, 0.0f), v3(0.9f, 0.85f, 0.8f)};
+    assert_true(rt_scene_add_light(s, l) >= 0);
+    s->camera = camera(v3(0.0f, 1.0f, 3.4f), v3(0.0f, 1.0f, 0.0f), 40.0f);
+    s->has_camera = 1;
+}
+
+/* Returns 1 when the scene came from the file (the reference image's). */
+static int cornell_fixture(Fixture *f)
+{
+    char path[1024];
+    if (file_exists(src_path("scenes/cornell.scene", path))) {
+        fixture_load(f, path);
+        return 1;
+    }
+    print_message("note: %s absent: building the Cornell box from primitives\n", path);
+    memset(f, 0, sizeof *f);
+    cornell_build(&f->s);
+    fixture_build(f, 1);
+    return 0;
+}
+
+/* The textured scene with a fixed camera (the file has none). */
+static RtCamera textured_camera(void) { return camera(v3(0.4f, 1.5f, 4.5f), v3(0.0f, 0.7f, -0.5f), 55.0f); }
+
+static void textured_fixture(Fixture *f)
+{
+    char path[1024];
+    fixture_load(f, src_path("scenes/textured/textured.obj", path));
+}
+
+/* ---- tree == brute force ------------------------------------------------- */
+
+static void render_tree_equals_brute_cornell(void **state)
+{
+    (void)state;
+    Fixture f;
+    cornell_fixture(&f);
+    expect_tree_equals_brute(&f, &f.s.camera, W, H);
+    fixture_free(&f);
+}
+
+static void render_tree_equals_brute_random(void **state)
+{
+    (void)state;
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    RtTestRng rng = {0x9e3779b97f4a7c15ull};
+    int32_t mats[4];
+    mats[0] = add_material(&f.s, v3(0.8f, 0.3f, 0.2f), 0.0f);
+    mats[1] = add_material(&f.s, v3(0.2f, 0.7f, 0.3f), 0.0f);
+    mats[2] = add_material(&f.s, v3(0.9f, 0.9f, 0.9f), 0.7f);
+    mats[3] = -1;
+    for (int i = 0; i < 400; i++) {
+        RtVec3 c = v3(rt_test_randf(&rng) * 4 - 2, rt_test_randf(&rng) * 4 - 2, rt_test_randf(&rng) * 4 - 2);
+        uint32_t base = f.s.vert_count;
+        for (int k = 0; k < 3; k++) {
+            RtVertex v = {v3_add(c, v3(rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f,
+                                       rt_test_randf(&rng) - 0.5f)),
+                          v3(0, 0, 0), rt_test_randf(&rng), rt_test_randf(&rng)};
+            assert_true(rt_scene_add_vertex(&f.s, v) >= 0);
+        }
+        RtTriangle t = {{base, base + 1, base + 2}, mats[rt_test_rand(&rng) % 4], 0};
+        assert_true(rt_scene_add_triangle(&f.s, t) >= 0);
+    }
+    fixture_build(&f, 1);
+    expect_tree_equals_brute(&f, &f.s.camera, W, H);
+    fixture_free(&f);
+}
+
+static void render_tree_equals_brute_bunny(void **state)
+{
+    (void)state;
+    char buf[1024];
+    const char *path = rt_test_asset("models/bunny.obj", buf);
+    if (!path) skip();
+    Fixture f;
+    fixture_load(&f, path);
+    /* brute force over 69k triangles: a smaller image keeps this ~1 s */
+    expect_tree_equals_brute(&f, &f.s.camera, 64, 48);
+    fixture_free(&f);
+}
+
+/* ---- stored references ----------------------------------------------------- */
+
+static void render_cornell_matches_reference(void **state)
+{
+    (void)state;
+    Fixture f;
+    if (!cornell_fixture(&f)) {
+        print_message("skip: tests/ref/cornell.png is a render of scenes/cornell.scene\n");
+        fixture_free(&f);
+        skip();
+    }
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    render(&f, &f.s.camera, &p, W, H, &img, NULL, NULL);
+    expect_matches_ref(&img, "cornell");
+    rt_image_free(&img);
+    fixture_free(&f);
+}
+
+static void render_textured_matches_reference(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtRenderParams p = rt_render_params_default();
+    RtCamera cam = textured_camera();
+    RtImage img;
+    render(&f, &cam, &p, W, H, &img, NULL, NULL);
+    expect_matches_ref(&img, "textured");
+    rt_image_free(&img);
+    fixture_free(&f);
+}
+
+/* ---- features ------------------------------------------------------------- */
+
+static void render_same_bytes_for_any_thread_count(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = textured_camera();
+    RtRenderParams p = rt_render_params_default();
+    RtImage a, b, c;
+    p.threads = 1;
+    render(&f, &cam, &p, W, H, &a, NULL, NULL);
+    p.threads = 2;
+    render(&f, &cam, &p, W, H, &b, NULL, NULL);
+    p.threads = 7; /* more threads than cores, tiles unevenly shared */
+    render(&f, &cam, &p, W, H, &c, NULL, NULL);
+    assert_int_equal(count_differing_bytes(&a, &b), 0);
+    assert_int_equal(count_differing_bytes(&a, &c), 0);
+    rt_image_free(&a);
+    rt_image_free(&b);
+    rt_image_free(&c);
+    fixture_free(&f);
+}
+
+static void render_shadows_darken_the_image(void **state)
+{
+    (void)state;
+    Fixture f;
+    cornell_fixture(&f);
+    RtRenderParams p = rt_render_params_default();
+    RtImage on, off;
+    RtRenderStats st_on, st_off;
+    render(&f, &f.s.camera, &p, W, H, &on, NULL, &st_on);
+    p.shadows = 0;
+    render(&f, &f.s.camera, &p, W, H, &off, NULL, &st_off);
+    assert_true(st_on.shadow_rays > 0);
+    assert_int_equal(st_off.shadow_rays, 0);
+    /* every pixel is as bright or brighter without shadows, some strictly */
+    int brighter = 0;
+    for (size_t i = 0; i < (size_t)W * H * 4; i++) {
+        assert_true(off.rgba[i] >= on.rgba[i]);
+        brighter += off.rgba[i] > on.rgba[i];
+    }
+    assert_true(brighter > 100);
+    rt_image_free(&on);
+    rt_image_free(&off);
+    fixture_free(&f);
+}
+
+/* Camera at the origin looking down -z at a mirror (z = -3); a red wall at
+ * z = +1 behind the camera faces the mirror. The centre pixel shows the red
+ * wall via the mirror, and the grey mirror itself with no bounces. */
+static void render_mirror_shows_reflected_object(void **state)
+{
+    (void)state;
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    int32_t mirror = add_material(&f.s, v3(0.5f, 0.5f, 0.5f), 1.0f);
+    int32_t red = add_material(&f.s, v3(0.9f, 0.05f, 0.05f), 0.0f);
+    uint32_t mirror_tri = add_quad(&f.s, v3(-2, -2, -3), v3(2, -2, -3), v3(2, 2, -3), v3(-2, 2, -3), mirror);
+    add_quad(&f.s, v3(3, -3, 1), v3(-3, -3, 1), v3(-3, 3, 1), v3(3, 3, 1), red);
+    RtLight l = {RT_LIGHT_POINT, v3(0.0f, 1.0f, 0.5f), v3(1, 1, 1)};
+    assert_true(rt_scene_add_light(&f.s, l) >= 0);
+    RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f);
+    f.s.camera = cam;
+    f.s.has_camera = 1;
+    fixture_build(&f, 1);
+
+    RtRenderParams p = rt_render_params_default();
+    RtImage img, flat;
+    uint32_t *ids;
+    RtRenderStats st;
+    render(&f, &cam, &p, 33, 33, &img, &ids, &st);
+    const uint8_t *c = pixel(&img, 16, 16);
+    print_message("mirror centre: %u %u %u\n", c[0], c[1], c[2]);
+    assert_true(ids[16 * 33 + 16] == mirror_tri || ids[16 * 33 + 16] == mirror_tri + 1);
+    assert_true(c[0] > 100 && c[0] > 3 * c[1] && c[0] > 3 * c[2]);
+    assert_true(st.reflection_rays > 0);
+
+    p.max_bounces = 0;
+    render(&f, &cam, &p, 33, 33, &flat, NULL, &st);
+    c = pixel(&flat, 16, 16);
+    assert_true(abs((int)c[0] - (int)c[1]) <= 2 && c[0] > 20);
+    assert_int_equal(st.reflection_rays, 0);
+    rt_image_free(&img);
+    rt_image_free(&flat);
+    free(ids);
+    fixture_free(&f);
+}
+
+/* Mask textures (16 x 16): left half a hole, right half solid. */
+static void mask_alpha(int x, int y, uint8_t px[4])
+{
+    (void)y;
+    px[0] = px[1] = px[2] = 200;
+    px[3] = x < 8 ? 0 : 255;
+}
+static void mask_luminance(int x, int y, uint8_t px[4])
+{
+    (void)y;
+    px[0] = px[1] = px[2] = x < 8 ? 0 : 255;
+    px[3] = 255;
+}
+
+/* Camera at the origin looking down -z (60 degrees, 40 x 40 pixels) at a
+ * 2 x 2 cutout quad at z = -2 whose left half is a hole, in front of a wall
+ * at z = -4; a point light at (-0.5, 0, 0). Pixel column 18 sees the wall
+ * through the hole (x = -0.09 at z = -2), and its shadow ray leaves through
+ * the hole too (it crosses z = -2 at x = -0.34): lit. Column 38 sees the
+ * wall beside the quad (x = 2.14 at z = -4), but its shadow ray crosses the
+ * solid half (x = 0.82): shadowed. Column 25 sees the solid half. */
+static void alpha_cutout_case(void (*mask)(int, int, uint8_t *), const char *what)
+{
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    int32_t tex = add_texture(&f.s, 16, 16, mask);
+    RtMaterial m = rt_material_default();
+    m.map_d = tex;
+    int32_t cut = (int32_t)rt_scene_add_material(&f.s, &m);
+    uint32_t front = add_quad(&f.s, v3(-1, -1, -2), v3(1, -1, -2), v3(1, 1, -2), v3(-1, 1, -2), cut);
+    uint32_t back = add_quad(&f.s, v3(-3, -3, -4), v3(3, -3, -4), v3(3, 3, -4), v3(-3, 3, -4), -1);
+    RtLight l = {RT_LIGHT_POINT, v3(-0.5f, 0, 0), v3(1, 1, 1)};
+    assert_true(rt_scene_add_light(&f.s, l) >= 0);
+    RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 60.0f);
+    f.s.camera = cam;
+    f.s.has_camera = 1;
+    fixture_build(&f, 1);
+
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    uint32_t *ids;
+    render(&f, &cam, &p, 40, 40, &img, &ids, NULL);
+    uint32_t hole = ids[20 * 40 + 18], solid = ids[20 * 40 + 25], beside = ids[20 * 40 + 38];
+    const uint8_t *lit = pixel(&img, 18, 20), *dark = pixel(&img, 38, 20);
+    print_message("%s: hole pixel tri %u (red %u), solid pixel tri %u, beside tri %u (red %u)\n",
+                  what, hole, lit[0], solid, beside, dark[0]);
+    assert_true(hole == back || hole == back + 1);
+    assert_true(solid == front || solid == front + 1);
+    assert_true(beside == back || beside == back + 1);
+    assert_true(lit[0] > dark[0] + 60);
+    rt_image_free(&img);
+    free(ids);
+
+    p.textures = 0; /* no cutouts without textures */
+    render(&f, &cam, &p, 40, 40, &img, &ids, NULL);
+    assert_true(ids[20 * 40 + 18] == front || ids[20 * 40 + 18] == front + 1);
+    rt_image_free(&img);
+    free(ids);
+    fixture_free(&f);
+}
+
+static void render_alpha_cutout_ray_passes_hole(void **state)
+{
+    (void)state;
+    alpha_cutout_case(mask_alpha, "alpha mask");
+}
+
+static void render_luminance_cutout_without_alpha(void **state)
+{
+    (void)state;
+    alpha_cutout_case(mask_luminance, "luminance mask");
+}
+
+static void render_textures_toggle_changes_image(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = textured_camera();
+    RtRenderParams p = rt_render_params_default();
+    RtImage a, b;
+    render(&f, &cam, &p, W, H, &a, NULL, NULL);
+    p.textures = 0;
+    render(&f, &cam, &p, W, H, &b, NULL, NULL);
+    assert_true(count_differing_bytes(&a, &b) > W * H / 4);
+    rt_image_free(&a);
+    rt_image_free(&b);
+    fixture_free(&f);
+}
+
+static void render_woop_and_mt_nearly_equal(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = textured_camera();
+    RtRenderParams p = rt_render_params_default();
+    RtImage a, b;
+    render(&f, &cam, &p, W, H, &a, NULL, NULL);
+    p.use_woop = 0;
+    render(&f, &cam, &p, W, H, &b, NULL, NULL);
+    int off = 0;
+    for (int i = 0; i < W * H; i++)
+        for (int k = 0; k < 3; k++)
+            if (abs((int)a.rgba[4 * i + k] - (int)b.rgba[4 * i + k]) > 2) {
+                off++;
+                break;
+            }
+    print_message("woop vs mt: %d of %d pixels differ by more than 2\n", off, W * H);
+    assert_true(off <= W * H / 200); /* at most 0.5 % (edges) */
+    rt_image_free(&a);
+    rt_image_free(&b);
+    fixture_free(&f);
+}
+
+/* ---- sizes and edge cases ------------------------------------------------- */
+
+static void render_one_pixel_image(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = textured_camera();
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    uint32_t *ids;
+    RtRenderStats st;
+    render(&f, &cam, &p, 1, 1, &img, &ids, &st);
+    assert_int_equal(st.primary_rays, 1);
+    assert_true(ids[0] < f.s.tri_count); /* the centre ray hits the scene */
+    assert_int_equal(img.rgba[3], 255);
+    rt_image_free(&img);
+    free(ids);
+    fixture_free(&f);
+}
+
+static void render_camera_looking_away_is_background(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = camera(v3(0, 1, 6), v3(0, 1, 12), 50.0f); /* away from the scene */
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    uint32_t *ids;
+    RtRenderStats st;
+    render(&f, &cam, &p, 32, 24, &img, &ids, &st);
+    uint8_t bg[3] = {rt_linear_to_srgb8(p.background.x), rt_linear_to_srgb8(p.background.y),
+                     rt_linear_to_srgb8(p.background.z)};
+    for (int i = 0; i < 32 * 24; i++) {
+        assert_int_equal(ids[i], RT_NO_HIT);
+        assert_memory_equal(&img.rgba[4 * i], bg, 3);
+    }
+    assert_int_equal(st.primary_rays, 32 * 24);
+    assert_int_equal(st.shadow_rays, 0);
+    rt_image_free(&img);
+    free(ids);
+    fixture_free(&f);
+}
+
+static void render_rejects_bad_arguments(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = textured_camera();
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    RtError err = {0};
+    assert_int_equal(rt_image_alloc(&img, 8, 8), RT_OK);
+    /* no tree without brute force */
+    assert_int_equal(rt_render_cpu(&f.s, &f.tris, NULL, &cam, &p, &img, NULL, NULL, &err), RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "RENDER"));
+    /* brute force needs none */
+    p.brute_force = 1;
+    assert_int_equal(rt_render_cpu(&f.s, &f.tris, NULL, &cam, &p, &img, NULL, NULL, &err), RT_OK);
+    /* a 0 x 0 image */
+    RtImage empty = {0, 0, NULL};
+    p.brute_force = 0;
+    assert_int_equal(rt_render_cpu(&f.s, &f.tris, &f.tree, &cam, &p, &empty, NULL, NULL, &err), RT_ERR_ARG);
+    rt_image_free(&img);
+    fixture_free(&f);
+}
+
+/* The heatmap is deterministic, uses the fixed ramp (background pixels
+ * cheaper than those behind many nodes) and never touches the shading. */
+static void render_heatmap_colours_by_steps(void **state)
+{
+    (void)state;
+    Fixture f;
+    cornell_fixture(&f);
+    RtRenderParams p = rt_render_params_default();
+    p.heatmap = 1;
+    RtImage a, b;
+    render(&f, &f.s.camera, &p, W, H, &a, NULL, NULL);
+    render(&f, &f.s.camera, &p, W, H, &b, NULL, NULL);
+    assert_int_equal(count_differing_bytes(&a, &b), 0);
+    /* not a single colour */
+    int distinct = 0;
+    for (int i = 1; i < W * H; i++) distinct += memcmp(&a.rgba[4 * i], &a.rgba[0], 3) != 0;
+    assert_true(distinct > 0);
+    rt_image_free(&a);
+    rt_image_free(&b);
+    fixture_free(&f);
+}
+
+/* The default headlight of rt_scene_finish lights a file with no lights. */
+static void render_default_headlight_lights_scene(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    assert_int_equal(f.s.light_count, 1);
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    render(&f, &f.s.camera, &p, 64, 48, &img, NULL, NULL);
+    double sum = 0;
+    for (int i = 0; i < 64 * 48; i++) sum += img.rgba[4 * i] + img.rgba[4 * i + 1] + img.rgba[4 * i + 2];
+    double mean = sum / (3.0 * 64 * 48);
+    print_message("headlight: mean sRGB byte %.1f\n", mean);
+    assert_true(mean > 60.0);
+    rt_image_free(&img);
+    fixture_free(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(render_tree_equals_brute_cornell),
+        cmocka_unit_test(render_tree_equals_brute_random),
+        cmocka_unit_test(render_tree_equals_brute_bunny),
+        cmocka_unit_test(render_cornell_matches_reference),
+        cmocka_unit_test(render_textured_matches_reference),
+        cmocka_unit_test(render_same_bytes_for_any_thread_count),
+        cmocka_unit_test(render_shadows_darken_the_image),
+        cmocka_unit_test(render_mirror_shows_reflected_object),
+        cmocka_unit_test(render_alpha_cutout_ray_passes_hole),
+        cmocka_unit_test(render_luminance_cutout_without_alpha),
+        cmocka_unit_test(render_textures_toggle_changes_image),
+        cmocka_unit_test(render_woop_and_mt_nearly_equal),
+        cmocka_unit_test(render_one_pixel_image),
+        cmocka_unit_test(render_camera_looking_away_is_background),
+        cmocka_unit_test(render_rejects_bad_arguments),
+        cmocka_unit_test(render_heatmap_colours_by_steps),
+        cmocka_unit_test(render_default_headlight_lights_scene),
+    };
+    return cmocka_run_group_tests_name("render", tests, NULL, NULL);
+}

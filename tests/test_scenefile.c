@@ -1,0 +1,909 @@
+/* test_scenefile.c — the .scene format and the built-in primitives: every
+ * keyword, transforms, primitive topology, include, material override on a
+ * mesh, each class of bad input (messages name file, line, expectation), and
+ * the shipped scenes/cornell.scene. Run from the repository root. */
+#define _XOPEN_SOURCE 700
+#include "test_util.h"
+
+#include <ftw.h>
+
+#include "primitives.h"
+#include "scene.h"
+
+/* ---- helpers ----------------------------------------------------------------- */
+
+/* Each test gets a fresh temporary directory (its path is *state). */
+static int dir_setup(void **state)
+{
+    char *dir = strdup("/tmp/rt_scenefile_XXXXXX");
+    if (!dir || !mkdtemp(dir)) return -1;
+    *state = dir;
+    return 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(path);
+}
+
+static int dir_teardown(void **state)
+{
+    nftw((char *)*state, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    free(*state);
+    return 0;
+}
+
+/* Writes n bytes to dir/rel (creating its sub-directories); returns the path. */
+static const char *put_bytes(void **state, const char *rel, const void *data, size_t n, char buf[1024])
+{
+    snprintf(buf, 1024, "%s/%s", (char *)*state, rel);
+    for (char *p = buf + strlen((char *)*state) + 1; (p = strchr(p, '/')); p++) {
+        *p = 0;
+        mkdir(buf, 0700);
+        *p = '/';
+    }
+    FILE *f = fopen(buf, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(data, 1, n, f), n);
+    fclose(f);
+    return buf;
+}
+static const char *put(void **state, const char *rel, const char *text, char buf[1024])
+{
+    return put_bytes(state, rel, text, strlen(text), buf);
+}
+
+/* Loads `text` as dir/t.scene through rt_scene_load. */
+static RtStatus load_text(void **state, const char *text, RtScene *s, RtError *err, char path[1024])
+{
+    put(state, "t.scene", text, path);
+    memset(err, 0, sizeof *err);
+    return rt_scene_load(path, s, err);
+}
+
+/* The message names file:line, the SCENE tag and contains `what`. */
+static void assert_message(const RtError *err, const char *path, int line, const char *what)
+{
+    char where[1100];
+    snprintf(where, sizeof where, "%s:%d: SCENE: ", path, line);
+    if (!strstr(err->msg, where) || !strstr(err->msg, what)) {
+        print_error("message: %s\nwanted: '%s' and '%s'\n", err->msg, where, what);
+        fail();
+    }
+}
+
+/* Loads text that must fail with `status` at `line` saying `what`. */
+static void assert_bad(void **state, const char *text, RtStatus status, int line, const char *what)
+{
+    RtScene s;
+    RtError err;
+    char path[1024];
+    RtStatus st = load_text(state, text, &s, &err, path);
+    if (st != status) print_error("text: %s\nstatus %d, message: %s\n", text, (int)st, err.msg);
+    assert_int_equal(st, status);
+    assert_message(&err, path, line, what);
+    assert_int_equal(s.tri_count, 0); /* freed on error */
+}
+
+static RtVec3 tri_normal(const RtScene *s, uint32_t t, float *area)
+{
+    const RtTriangle *tr = &s->tris[t];
+    RtVec3 a = s->verts[tr->v[0]].p, b = s->verts[tr->v[1]].p, c = s->verts[tr->v[2]].p;
+    RtVec3 n = v3_cross(v3_sub(b, a), v3_sub(c, a));
+    if (area) *area = 0.5f * v3_len(n);
+    return v3_norm(n);
+}
+
+/* Sum of the signed tetrahedra (origin, triangle): the enclosed volume when
+ * the surface is closed and wound outward. */
+static double signed_volume(const RtScene *s, uint32_t first, uint32_t count)
+{
+    double v = 0;
+    for (uint32_t t = first; t < first + count; t++) {
+        const RtTriangle *tr = &s->tris[t];
+        RtVec3 a = s->verts[tr->v[0]].p, b = s->verts[tr->v[1]].p, c = s->verts[tr->v[2]].p;
+        v += v3_dot(a, v3_cross(b, c)) / 6.0;
+    }
+    return v;
+}
+
+static double total_area(const RtScene *s, uint32_t first, uint32_t count)
+{
+    double sum = 0;
+    for (uint32_t t = first; t < first + count; t++) {
+        float a;
+        tri_normal(s, t, &a);
+        sum += a;
+    }
+    return sum;
+}
+
+typedef struct {
+    RtVec3 p;
+    uint32_t i;
+} PosIdx;
+static int cmp_pos(const void *x, const void *y)
+{
+    const RtVec3 *a = &((const PosIdx *)x)->p, *b = &((const PosIdx *)y)->p;
+    if (a->x != b->x) return a->x < b->x ? -1 : 1;
+    if (a->y != b->y) return a->y < b->y ? -1 : 1;
+    if (a->z != b->z) return a->z < b->z ? -1 : 1;
+    return 0;
+}
+static int cmp_edge(const void *x, const void *y)
+{
+    const uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* Closed and consistently wound: with vertices welded by exact position,
+ * every directed edge (a,b) appears once and its twin (b,a) once. */
+static int is_closed(const RtScene *s, uint32_t first, uint32_t count)
+{
+    PosIdx *pi = malloc(s->vert_count * sizeof *pi);
+    uint32_t *weld = malloc(s->vert_count * sizeof *weld);
+    uint64_t *e = malloc((size_t)count * 3 * sizeof *e);
+    assert_true(pi && weld && e);
+    for (uint32_t i = 0; i < s->vert_count; i++) pi[i] = (PosIdx){s->verts[i].p, i};
+    qsort(pi, s->vert_count, sizeof *pi, cmp_pos);
+    uint32_t id = 0;
+    for (uint32_t i = 0; i < s->vert_count; i++) {
+        if (i && cmp_pos(&pi[i - 1], &pi[i])) id++;
+        weld[pi[i].i] = id;
+    }
+    for (uint32_t t = 0; t < count; t++)
+        for (int k = 0; k < 3; k++) {
+            uint64_t a = weld[s->tris[first + t].v[k]], b = weld[s->tris[first + t].v[(k + 1) % 3]];
+            e[3 * t + k] = a << 32 | b;
+        }
+    qsort(e, (size_t)count * 3, sizeof *e, cmp_edge);
+    int ok = 1;
+    for (size_t i = 0; i < (size_t)count * 3 && ok; i++) {
+        uint64_t twin = (e[i] & 0xffffffffu) << 32 | e[i] >> 32;
+        if (i && e[i] == e[i - 1]) ok = 0;                                      /* same direction twice */
+        if (!bsearch(&twin, e, (size_t)count * 3, sizeof *e, cmp_edge)) ok = 0; /* open edge */
+    }
+    free(pi);
+    free(weld);
+    free(e);
+    return ok;
+}
+
+/* Every vertex normal of an object is unit length, and every face's
+ * geometric normal agrees with its vertices' shading normals. */
+static void assert_normals_consistent(const RtScene *s, uint32_t first, uint32_t count)
+{
+    for (uint32_t t = first; t < first + count; t++) {
+        float area;
+        RtVec3 g = tri_normal(s, t, &area);
+        for (int k = 0; k < 3; k++) {
+            RtVec3 n = s->verts[s->tris[t].v[k]].n;
+            assert_float_equal(v3_len(n), 1.0f, 1e-5f);
+            if (!(v3_dot(n, g) > 0.0f))
+                print_error("tri %u k %d n %g %g %g g %g %g %g area %g\n", t, k, n.x, n.y, n.z, g.x, g.y, g.z,
+                            area);
+            assert_true(v3_dot(n, g) > 0.0f);
+        }
+    }
+}
+
+static void assert_vec3(RtVec3 a, RtVec3 b, float eps)
+{
+    assert_float_equal(a.x, b.x, eps);
+    assert_float_equal(a.y, b.y, eps);
+    assert_float_equal(a.z, b.z, eps);
+}
+
+/* ---- matrices ------------------------------------------------------------- */
+
+static void mat34_transforms_apply_in_call_order(void **state)
+{
+    (void)state;
+    float m[12];
+    rt_mat34_identity(m);
+    assert_vec3(rt_mat34_point(m, v3(1, 2, 3)), v3(1, 2, 3), 0);
+    rt_mat34_scale(m, v3(2, 3, 4));
+    rt_mat34_rotate(m, v3(0, 1, 0), 90.0f); /* right-handed: +x -> -z */
+    rt_mat34_translate(m, v3(10, 20, 30));
+    /* (1,1,1) -> scale (2,3,4) -> rotate (4,3,-2) -> translate. */
+    assert_vec3(rt_mat34_point(m, v3(1, 1, 1)), v3(14, 23, 28), 1e-5f);
+    assert_float_equal(rt_mat34_det(m), 24.0f, 1e-4f);
+
+    float a[12], b[12], ab[12];
+    rt_mat34_identity(a);
+    rt_mat34_rotate(a, v3(1, 1, 0), 33.0f);
+    rt_mat34_translate(a, v3(1, -2, 3));
+    rt_mat34_identity(b);
+    rt_mat34_scale(b, v3(-1, 2, 0.5f));
+    rt_mat34_mul(ab, a, b);
+    RtVec3 p = v3(0.3f, -0.7f, 2.0f);
+    assert_vec3(rt_mat34_point(ab, p), rt_mat34_point(a, rt_mat34_point(b, p)), 1e-5f);
+    rt_mat34_mul(a, a, b); /* aliasing */
+    assert_memory_equal(a, ab, sizeof ab);
+
+    /* A zero axis leaves the matrix as it was. */
+    rt_mat34_identity(m);
+    rt_mat34_rotate(m, v3(0, 0, 0), 45.0f);
+    rt_mat34_identity(a);
+    assert_memory_equal(m, a, sizeof a);
+}
+
+static void mat34_normals_stay_outward_under_mirrors(void **state)
+{
+    (void)state;
+    float m[12];
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(-1, 1, 1));
+    assert_vec3(rt_mat34_normal(m, v3(1, 0, 0)), v3(-1, 0, 0), 0);
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(1, 4, 1)); /* non-uniform: normals use the inverse transpose */
+    RtVec3 n = rt_mat34_normal(m, v3_norm(v3(1, 1, 0)));
+    assert_vec3(n, v3_norm(v3(4, 1, 0)), 1e-6f);
+    assert_vec3(rt_mat34_normal(m, v3(0, 0, 0)), v3(0, 0, 0), 0);
+    /* A rotation turns normals exactly as it turns directions. */
+    rt_mat34_identity(m);
+    rt_mat34_rotate(m, v3(1, 0, 0), 90.0f);
+    assert_vec3(rt_mat34_normal(m, v3(0, 1, 0)), v3(0, 0, 1), 1e-7f);
+    RtTestRng rng = {3};
+    for (int i = 0; i < 100; i++) {
+        rt_mat34_identity(m);
+        RtVec3 axis = v3(rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f);
+        rt_mat34_scale(m, v3(1 + rt_test_randf(&rng), 1 + rt_test_randf(&rng), i % 2 ? -1.0f : 1.0f));
+        rt_mat34_rotate(m, axis, 360.0f * rt_test_randf(&rng));
+        rt_mat34_translate(m, v3(5, 6, 7));
+        /* The transformed normal stays perpendicular to transformed tangents
+         * and on the side the transformed point moved to. */
+        RtVec3 nn =
+            v3_norm(v3(rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f));
+        RtVec3 tan = v3_norm(v3_cross(nn, v3(0.3f, 0.5f, 0.7f)));
+        RtVec3 tn = rt_mat34_normal(m, nn);
+        RtVec3 o = rt_mat34_point(m, v3(0, 0, 0));
+        RtVec3 tt = v3_sub(rt_mat34_point(m, tan), o), tp = v3_sub(rt_mat34_point(m, nn), o);
+        assert_float_equal(v3_len(tn), 1.0f, 1e-5f);
+        assert_float_equal(v3_dot(tn, tt), 0.0f, 1e-4f);
+        assert_true(v3_dot(tn, tp) > 0.0f);
+    }
+}
+
+/* ---- primitives --------------------------------------------------------------- */
+
+static void prim_quad_is_two_triangles_of_area_four_facing_up(void **state)
+{
+    (void)state;
+    RtScene s;
+    rt_scene_init(&s);
+    RtError err = {0};
+    assert_int_equal(rt_prim_quad(&s, NULL, -1, NULL, &err), RT_OK);
+    assert_int_equal(s.tri_count, 2);
+    assert_int_equal(s.vert_count, 4);
+    assert_int_equal(s.object_count, 1);
+    assert_string_equal(s.objects[0].name, "quad");
+    assert_int_equal(s.objects[0].tri_count, 2);
+    assert_float_equal(total_area(&s, 0, 2), 4.0, 1e-6);
+    for (uint32_t t = 0; t < 2; t++) assert_vec3(tri_normal(&s, t, NULL), v3(0, 1, 0), 0);
+    assert_normals_consistent(&s, 0, 2);
+    for (uint32_t i = 0; i < 4; i++) {
+        RtVertex v = s.verts[i];
+        assert_float_equal(v.p.y, 0, 0);
+        assert_float_equal(v.u, 0.5f * (v.p.x + 1), 0);
+        assert_float_equal(v.v, 0.5f * (1 - v.p.z), 0);
+    }
+    rt_scene_free(&s);
+}
+
+static void prim_box_is_closed_with_twelve_outward_triangles(void **state)
+{
+    (void)state;
+    RtScene s;
+    rt_scene_init(&s);
+    RtError err = {0};
+    assert_int_equal(rt_prim_box(&s, NULL, -1, "b", &err), RT_OK);
+    assert_int_equal(s.tri_count, 12);
+    assert_int_equal(s.vert_count, 24);
+    assert_string_equal(s.objects[0].name, "b");
+    assert_true(is_closed(&s, 0, 12));
+    assert_float_equal(total_area(&s, 0, 12), 24.0, 1e-5);
+    assert_float_equal(signed_volume(&s, 0, 12), 8.0, 1e-5);
+    assert_normals_consistent(&s, 0, 12);
+    for (uint32_t t = 0; t < 12; t++) {
+        /* Flat: all three vertices share the face normal, pointing away from the centre. */
+        RtVec3 n = s.verts[s.tris[t].v[0]].n;
+        assert_float_equal(v3_dot(n, s.verts[s.tris[t].v[0]].p), 1.0f, 0);
+        assert_true(fabsf(n.x) + fabsf(n.y) + fabsf(n.z) == 1.0f);
+    }
+    for (uint32_t i = 0; i < 24; i++) {
+        assert_true(s.verts[i].u == 0.0f || s.verts[i].u == 1.0f);
+        assert_true(s.verts[i].v == 0.0f || s.verts[i].v == 1.0f);
+    }
+    rt_scene_free(&s);
+}
+
+static void check_sphere(int segments)
+{
+    RtScene s;
+    rt_scene_init(&s);
+    RtError err = {0};
+    assert_int_equal(rt_prim_sphere(&s, NULL, -1, segments, NULL, &err), RT_OK);
+    int bands = segments / 2 < 2 ? 2 : segments / 2;
+    uint32_t tris = 2u * (uint32_t)segments * (uint32_t)(bands - 1);
+    assert_int_equal(s.tri_count, tris);
+    assert_int_equal(rt_prim_sphere_tri_count(segments), tris);
+    assert_int_equal(s.vert_count, (uint32_t)(segments + 1) * (uint32_t)(bands + 1));
+    assert_string_equal(s.objects[0].name, "sphere");
+    assert_true(is_closed(&s, 0, s.tri_count));
+    for (uint32_t i = 0; i < s.vert_count; i++) {
+        assert_float_equal(v3_len(s.verts[i].p), 1.0f, 1e-6f);
+        assert_vec3(s.verts[i].n, s.verts[i].p, 0);
+    }
+    for (uint32_t t = 0; t < s.tri_count; t++) {
+        float area;
+        RtVec3 g = tri_normal(&s, t, &area);
+        assert_true(area > 0.0f);
+        const RtTriangle *tr = &s.tris[t];
+        RtVec3 centre = v3_scale(
+            v3_add(v3_add(s.verts[tr->v[0]].p, s.verts[tr->v[1]].p), s.verts[tr->v[2]].p), 1.0f / 3.0f);
+        assert_true(v3_dot(g, centre) > 0.0f); /* outward */
+    }
+    double vol = signed_volume(&s, 0, s.tri_count);
+    assert_true(vol > 0.0 && vol < 4.0 / 3.0 * M_PI + 1e-6);
+    if (segments >= 64) assert_float_equal(vol, 4.0 / 3.0 * M_PI, 0.02);
+    rt_scene_free(&s);
+}
+
+static void prim_sphere_counts_closedness_and_normals(void **state)
+{
+    (void)state;
+    static const int sizes[] = {3, 4, 5, 6, 7, 8, 64, 255};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) check_sphere(sizes[i]);
+    RtTestRng rng = {0x5eed};
+    for (int i = 0; i < 8; i++) check_sphere(3 + (int)(rt_test_rand(&rng) % 300));
+}
+
+static void prim_rejects_bad_arguments_and_leaves_scene_unchanged(void **state)
+{
+    (void)state;
+    RtScene s;
+    rt_scene_init(&s);
+    RtError err = {0};
+    assert_int_equal(rt_prim_sphere(&s, NULL, -1, 0, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_prim_sphere(&s, NULL, -1, 2, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_prim_sphere(&s, NULL, -1, RT_PRIM_SPHERE_MAX_SEGMENTS + 1, NULL, &err), RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "segments"));
+    assert_int_equal(rt_prim_box(&s, NULL, 0, NULL, &err), RT_ERR_ARG); /* no materials yet */
+    assert_int_equal(rt_prim_quad(&s, NULL, -2, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(s.tri_count + s.vert_count + s.object_count, 0);
+    assert_int_equal(rt_prim_sphere_tri_count(2), 0);
+    rt_scene_free(&s);
+}
+
+static void prim_box_transformed_lands_where_expected(void **state)
+{
+    (void)state;
+    RtTestRng rng = {77};
+    for (int iter = 0; iter < 50; iter++) {
+        RtVec3 sc = v3(0.2f + 3 * rt_test_randf(&rng), 0.2f + 3 * rt_test_randf(&rng),
+                       0.2f + 3 * rt_test_randf(&rng));
+        if (iter % 2) sc.x = -sc.x; /* a mirror */
+        RtVec3 axis = v3(rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f);
+        float deg = 360.0f * rt_test_randf(&rng);
+        RtVec3 tr = v3(10 * rt_test_randf(&rng), -5 * rt_test_randf(&rng), 3.0f);
+        float m[12];
+        rt_mat34_identity(m);
+        rt_mat34_scale(m, sc);
+        rt_mat34_rotate(m, axis, deg);
+        rt_mat34_translate(m, tr);
+        RtScene s;
+        rt_scene_init(&s);
+        RtError err = {0};
+        assert_int_equal(rt_prim_box(&s, m, -1, NULL, &err), RT_OK);
+        assert_true(is_closed(&s, 0, 12));
+        double vol = fabs((double)sc.x * sc.y * sc.z) * 8.0;
+        assert_float_equal(signed_volume(&s, 0, 12), vol, 1e-3 * vol + 1e-4); /* outward even when mirrored */
+        assert_normals_consistent(&s, 0, 12);
+        /* The centre is at the translation, the corners where the chain puts them. */
+        RtAabb b = rt_scene_bounds(&s);
+        assert_vec3(v3_scale(v3_add(b.lo, b.hi), 0.5f), tr, 1e-4f);
+        rt_scene_free(&s);
+    }
+    /* An axis-aligned case with exact numbers. */
+    float m[12];
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(1, 2, 3));
+    rt_mat34_rotate(m, v3(0, 0, 1), 90.0f); /* x -> y, y -> -x */
+    rt_mat34_translate(m, v3(5, 0, 0));
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_prim_box(&s, m, -1, NULL, NULL), RT_OK);
+    RtAabb b = rt_scene_bounds(&s);
+    assert_vec3(b.lo, v3(3, -1, -3), 1e-5f);
+    assert_vec3(b.hi, v3(7, 1, 3), 1e-5f);
+    rt_scene_free(&s);
+}
+
+static void scene_transform_mirrors_keep_winding_outward(void **state)
+{
+    (void)state;
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_prim_sphere(&s, NULL, -1, 16, NULL, NULL), RT_OK);
+    RtLight pl = {RT_LIGHT_POINT, v3(1, 2, 3), v3(1, 1, 1)},
+            dl = {RT_LIGHT_DIRECTIONAL, v3(1, 0, 0), v3(1, 1, 1)};
+    rt_scene_add_light(&s, pl);
+    rt_scene_add_light(&s, dl);
+    double v0 = signed_volume(&s, 0, s.tri_count);
+    float m[12];
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(-2, 1, 1));
+    rt_mat34_translate(m, v3(0, 5, 0));
+    rt_scene_transform(&s, m);
+    assert_float_equal(signed_volume(&s, 0, s.tri_count), 2 * v0, 1e-4);
+    assert_normals_consistent(&s, 0, s.tri_count);
+    assert_vec3(s.lights[0].v, v3(-2, 7, 3), 0);
+    assert_vec3(s.lights[1].v, v3(-1, 0, 0), 0);
+    rt_scene_free(&s);
+}
+
+/* ---- the .scene format --------------------------------------------------------------- */
+
+/* A 2x2 binary PPM: the smallest image stb_image reads without a PNG encoder. */
+static const char *put_ppm(void **state, const char *rel, char buf[1024])
+{
+    static const unsigned char ppm[] = "P6\n2 2\n255\n"
+                                       "\xff\x00\x00\x00\xff\x00\x00\x00\xff\xff\xff\xff";
+    return put_bytes(state, rel, ppm, sizeof ppm - 1, buf);
+}
+
+static void scenefile_every_keyword_parsed(void **state)
+{
+    char tex[1024], path[1024];
+    put_ppm(state, "tex.ppm", tex);
+    const char *text = "# a comment line\n"
+                       "   \t\n"
+                       "camera pos 1 2 3 look 1 2 -3 up 0 2 0 fov 45.5   # trailing comment\n"
+                       "light point pos 0 10 0 color 1 0.5 0.25\n"
+                       "light directional dir 0 3 4 color 0.1 0.2 0.3\n"
+                       "light point color 2 2 2 pos -1 -2 -3\n"
+                       "material plain\n"
+                       "material shiny kd 0.1 0.2 0.3 ks 0.4 0.5 0.6 ns 80 reflect 0.75 ke 0 0 0.5\n"
+                       "material glass kd 1 1 1 ni 1.5 d 0.25\n"
+                       "material \"tex tured\" map_kd tex.ppm map_d \"tex.ppm\" illum 4\n"
+                       "box name b1 material shiny\n"
+                       "sphere name ball material glass segments 12 scale 0.5\n"
+                       "quad material \"tex tured\"\n"
+                       "box\n";
+    RtScene s;
+    RtError err;
+    RtStatus st = load_text(state, text, &s, &err, path);
+    if (st != RT_OK) print_error("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+
+    assert_int_equal(s.has_camera, 1);
+    assert_vec3(s.camera.pos, v3(1, 2, 3), 0);
+    assert_vec3(s.camera.look, v3(1, 2, -3), 0);
+    assert_vec3(s.camera.up, v3(0, 1, 0), 0); /* normalised */
+    assert_float_equal(s.camera.fov_y, 45.5f, 0);
+
+    assert_int_equal(s.light_count, 3);
+    assert_int_equal(s.lights[0].type, RT_LIGHT_POINT);
+    assert_vec3(s.lights[0].v, v3(0, 10, 0), 0);
+    assert_vec3(s.lights[0].color, v3(1, 0.5f, 0.25f), 0);
+    assert_int_equal(s.lights[1].type, RT_LIGHT_DIRECTIONAL);
+    assert_vec3(s.lights[1].v, v3(0, 0.6f, 0.8f), 1e-6f); /* normalised */
+    assert_vec3(s.lights[1].color, v3(0.1f, 0.2f, 0.3f), 0);
+    assert_vec3(s.lights[2].v, v3(-1, -2, -3), 0);
+    assert_vec3(s.lights[2].color, v3(2, 2, 2), 0);
+
+    assert_int_equal(s.mat_count, 4);
+    RtMaterial def = rt_material_default();
+    assert_string_equal(s.mats[0].name, "plain");
+    assert_vec3(s.mats[0].kd, def.kd, 0);
+    assert_int_equal(s.mats[0].illum, 2);
+    assert_int_equal(s.mats[0].map_kd, -1);
+    const RtMaterial *sh = &s.mats[1];
+    assert_string_equal(sh->name, "shiny");
+    assert_vec3(sh->kd, v3(0.1f, 0.2f, 0.3f), 0);
+    assert_vec3(sh->ks, v3(0.4f, 0.5f, 0.6f), 0);
+    assert_vec3(sh->ke, v3(0, 0, 0.5f), 0);
+    assert_float_equal(sh->ns, 80, 0);
+    assert_float_equal(sh->reflect, 0.75f, 0);
+    assert_int_equal(sh->illum, 3);
+    const RtMaterial *gl = &s.mats[2];
+    assert_float_equal(gl->ni, 1.5f, 0);
+    assert_float_equal(gl->d, 0.25f, 0);
+    assert_int_equal(gl->illum, 7);
+    const RtMaterial *tx = &s.mats[3];
+    assert_string_equal(tx->name, "tex tured");
+    assert_int_equal(tx->illum, 4);
+    assert_int_equal(s.tex_count, 1); /* the same file is shared */
+    assert_int_equal(tx->map_kd, 0);
+    assert_int_equal(tx->map_d, 0);
+    assert_int_equal(s.texs[0].w, 2);
+    assert_int_equal(s.texs[0].h, 2);
+
+    /* box 12 + sphere(12) 2*12*5 = 120 + quad 2 + box 12 */
+    assert_int_equal(s.object_count, 4);
+    assert_int_equal(s.tri_count, 12 + 120 + 2 + 12);
+    assert_string_equal(s.objects[0].name, "b1");
+    assert_string_equal(s.objects[1].name, "ball");
+    assert_string_equal(s.objects[2].name, "quad");
+    assert_string_equal(s.objects[3].name, "box");
+    assert_int_equal(s.tris[0].material, 1);
+    assert_int_equal(s.tris[12].material, 2);
+    assert_int_equal(s.tris[12 + 120].material, 3);
+    assert_int_equal(s.tris[12 + 120 + 2].material, -1);
+    for (uint32_t i = 0; i < s.tri_count; i++) {
+        const RtObject *o = &s.objects[s.tris[i].object];
+        assert_true(i >= o->first_tri && i < o->first_tri + o->tri_count);
+    }
+    RtAabb b = rt_scene_bounds(&s);
+    assert_vec3(b.lo, v3(-1, -1, -1), 0);
+    assert_vec3(b.hi, v3(1, 1, 1), 0);
+    rt_scene_free(&s);
+}
+
+/* Bounds of the single object a one-line scene makes. */
+static RtAabb load_bounds(void **state, const char *text)
+{
+    RtScene s;
+    RtError err;
+    char path[1024];
+    RtStatus st = load_text(state, text, &s, &err, path);
+    if (st != RT_OK) print_error("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    RtAabb b = rt_scene_bounds(&s);
+    assert_normals_consistent(&s, 0, s.tri_count);
+    rt_scene_free(&s);
+    return b;
+}
+
+static void scenefile_transforms_apply_in_written_order(void **state)
+{
+    RtAabb b = load_bounds(state, "box translate 1 2 3\n");
+    assert_vec3(b.lo, v3(0, 1, 2), 1e-6f);
+    assert_vec3(b.hi, v3(2, 3, 4), 1e-6f);
+    b = load_bounds(state, "box scale 2 translate 1 0 0\n"); /* scaled, then moved */
+    assert_vec3(b.lo, v3(-1, -2, -2), 1e-6f);
+    assert_vec3(b.hi, v3(3, 2, 2), 1e-6f);
+    b = load_bounds(state, "box translate 1 0 0 scale 2\n"); /* moved, then scaled about the origin */
+    assert_vec3(b.lo, v3(0, -2, -2), 1e-6f);
+    assert_vec3(b.hi, v3(4, 2, 2), 1e-6f);
+    b = load_bounds(state, "box scale 1 2 3 rotate 0 0 1 90 translate 5 0 0\n");
+    assert_vec3(b.lo, v3(3, -1, -3), 1e-5f);
+    assert_vec3(b.hi, v3(7, 1, 3), 1e-5f);
+    b = load_bounds(state, "quad rotate 1 0 0 90\n"); /* the normal +y turns to +z */
+    assert_vec3(b.lo, v3(-1, -1, 0), 1e-6f);
+    assert_vec3(b.hi, v3(1, 1, 0), 1e-6f);
+    /* mirrored: normals still outward */
+    b = load_bounds(state, "sphere segments 64 scale 2 -2 2 translate 0 0 -1\n");
+    assert_vec3(b.lo, v3(-2, -2, -3), 1e-5f);
+    assert_vec3(b.hi, v3(2, 2, 1), 1e-5f);
+
+    char path[1024];
+    RtScene s;
+    RtError err;
+    assert_int_equal(load_text(state, "quad scale 3 1 2 rotate 0 0 1 180\n", &s, &err, path), RT_OK);
+    assert_float_equal(total_area(&s, 0, 2), 24.0, 1e-4);
+    for (uint32_t i = 0; i < 4; i++) assert_vec3(s.verts[i].n, v3(0, -1, 0), 1e-6f);
+    rt_scene_free(&s);
+}
+
+static void scenefile_include_resolves_relative_paths(void **state)
+{
+    char tex[1024], path[1024], buf[1024];
+    put_ppm(state, "sub/deeper/t.ppm", tex);
+    put(state, "sub/deeper/leaf.scene",
+        "material leafmat kd 0 1 0 map_kd t.ppm\nbox material leafmat translate 0 10 0\n", buf);
+    put(state, "sub/mid.scene", "include \"deeper/leaf.scene\"\nsphere name s material top segments 8\n",
+        buf);
+    put(state, "sub/again.scene", "quad name q material leafmat\n", buf);
+    RtScene s;
+    RtError err;
+    RtStatus st = load_text(state,
+                            "material top kd 1 0 0\n"
+                            "include sub/mid.scene\n"
+                            "include sub/again.scene\n"
+                            "include sub/again.scene  # twice is fine: not a cycle\n",
+                            &s, &err, path);
+    if (st != RT_OK) print_error("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    assert_int_equal(s.object_count, 4);
+    assert_string_equal(s.objects[0].name, "box");
+    assert_string_equal(s.objects[1].name, "s");
+    assert_string_equal(s.objects[3].name, "q");
+    assert_int_equal(s.tris[0].material, 1);
+    assert_int_equal(s.tris[s.objects[1].first_tri].material, 0); /* includes share material names */
+    assert_int_equal(s.tris[s.objects[3].first_tri].material, 1);
+    assert_int_equal(s.tex_count, 1);
+    rt_scene_free(&s);
+
+    /* Absolute paths stay absolute. */
+    char inc[1100];
+    snprintf(inc, sizeof inc, "include \"%s/sub/again.scene\"\nmaterial leafmat\n", (char *)*state);
+    st = load_text(state, inc, &s, &err, path);
+    assert_int_equal(st, RT_ERR_PARSE); /* again.scene uses leafmat before this file defines it */
+    assert_non_null(
+        strstr(err.msg, "again.scene:1: SCENE: expected a defined material name after 'material'"));
+    assert_non_null(strstr(err.msg, "(included from"));
+}
+
+static void scenefile_include_cycle_and_depth_are_errors(void **state)
+{
+    char a[1024], b[1024], path[1024];
+    put(state, "a.scene", "box\ninclude b.scene\n", a);
+    put(state, "b.scene", "\n\ninclude a.scene\n", b);
+    RtScene s;
+    RtError err;
+    assert_int_equal(load_text(state, "include a.scene\n", &s, &err, path), RT_ERR_PARSE);
+    assert_message(&err, b, 3, "include cycle");
+    assert_non_null(strstr(err.msg, "included from"));
+    assert_bad(state, "box\ninclude t.scene\n", RT_ERR_PARSE, 2, "include cycle"); /* itself */
+
+    /* A chain d0 -> d1 -> ... : 16 levels below the top file load, 17 do not. */
+    for (int i = 0; i < 18; i++) {
+        char rel[32], text[64];
+        snprintf(rel, sizeof rel, "d%d.scene", i);
+        snprintf(text, sizeof text, i < 17 ? "include d%d.scene\n" : "box\n", i + 1);
+        put(state, rel, text, a);
+    }
+    put(state, "d16.scene", "box\n", a);
+    assert_int_equal(load_text(state, "include d1.scene\n", &s, &err, path), RT_OK); /* d1..d16: 16 levels */
+    rt_scene_free(&s);
+    put(state, "d16.scene", "include d17.scene\n", a);
+    assert_int_equal(load_text(state, "include d1.scene\n", &s, &err, path), RT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "d16.scene:1: SCENE: includes nested deeper than 16"));
+}
+
+static void scenefile_material_override_on_mesh(void **state)
+{
+    char obj[1024], path[1024];
+    put(state, "m/tri.obj",
+        "o first\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\no second\nv 0 0 1\nv 1 0 1\nv 0 1 1\nf 4 5 6\n", obj);
+    RtScene s;
+    RtError err;
+    RtStatus st = load_text(state,
+                            "material red kd 1 0 0\n"
+                            "mesh m/tri.obj\n"
+                            "mesh \"m/tri.obj\" name copy material red scale -1 1 1 translate 0 0 5\n",
+                            &s, &err, path);
+    if (st != RT_OK) print_error("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    assert_int_equal(s.tri_count, 4);
+    assert_true(s.object_count >= 2);
+    for (uint32_t i = 0; i < 2; i++) assert_int_not_equal(s.tris[i].material, 0);
+    for (uint32_t i = 2; i < 4; i++) assert_int_equal(s.tris[i].material, 0);
+    /* Named mesh objects carry the name as a prefix. */
+    const RtObject *o = &s.objects[s.tris[3].object];
+    assert_string_equal(o->name, "copy/second");
+    /* Mirrored and moved: x flips, z moves by 5, and faces still face +z. */
+    for (int k = 0; k < 3; k++) {
+        RtVec3 p = s.verts[s.tris[3].v[k]].p;
+        assert_true(p.x <= 0.0f);
+        assert_float_equal(p.z, 6.0f, 0);
+    }
+    assert_true(tri_normal(&s, 3, NULL).z > 0.99f);
+    rt_scene_free(&s);
+}
+
+static void scenefile_bad_lines_name_file_line_and_expectation(void **state)
+{
+    /* truncated lines */
+    assert_bad(state, "box\ncamera pos 1 2\n", RT_ERR_PARSE, 2,
+               "expected 3 finite numbers X Y Z after 'pos', found the end");
+    assert_bad(state, "box\ncamera pos 0 0 5\n", RT_ERR_PARSE, 2,
+               "expected 'pos X Y Z' and 'look X Y Z' after 'camera'");
+    assert_bad(state, "box\nlight\n", RT_ERR_PARSE, 2, "expected 'point' or 'directional' after 'light'");
+    assert_bad(state, "box\nlight point color 1 1 1\n", RT_ERR_PARSE, 2,
+               "expected 'pos X Y Z' after 'point'");
+    assert_bad(state, "box\nlight directional dir 0 0 0\n", RT_ERR_PARSE, 2, "non-zero direction");
+    assert_bad(state, "material\n", RT_ERR_PARSE, 1, "expected a name of 1 to 63 bytes after 'material'");
+    assert_bad(state, "material m kd 1 1\n", RT_ERR_PARSE, 1,
+               "expected 3 finite numbers R G B >= 0 after 'kd'");
+    assert_bad(state, "box translate 1 2\n", RT_ERR_PARSE, 1, "after 'translate'");
+    assert_bad(state, "box rotate 0 1 0\n", RT_ERR_PARSE, 1,
+               "expected 4 finite numbers AX AY AZ DEG after 'rotate'");
+    assert_bad(state, "box rotate 0 0 0 90\n", RT_ERR_PARSE, 1, "non-zero axis");
+    assert_bad(state, "box scale\n", RT_ERR_PARSE, 1, "after 'scale'");
+    assert_bad(state, "box scale 1 2\n", RT_ERR_PARSE, 1, "expected 3 finite numbers X Y Z after 'scale'");
+    assert_bad(state, "box scale 0\n", RT_ERR_PARSE, 1, "non-zero scale factors");
+    assert_bad(state, "box name\n", RT_ERR_PARSE, 1, "after 'name'");
+    assert_bad(state, "sphere segments 2\n", RT_ERR_PARSE, 1, "expected an integer 3..256 after 'segments'");
+    assert_bad(state, "sphere segments 1.5\n", RT_ERR_PARSE, 1, "after 'segments'");
+    assert_bad(state, "box segments 8\n", RT_ERR_PARSE, 1,
+               "expected one of name, material, translate, rotate, scale after 'box'");
+    assert_bad(state, "mesh\n", RT_ERR_PARSE, 1, "expected a .obj or .ply PATH after 'mesh'");
+    assert_bad(state, "mesh x.stl\n", RT_ERR_PARSE, 1,
+               "expected a .obj or .ply PATH after 'mesh', found 'x.stl'");
+    assert_bad(state, "include\n", RT_ERR_PARSE, 1, "expected a .scene PATH after 'include'");
+    assert_bad(state, "box\ninclude a.scene b\n", RT_ERR_PARSE, 2, "expected the end of the line");
+    assert_bad(state, "box \"unterminated\n", RT_ERR_PARSE, 1, "expected a closing '\"'");
+    assert_bad(state, "camera fov 0 pos 0 0 1 look 0 0 0\n", RT_ERR_PARSE, 1, "0 < DEG < 180");
+    assert_bad(state, "camera pos 0 0 1 look 0 0 1\n", RT_ERR_PARSE, 1,
+               "'look' a finite, non-zero distance from 'pos'");
+    assert_bad(state, "camera pos 0 0 1 look 0 0 0 up 0 0 3\n", RT_ERR_PARSE, 1, "not parallel");
+    assert_bad(state, "material m reflect 1.5\n", RT_ERR_PARSE, 1,
+               "expected a reflectivity 0..1 after 'reflect', found '1.5'");
+    assert_bad(state, "material m kd 1 -1 1\n", RT_ERR_PARSE, 1, "found '-1'");
+    /* non-finite numbers */
+    assert_bad(state, "box translate nan 0 0\n", RT_ERR_PARSE, 1,
+               "expected 3 finite numbers X Y Z after 'translate', found 'nan'");
+    assert_bad(state, "box translate 0 inf 0\n", RT_ERR_PARSE, 1, "found 'inf'");
+    assert_bad(state, "box translate 0 0 1e39\n", RT_ERR_PARSE, 1, "found '1e39'");
+    assert_bad(state, "light point pos 0 0 0 color -inf 1 1\n", RT_ERR_PARSE, 1, "after 'color'");
+    assert_bad(state, "box scale 1e30 scale 1e30\n", RT_ERR_PARSE, 1, "a transform that stays finite");
+    assert_bad(state, "box translate 1x 0 0\n", RT_ERR_PARSE, 1, "found '1x'");
+    /* unknown keyword / option / material */
+    assert_bad(
+        state, "box\n\nboxx\n", RT_ERR_PARSE, 3,
+        "unknown keyword 'boxx' (expected one of: camera, light, material, mesh, box, sphere, quad, include");
+    assert_bad(state, "Camera pos 0 0 0\n", RT_ERR_PARSE, 1, "unknown keyword 'Camera'");
+    assert_bad(state, "camera pos 0 0 1 look 0 0 0 zoom 2\n", RT_ERR_PARSE, 1,
+               "expected one of pos, look, up, fov after 'camera', found 'zoom'");
+    assert_bad(state, "material a kd 1 1 1 shiny\n", RT_ERR_PARSE, 1, "expected one of kd, ks, ke, ns");
+    assert_bad(state, "material a\nmaterial b\nbox material c\n", RT_ERR_PARSE, 3,
+               "expected a defined material name after 'material', found 'c' (defined: 'a', 'b')");
+    assert_bad(state, "material a\nbox\nmaterial a kd 1 1 1\n", RT_ERR_PARSE, 3, "'a' is already defined at");
+    /* reserved */
+    assert_bad(state, "box\nanimate spin 0 1 0 90\n", RT_ERR_UNSUPPORTED, 2,
+               "'animate' is not supported yet");
+}
+
+static void scenefile_missing_files_and_directories_are_errors(void **state)
+{
+    char dir[1024];
+    snprintf(dir, sizeof dir, "%s/adir.obj", (char *)*state);
+    mkdir(dir, 0700);
+    snprintf(dir, sizeof dir, "%s/bdir.scene", (char *)*state);
+    mkdir(dir, 0700);
+    assert_bad(state, "box\nmesh missing.obj\n", RT_ERR_IO, 2, "missing.obj' not found");
+    assert_bad(state, "box\nmesh \"no such.ply\" name x\n", RT_ERR_IO, 2, "no such.ply' not found");
+    assert_bad(state, "mesh adir.obj\n", RT_ERR_IO, 1, "adir.obj' is a directory");
+    assert_bad(state, "include nope.scene\n", RT_ERR_IO, 1, "expected a .scene PATH after 'include'");
+    assert_bad(state, "include bdir.scene\n", RT_ERR_IO, 1, "bdir.scene' is a directory");
+    assert_bad(state, "material m map_kd gone.png\n", RT_ERR_IO, 1, "expected an image PATH after 'map_kd'");
+    assert_bad(state, "include /dev/null.scene\n", RT_ERR_IO, 1, "not found");
+    /* A file that is there but broken: the .scene line, then the loader's own message. */
+    char buf[1024];
+    put(state, "bad.obj", "v 0 0 0\nv 1 0 0\nv 0 1\nf 1 2 3\n", buf);
+    put(state, "notimage.png", "this is text\n", buf);
+    assert_bad(state, "box\nmesh bad.obj\n", RT_ERR_PARSE, 2, "expected a valid .obj or .ply after 'mesh': ");
+    assert_bad(state, "box\nmesh bad.obj\n", RT_ERR_PARSE, 2, "bad.obj:3: OBJ: ");
+    assert_bad(state, "material m map_kd notimage.png\n", RT_ERR_IO, 1, "expected a readable image after 'map_kd'");
+    assert_bad(state, "box\ninclude /dev/null\n", RT_ERR_PARSE, 2, "expected a .scene PATH after 'include'");
+    /* The top-level file itself. */
+    RtScene s;
+    RtError err = {0};
+    assert_int_equal(rt_scene_load(dir, &s, &err), RT_ERR_IO);
+    assert_non_null(strstr(err.msg, "is a directory"));
+    snprintf(dir, sizeof dir, "%s/absent.scene", (char *)*state);
+    assert_int_equal(rt_scene_load(dir, &s, &err), RT_ERR_IO);
+    assert_non_null(strstr(err.msg, "absent.scene: SCENE: cannot open"));
+}
+
+static void scenefile_garbage_bytes_are_errors(void **state)
+{
+    assert_bad(state, "box\n\x01\x02garbage\n", RT_ERR_PARSE, 2, "control byte 0x01");
+    char path[1024];
+    static const char nul[] = "box\nbox\0 nul\n";
+    put_bytes(state, "nul.scene", nul, sizeof nul - 1, path);
+    RtScene s;
+    RtError err = {0};
+    assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_PARSE);
+    assert_message(&err, path, 2, "control byte 0x00");
+    assert_bad(state, "\xff\xfe\xfd box\n", RT_ERR_PARSE, 1, "unknown keyword");
+
+    /* Random bytes and random token soup: never a crash, and any error
+     * names the file and a line. */
+    RtTestRng rng = {0xfa11};
+    static const char *vocab[] = {
+        "camera",   "light",     "point",  "directional", "material", "mesh",    "box",   "sphere", "quad",
+        "include",  "animate",   "pos",    "look",        "up",       "fov",     "dir",   "color",  "kd",
+        "ks",       "ke",        "ns",     "reflect",     "ni",       "d",       "illum", "map_kd", "name",
+        "segments", "translate", "rotate", "scale",       "0",        "1",       "-1",    "90",     "0.5",
+        "1e9",      "nan",       "\"",     "#",           "m",        "t.scene", "x.obj", "3",      "\n"};
+    for (int iter = 0; iter < 300; iter++) {
+        char text[512];
+        size_t n = 0;
+        if (iter % 3 == 0) {
+            size_t len = rt_test_rand(&rng) % 200;
+            for (size_t i = 0; i < len; i++) text[n++] = (char)(rt_test_rand(&rng) % 255 + 1);
+        } else {
+            while (n < 400) {
+                const char *w = vocab[rt_test_rand(&rng) % (sizeof vocab / sizeof vocab[0])];
+                n += (size_t)snprintf(text + n, sizeof text - n, "%s ", w);
+            }
+        }
+        text[n] = 0;
+        RtStatus st = load_text(state, text, &s, &err, path);
+        if (st == RT_OK) {
+            rt_scene_free(&s);
+        } else if (st != RT_ERR_EMPTY) {
+            char where[1100];
+            snprintf(where, sizeof where, "%s:", path);
+            assert_non_null(strstr(err.msg, where));
+            assert_non_null(strstr(err.msg, "SCENE:"));
+        }
+    }
+}
+
+static void scenefile_empty_scene_is_rt_err_empty(void **state)
+{
+    char path[1024];
+    RtScene s;
+    RtError err;
+    assert_int_equal(load_text(state, "", &s, &err, path), RT_ERR_EMPTY); /* size 0 */
+    assert_int_equal(load_text(state,
+                               "# only\n\ncamera pos 0 0 5 look 0 0 0\nlight point pos 0 1 0\n"
+                               "material m kd 1 1 1\n",
+                               &s, &err, path),
+                     RT_ERR_EMPTY);
+    assert_non_null(strstr(err.msg, "empty"));
+    /* size 1: one primitive, and a file without a final newline */
+    assert_int_equal(load_text(state, "quad", &s, &err, path), RT_OK);
+    assert_int_equal(s.tri_count, 2);
+    assert_int_equal(s.light_count, 1); /* the default headlight */
+    rt_scene_free(&s);
+    assert_int_equal(load_text(state, "\xEF\xBB\xBFquad\r\nbox\r\n", &s, &err, path), RT_OK); /* BOM, CRLF */
+    assert_int_equal(s.tri_count, 14);
+    rt_scene_free(&s);
+}
+
+static void scenefile_cornell_box_loads(void **state)
+{
+    (void)state;
+    RtScene s;
+    RtError err = {0};
+    RtStatus st = rt_scene_load("scenes/cornell.scene", &s, &err);
+    if (st != RT_OK) print_error("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    assert_int_equal(s.has_camera, 1);
+    assert_int_equal(s.light_count, 1);
+    assert_int_equal(s.mat_count, 5);
+    /* 5 walls + light panel (2 each), 2 boxes (12 each), a 64-segment sphere */
+    assert_int_equal(s.tri_count, 6 * 2 + 2 * 12 + rt_prim_sphere_tri_count(64));
+    assert_int_equal(s.object_count, 9);
+    assert_int_equal(s.zero_area, 0);
+    RtAabb b = rt_scene_bounds(&s);
+    assert_vec3(b.lo, v3(-2.75f, 0, -2.75f), 1e-5f);
+    assert_vec3(b.hi, v3(2.75f, 5.5f, 2.75f), 1e-5f);
+    for (uint32_t o = 0; o < s.object_count; o++) {
+        const RtObject *ob = &s.objects[o];
+        assert_normals_consistent(&s, ob->first_tri, ob->tri_count);
+        if (strstr(ob->name, "box") || strstr(ob->name, "sphere"))
+            assert_true(is_closed(&s, ob->first_tri, ob->tri_count));
+        if (strstr(ob->name, "wall") || !strcmp(ob->name, "floor") || !strcmp(ob->name, "ceiling")) {
+            /* walls face the inside of the room */
+            RtVec3 n = s.verts[s.tris[ob->first_tri].v[0]].n, p = s.verts[s.tris[ob->first_tri].v[0]].p;
+            assert_true(v3_dot(n, v3_sub(v3(0, 2.75f, 0), p)) > 0.0f);
+        }
+    }
+    rt_scene_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(mat34_transforms_apply_in_call_order),
+        cmocka_unit_test(mat34_normals_stay_outward_under_mirrors),
+        cmocka_unit_test(prim_quad_is_two_triangles_of_area_four_facing_up),
+        cmocka_unit_test(prim_box_is_closed_with_twelve_outward_triangles),
+        cmocka_unit_test(prim_sphere_counts_closedness_and_normals),
+        cmocka_unit_test(prim_rejects_bad_arguments_and_leaves_scene_unchanged),
+        cmocka_unit_test(prim_box_transformed_lands_where_expected),
+        cmocka_unit_test(scene_transform_mirrors_keep_winding_outward),
+        cmocka_unit_test_setup_teardown(scenefile_every_keyword_parsed, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_transforms_apply_in_written_order, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_include_resolves_relative_paths, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_include_cycle_and_depth_are_errors, dir_setup,
+                                        dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_material_override_on_mesh, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_bad_lines_name_file_line_and_expectation, dir_setup,
+                                        dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_missing_files_and_directories_are_errors, dir_setup,
+                                        dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_garbage_bytes_are_errors, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_empty_scene_is_rt_err_empty, dir_setup, dir_teardown),
+        cmocka_unit_test(scenefile_cornell_box_loads),
+    };
+    return cmocka_run_group_tests_name("scenefile", tests, NULL, NULL);
+}

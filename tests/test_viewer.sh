@@ -1,0 +1,156 @@
+#!/bin/sh
+# test_viewer.sh — the real window, as a person would use it: rtviewer opens
+# under Xvfb with Mesa (software GL) and the CPU backend, xdotool presses its
+# keys, and the F12 screenshots must change as the keys say. Exit status:
+# 0 passed, 77 skipped (no Xvfb or xdotool), anything else failed. Bounded:
+# the viewer is killed after 60 s, every wait has a limit.
+#   RT_BUILD    build directory holding tests/png_diff (default build)
+#   RT_VIEWER   the binary (default ./rtviewer)
+#   RT_KEEP=1   keep the screenshots and logs (the path is printed)
+#   RT_DISPLAY  use this running X server (e.g. :99 with NVIDIA's GLX on the
+#               GPU machine) instead of a fresh Xvfb with Mesa
+#   RT_EXPECT_INTEROP=1  fail unless CUDA-GL interop comes on
+BUILD=${RT_BUILD:-build}
+BIN=${RT_VIEWER:-./rtviewer}
+DIFF=$BUILD/tests/png_diff
+checks=0
+
+skip() { echo "viewer: SKIP: $*"; exit 77; }
+[ -n "$RT_DISPLAY" ] || command -v Xvfb >/dev/null 2>&1 || skip "Xvfb is not installed (make deps-test installs xvfb)"
+command -v xdotool >/dev/null 2>&1 || skip "xdotool is not installed (make deps-test installs it)"
+
+TMP=$(mktemp -d /tmp/rt_viewer_test.XXXXXX)
+SHOTS=$TMP/shots
+mkdir -p "$SHOTS"
+XPID=; VPID=
+cleanup() {
+    [ -n "$VPID" ] && kill "$VPID" 2>/dev/null
+    [ -n "$XPID" ] && kill "$XPID" 2>/dev/null
+    wait 2>/dev/null
+    if [ -n "$RT_KEEP" ]; then echo "viewer: screenshots and logs kept in $TMP"; else rm -rf "$TMP"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+fail() {
+    echo "viewer: FAIL: $*"
+    for f in out err; do
+        [ -s "$TMP/$f.log" ] && { echo "  rtviewer std$f:"; sed 's/^/  | /' "$TMP/$f.log" | tail -20; }
+    done
+    exit 1
+}
+ok() { checks=$((checks + 1)); echo "viewer: ok: $*"; }
+[ -x "$BIN" ] || fail "$BIN is missing (make rtviewer)"
+[ -x "$DIFF" ] || fail "$DIFF is missing (make $DIFF)"
+
+if [ -n "$RT_DISPLAY" ]; then
+    export DISPLAY="$RT_DISPLAY"
+else
+    # a free display number: no socket, no lock file
+    n=90
+    while [ -e /tmp/.X11-unix/X$n ] || [ -e /tmp/.X$n-lock ]; do n=$((n + 1)); done
+    Xvfb :$n -screen 0 800x600x24 -nolisten tcp >"$TMP/xvfb.log" 2>&1 &
+    XPID=$!
+    i=0
+    while [ ! -e /tmp/.X11-unix/X$n ]; do
+        i=$((i + 1)); [ $i -gt 100 ] && fail "Xvfb :$n did not start: $(cat "$TMP/xvfb.log")"
+        sleep 0.1
+    done
+    export DISPLAY=:$n LIBGL_ALWAYS_SOFTWARE=1
+    unset __GLX_VENDOR_LIBRARY_NAME # Mesa, even where NVIDIA's GLX is the default
+fi
+X="timeout 15 xdotool"
+
+timeout 60 "$BIN" --size 320x240 --cpu --screenshot-dir "$SHOTS" >"$TMP/out.log" 2>"$TMP/err.log" &
+VPID=$!
+# --onlyvisible: focus needs a mapped window, and it is named before it is mapped
+win=$($X search --sync --onlyvisible --name '^rtviewer' 2>/dev/null | head -1)
+[ -n "$win" ] || fail "no window named rtviewer appeared"
+# no window manager runs: give the window the keyboard focus directly
+$X windowfocus --sync "$win" || fail "cannot focus the window"
+ok "window $win opened: $(grep '^GL:' "$TMP/err.log" | head -1)"
+
+# shot NAME: F12, then wait until rtviewer reports the written file
+shot() {
+    before=$(grep -c '^screenshot: ' "$TMP/out.log")
+    $X key F12
+    i=0
+    while [ "$(grep -c '^screenshot: ' "$TMP/out.log")" -le "$before" ]; do
+        i=$((i + 1)); [ $i -gt 150 ] && fail "F12 wrote no screenshot ($1)"
+        kill -0 "$VPID" 2>/dev/null || fail "rtviewer exited while waiting for screenshot $1"
+        sleep 0.1
+    done
+    cp "$(grep '^screenshot: ' "$TMP/out.log" | tail -1 | cut -d' ' -f2-)" "$TMP/$1.png" ||
+        fail "screenshot $1 unreadable"
+}
+# fraction A B: the fraction of pixels that differ
+fraction() { "$DIFF" "$TMP/$1.png" "$TMP/$2.png" | cut -d' ' -f1; }
+more() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > b) }'; }
+
+shot hud
+if [ -n "$RT_EXPECT_INTEROP" ]; then
+    grep -q 'interop: on' "$TMP/err.log" || fail "CUDA-GL interop is off: $(grep 'interop:' "$TMP/err.log")"
+    ok "CUDA-GL interop is on"
+fi
+[ "$("$DIFF" --size "$TMP/hud.png")" = 320x240 ] || fail "screenshot is $("$DIFF" --size "$TMP/hud.png"), not 320x240"
+ok "F12 screenshot of the 320x240 window"
+
+$X key h
+shot plain
+shot plain_again
+f=$(fraction plain plain_again)
+[ "$f" = 0.000000 ] || fail "two frames of the same view differ ($f)"
+f=$(fraction hud plain)
+more "$f" 0.01 || fail "H (hide HUD) changed only $f of the pixels"
+ok "H hides the HUD ($f of the pixels change); an unchanged view renders identically"
+
+$X keydown w; sleep 0.3; $X keyup w
+shot moved
+f=$(fraction plain moved)
+more "$f" 0.05 || fail "holding W for 0.3 s changed only $f of the pixels"
+ok "W moves the camera ($f of the pixels change)"
+
+$X key l
+shot no_shadows
+f=$(fraction moved no_shadows)
+more "$f" 0.001 || fail "L (shadows off) changed only $f of the pixels"
+grep -q 'shadows: off' "$TMP/err.log" || fail "L did not report 'shadows: off'"
+ok "L turns shadows off ($f of the pixels change)"
+
+# C prints the camera; the same view rendered headless must match the
+# window pixel for pixel (camera round trip, PBO upload, row order)
+$X key c
+i=0
+while ! grep -q '^--camera ' "$TMP/out.log"; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "C printed no --camera line"
+    sleep 0.1
+done
+cam=$(grep '^--camera ' "$TMP/out.log" | tail -1 | cut -d' ' -f2)
+"$BIN" --headless --cpu -q --size 320x240 --no-shadows --camera "$cam" -o "$TMP/headless.png" >/dev/null 2>&1 ||
+    fail "headless render with --camera $cam failed"
+f=$(fraction no_shadows headless)
+[ "$f" = 0.000000 ] || fail "the window differs from the headless render of --camera $cam ($f)"
+ok "C printed --camera $cam; the headless render of it equals the window"
+
+# resize, unmap and map again: the frame follows the window
+$X windowsize --sync "$win" 400 300 || fail "cannot resize the window"
+sleep 0.5
+shot resized
+[ "$("$DIFF" --size "$TMP/resized.png")" = 400x300 ] || fail "after resizing, the screenshot is $("$DIFF" --size "$TMP/resized.png")"
+$X windowunmap --sync "$win" && sleep 0.5 && $X windowmap --sync "$win" && $X windowfocus --sync "$win" ||
+    fail "cannot unmap and map the window"
+shot remapped
+ok "resize to 400x300, unmap and map are survived"
+
+$X key Escape
+i=0
+while kill -0 "$VPID" 2>/dev/null; do
+    i=$((i + 1)); [ $i -gt 100 ] && fail "Esc did not close rtviewer within 10 s"
+    sleep 0.1
+done
+wait "$VPID"
+rc=$?
+VPID=
+[ $rc -eq 0 ] || fail "rtviewer exited with $rc after Esc"
+ok "Esc quits with status 0"
+echo "viewer: PASS ($checks checks)"
