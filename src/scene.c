@@ -2,6 +2,8 @@
  * flattening into the tracer's triangle arrays. Loaders live in load_*.c. */
 #include "scene.h"
 
+#include "primitives.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -102,27 +104,21 @@ RtAabb rt_scene_bounds(const RtScene *s)
     return b;
 }
 
-static RtVec3 xform_point(const float m[12], RtVec3 p)
-{
-    return v3(m[0] * p.x + m[1] * p.y + m[2] * p.z + m[3], m[4] * p.x + m[5] * p.y + m[6] * p.z + m[7],
-              m[8] * p.x + m[9] * p.y + m[10] * p.z + m[11]);
-}
-
-/* Normals transform by the inverse transpose of the linear part, which is
- * the cofactor matrix up to a scale (renormalised anyway). */
-static RtVec3 xform_normal(const float m[12], RtVec3 n)
-{
-    RtVec3 c0 = v3(m[0], m[4], m[8]), c1 = v3(m[1], m[5], m[9]), c2 = v3(m[2], m[6], m[10]);
-    RtVec3 r0 = v3_cross(c1, c2), r1 = v3_cross(c2, c0), r2 = v3_cross(c0, c1);
-    return v3_norm(v3(v3_dot(r0, n), v3_dot(r1, n), v3_dot(r2, n)));
-}
-
 RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
                          int32_t material_override, RtError *err)
 {
     uint32_t v0 = dst->vert_count, m0 = dst->mat_count, t0 = dst->tex_count, o0 = dst->object_count;
     uint32_t tri0 = dst->tri_count;
+    int flip = m && rt_mat34_det(m) < 0.0f;
+    /* src texture i becomes dst texture remap[i]: a file dst already holds is shared */
+    int32_t *remap = calloc(src->tex_count ? src->tex_count : 1, sizeof *remap);
+    if (!remap) goto oom;
     for (uint32_t i = 0; i < src->tex_count; i++) {
+        remap[i] = -1;
+        for (uint32_t j = 0; j < t0 && src->texs[i].path; j++)
+            if (dst->texs[j].path && !strcmp(dst->texs[j].path, src->texs[i].path)) remap[i] = (int32_t)j;
+        if (remap[i] >= 0) continue;
+        remap[i] = (int32_t)dst->tex_count;
         int64_t k = grow((void **)&dst->texs, &dst->tex_count, &dst->tex_cap, sizeof *dst->texs);
         if (k < 0) goto oom;
         RtTexture *t = &dst->texs[k];
@@ -135,21 +131,26 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
     }
     for (uint32_t i = 0; i < src->mat_count; i++) {
         RtMaterial mm = src->mats[i];
-        if (mm.map_kd >= 0) mm.map_kd += (int32_t)t0;
-        if (mm.map_d >= 0) mm.map_d += (int32_t)t0;
+        if (mm.map_kd >= 0) mm.map_kd = remap[mm.map_kd];
+        if (mm.map_d >= 0) mm.map_d = remap[mm.map_d];
         if (rt_scene_add_material(dst, &mm) < 0) goto oom;
     }
     for (uint32_t i = 0; i < src->vert_count; i++) {
         RtVertex v = src->verts[i];
         if (m) {
-            v.p = xform_point(m, v.p);
-            v.n = xform_normal(m, v.n);
+            v.p = rt_mat34_point(m, v.p);
+            v.n = rt_mat34_normal(m, v.n);
         }
         if (rt_scene_add_vertex(dst, v) < 0) goto oom;
     }
     for (uint32_t i = 0; i < src->tri_count; i++) {
         RtTriangle t = src->tris[i];
         for (int k = 0; k < 3; k++) t.v[k] += v0;
+        if (flip) { /* a mirroring transform reverses the winding; keep it counter-clockwise */
+            uint32_t tmp = t.v[1];
+            t.v[1] = t.v[2];
+            t.v[2] = tmp;
+        }
         t.material = material_override >= 0 ? material_override
                      : (t.material >= 0 ? t.material + (int32_t)m0 : -1);
         t.object += o0;
@@ -163,12 +164,16 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
     }
     for (uint32_t i = 0; i < src->light_count; i++) {
         RtLight l = src->lights[i];
-        if (m && l.type == RT_LIGHT_POINT) l.v = xform_point(m, l.v);
+        if (m && l.type == RT_LIGHT_POINT) l.v = rt_mat34_point(m, l.v);
+        if (m && l.type == RT_LIGHT_DIRECTIONAL) /* a direction: the linear part only */
+            l.v = v3_norm(v3_sub(rt_mat34_point(m, l.v), rt_mat34_point(m, v3(0, 0, 0))));
         if (rt_scene_add_light(dst, l) < 0) goto oom;
     }
     dst->zero_area += src->zero_area;
+    free(remap);
     return RT_OK;
 oom:
+    free(remap);
     return rt_fail(err, RT_ERR_OOM, "%s: SCENE: out of memory while composing", src->path ? src->path : "(scene)");
 }
 
