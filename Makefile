@@ -52,10 +52,14 @@ ifneq ($(NVCC),)
   # (then falls back to the CPU) where none is.
   GPU_LIBS := -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lstdc++
 else
-  GPU_OBJ  := $(BUILD)/cuda/gpu_none.o $(BUILD)/cuda/interop_none.o
+  GPU_OBJ  := $(BUILD)/cuda/gpu_none.o $(BUILD)/cuda/interop_none.o $(BUILD)/cuda/gpu_scene_none.o $(BUILD)/cuda/trace_none.o $(BUILD)/cuda/kd_gpu_none.o
   CPPFLAGS += -DRT_HAVE_CUDA=0
   GPU_LIBS :=
 endif
+# GPU objects form their own archive: a program pulls only the stages it
+# calls, and the group lets GPU stages call back into librt (and back).
+GPU_LIB := $(BUILD)/librtgpu.a
+LINK_RT := -Wl,--start-group $(BUILD)/librt.a $(GPU_LIB) -Wl,--end-group
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # tests/test_viewer.sh compares screenshots with this helper
@@ -67,8 +71,8 @@ all: check-cuda rtviewer
 check-cuda:
 	@$(if $(NVCC),echo "build: CUDA kernels with $(NVCC) for $(CUDA_ARCH) (+PTX)",echo "build: no CUDA toolkit found (NVCC empty): building the CPU backend only")
 
-rtviewer: $(BUILD)/src/main.o $(VIEW_OBJ) $(BUILD)/librt.a $(GPU_OBJ)
-	$(CC) $(CFLAGS) -o $@ $^ $(GPU_LIBS) $(GL_LIBS) $(LDLIBS)
+rtviewer: $(BUILD)/src/main.o $(VIEW_OBJ) $(BUILD)/librt.a $(GPU_LIB)
+	$(CC) $(CFLAGS) -o $@ $(BUILD)/src/main.o $(VIEW_OBJ) $(LINK_RT) $(GPU_LIBS) $(GL_LIBS) $(LDLIBS)
 
 $(VIEW_OBJ): CPPFLAGS += -I$(BUILD)/gen $(GL_CFLAGS)
 $(BUILD)/src/gl_display.o: $(SHADER_H)
@@ -83,6 +87,10 @@ $(SHADER_H): $(SHADERS) Makefile
 	   done; \
 	   echo '};'; } > $@.tmp && mv $@.tmp $@
 
+$(GPU_LIB): $(GPU_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
 $(BUILD)/librt.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
@@ -95,14 +103,14 @@ $(BUILD)/cuda/%.o: cuda/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c tests/test_util.h $(BUILD)/librt.a $(GPU_OBJ)
+$(BUILD)/tests/%: tests/%.c tests/test_util.h $(BUILD)/librt.a $(GPU_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(BUILD)/librt.a $(GPU_OBJ) $(GPU_LIBS) -lcmocka $(LDLIBS)
+	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LINK_RT) $(GPU_LIBS) -lcmocka $(LDLIBS)
 
 # tests/test_viewer.sh's screenshot comparison: a plain program, no cmocka
-$(PNG_DIFF): tests/png_diff.c $(BUILD)/librt.a $(GPU_OBJ)
+$(PNG_DIFF): tests/png_diff.c $(BUILD)/librt.a $(GPU_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/librt.a $(GPU_OBJ) $(GPU_LIBS) $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LINK_RT) $(GPU_LIBS) $(LDLIBS)
 
 # ---- set-up ---------------------------------------------------------------
 # Installs the missing Debian packages: as root directly, else via sudo, else

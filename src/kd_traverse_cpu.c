@@ -49,12 +49,19 @@ static int clip_ray(RtAabb b, RtVec3 o, RtVec3 d, float eps, float *t0, float *t
     return *t0 <= *t1;
 }
 
+/* A hit needs a finite t: with tmax = INFINITY, Woop's test takes a ray
+ * parallel to a triangle's plane (dz = 0, oz != 0) for a hit at t = inf. */
 static int isect_tri(const RtTriArrays *tris, uint32_t id, int use_woop, RtVec3 o, RtVec3 d,
                      float tmin, float tmax, float *t, float *u, float *v)
 {
-    if (use_woop) return rt_isect_woop(&tris->woop[3 * (size_t)id], o, d, tmin, tmax, t, u, v);
-    const RtFloat4 *p = &tris->verts[3 * (size_t)id];
-    return rt_isect_mt(f4_xyz(p[0]), f4_xyz(p[1]), f4_xyz(p[2]), o, d, tmin, tmax, t, u, v);
+    int hit;
+    if (use_woop) {
+        hit = rt_isect_woop(&tris->woop[3 * (size_t)id], o, d, tmin, tmax, t, u, v);
+    } else {
+        const RtFloat4 *p = &tris->verts[3 * (size_t)id];
+        hit = rt_isect_mt(f4_xyz(p[0]), f4_xyz(p[1]), f4_xyz(p[2]), o, d, tmin, tmax, t, u, v);
+    }
+    return hit && *t < INFINITY;
 }
 
 static float max_abs3(RtVec3 a) { return fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fabsf(a.z)); }
@@ -132,11 +139,13 @@ static int traverse(const RtKdTree *tree, const RtTriArrays *tris, RtRay ray, fl
                 if (any) goto done;
             }
         }
-        /* Pop the nearest pending node; stop once it starts beyond the best hit. */
+        /* The next pending node that starts before the best hit. Not simply
+         * the top: the plane side behind an origin on the plane waits with
+         * [t0, t0] below nodes that start later, so skip, do not stop. */
         for (;;) {
             if (sp == 0) goto done;
             KdEntry e = stack[--sp];
-            if (found && e.t0 > best.t + eps) goto done;
+            if (found && e.t0 > best.t + eps) continue;
             node = e.node;
             t0 = e.t0;
             t1 = e.t1;

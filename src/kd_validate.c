@@ -380,13 +380,8 @@ static RtStatus check_cover(KdCheck *c, uint32_t node, RtAabb cell, size_t off, 
     child_cells(cell, nd, &kid[0], &kid[1]);
     for (int s = 0; s < 2; s++) {
         size_t start = c->cand_n;
-        if (c->cand_cap < start + n) {
-            size_t cap = 2 * (start + n);
-            uint32_t *p = realloc(c->cand, cap * sizeof *p);
-            if (!p) return rt_fail(c->err, RT_ERR_OOM, "KD: out of memory while validating");
-            c->cand = p;
-            c->cand_cap = cap;
-        }
+        if (!rt_grow_array((void **)&c->cand, &c->cand_cap, start + n, sizeof *c->cand))
+            return rt_fail(c->err, RT_ERR_OOM, "KD: out of memory while validating");
         for (size_t i = 0; i < n; i++) {
             uint32_t tri = c->cand[off + i];
             if (tri_meets(c, tri, kid[s], -c->tol)) c->cand[c->cand_n++] = tri;

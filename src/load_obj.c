@@ -12,7 +12,6 @@
 #include "scene.h"
 #include "texture.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -32,83 +31,7 @@
  * the rest are summed up in one line. */
 #define OBJ_WARN_DISTINCT_MAX 8
 
-/* ---- reading a whole text file ------------------------------------------ */
-
-/* Reads path into a NUL-terminated buffer (size + 1 bytes, writable: the
- * parser cuts lines in place). tag names the format in error messages. */
-static RtStatus read_text_file(const char *path, const char *tag, char **data, size_t *size,
-                               RtError *err)
-{
-    *data = NULL;
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return rt_fail(err, RT_ERR_IO, "%s: %s: cannot open (%s)", path, tag, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int e = errno;
-        fclose(f);
-        return rt_fail(err, RT_ERR_IO, "%s: %s: cannot stat (%s)", path, tag, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        int dir = S_ISDIR(st.st_mode);
-        fclose(f);
-        return rt_fail(err, RT_ERR_IO, "%s: %s: %s (expected an %s file)", path, tag,
-                       dir ? "is a directory" : "not a regular file", tag);
-    }
-    if ((uint64_t)st.st_size > OBJ_MAX_FILE_BYTES) {
-        fclose(f);
-        return rt_fail(err, RT_ERR_OOM, "%s: %s: file of %lld bytes is larger than the %zu-byte limit",
-                       path, tag, (long long)st.st_size, OBJ_MAX_FILE_BYTES);
-    }
-    size_t n = (size_t)st.st_size;
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        fclose(f);
-        return rt_fail(err, RT_ERR_OOM, "%s: %s: out of memory reading %zu bytes", path, tag, n);
-    }
-    size_t got = fread(buf, 1, n, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (got != n || bad) {
-        free(buf);
-        return rt_fail(err, RT_ERR_IO, "%s: %s: short read (%zu of %zu bytes)", path, tag, got, n);
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *size = n;
-    return RT_OK;
-}
-
 /* ---- lines and tokens --------------------------------------------------- */
-
-typedef struct Lines {
-    char *p, *end;
-    int line;        /* 1-based number of the line last returned */
-    size_t len;      /* its length in bytes (before any embedded NUL) */
-} Lines;
-
-/* Returns the next line as a C string (newline and a trailing CR cut off),
- * or NULL at the end. The buffer must have a writable byte at *end. */
-static char *next_line(Lines *r)
-{
-    if (r->p >= r->end) return NULL;
-    char *s = r->p;
-    char *nl = memchr(s, '\n', (size_t)(r->end - s));
-    char *e = nl ? nl : r->end;
-    r->p = nl ? nl + 1 : r->end;
-    if (e > s && e[-1] == '\r') e--;
-    *e = '\0';
-    r->len = (size_t)(e - s);
-    r->line++;
-    return s;
-}
-
-static char *skip_ws(char *p)
-{
-    while (*p == ' ' || *p == '\t') p++;
-    return p;
-}
-static int is_end(char c) { return c == '\0' || c == ' ' || c == '\t'; }
 
 /* Cuts trailing blanks off a string in place. */
 static void trim_right(char *p)
@@ -121,8 +44,8 @@ static void trim_right(char *p)
 static const char *excerpt(const char *p, char buf[32])
 {
     size_t i = 0;
-    for (; i < 24 && !is_end(p[i]); i++) buf[i] = (p[i] >= 0x20 && p[i] < 0x7f) ? p[i] : '?';
-    if (i == 24 && !is_end(p[i])) {
+    for (; i < 24 && !rt_is_token_end(p[i]); i++) buf[i] = (p[i] >= 0x20 && p[i] < 0x7f) ? p[i] : '?';
+    if (i == 24 && !rt_is_token_end(p[i])) {
         memcpy(buf + i, "...", 3);
         i += 3;
     }
@@ -189,7 +112,7 @@ static char *parse_float_tok(char *p, float *out)
 {
     double d;
     char *q = parse_number(p, &d);
-    if (!q || !is_end(*q)) return NULL;
+    if (!q || !rt_is_token_end(*q)) return NULL;
     float f = (float)d;
     if (!isfinite(f)) return NULL;
     *out = f;
@@ -378,30 +301,16 @@ static RtStatus obj_fail(ObjLoad *o, const char *fmt, ...)
     ;
 static RtStatus obj_fail(ObjLoad *o, const char *fmt, ...)
 {
-    char msg[RT_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    RtStatus st = rt_vfail_at(o->err, RT_ERR_PARSE, o->path, o->line, "OBJ", fmt, ap);
     va_end(ap);
-    return rt_fail(o->err, RT_ERR_PARSE, "%s:%d: OBJ: %s", o->path, o->line, msg);
+    return st;
 }
 
 static RtStatus obj_oom(ObjLoad *o)
 {
     return rt_fail(o->err, RT_ERR_OOM, "%s:%d: OBJ: out of memory", o->path, o->line);
-}
-
-/* Grows a plain array to hold at least need elements. */
-static int reserve(void **arr, size_t *cap, size_t need, size_t elem)
-{
-    if (need <= *cap) return 1;
-    size_t ncap = *cap ? *cap : 256;
-    while (ncap < need) ncap *= 2;
-    void *p = realloc(*arr, ncap * elem);
-    if (!p) return 0;
-    *arr = p;
-    *cap = ncap;
-    return 1;
 }
 
 /* dir (with trailing '/') + rel, backslashes turned into '/', a pair of
@@ -450,12 +359,11 @@ static RtStatus mtl_fail(MtlLoad *m, const char *fmt, ...)
     ;
 static RtStatus mtl_fail(MtlLoad *m, const char *fmt, ...)
 {
-    char msg[RT_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    RtStatus st = rt_vfail_at(m->o->err, RT_ERR_PARSE, m->path, m->line, "MTL", fmt, ap);
     va_end(ap);
-    return rt_fail(m->o->err, RT_ERR_PARSE, "%s:%d: MTL: %s", m->path, m->line, msg);
+    return st;
 }
 
 /* "Kd r g b" (or one value for grey). Spectral and CIE-XYZ forms are
@@ -471,13 +379,14 @@ static RtStatus mtl_color(MtlLoad *m, const char *kw, char *p, RtVec3 *out)
     float c[3];
     int n = 0;
     for (; n < 3; n++) {
-        p = skip_ws(p);
+        p = rt_skip_blanks(p);
         if (!*p) break;
         char *q = parse_float_tok(p, &c[n]);
         if (!q) return mtl_fail(m, "expected 3 finite numbers after '%s' (r g b), got '%s'", kw, excerpt(p, ex));
         p = q;
     }
-    if (*skip_ws(p)) return mtl_fail(m, "expected end of line after '%s r g b', got '%s'", kw, excerpt(skip_ws(p), ex));
+    p = rt_skip_blanks(p);
+    if (*p) return mtl_fail(m, "expected end of line after '%s r g b', got '%s'", kw, excerpt(p, ex));
     if (n == 0 || n == 2) return mtl_fail(m, "expected 3 numbers after '%s' (r g b), got %d", kw, n);
     *out = n == 1 ? v3(c[0], c[0], c[0]) : v3(c[0], c[1], c[2]);
     return RT_OK;
@@ -487,11 +396,11 @@ static RtStatus mtl_color(MtlLoad *m, const char *kw, char *p, RtVec3 *out)
 static RtStatus mtl_scalar(MtlLoad *m, const char *kw, char *p, float *out)
 {
     char ex[32];
-    p = skip_ws(p);
-    if (!strncmp(p, "-halo", 5) && is_end(p[5])) p = skip_ws(p + 5);
+    p = rt_skip_blanks(p);
+    if (!strncmp(p, "-halo", 5) && rt_is_token_end(p[5])) p = rt_skip_blanks(p + 5);
     char *q = parse_float_tok(p, out);
     if (!q) return mtl_fail(m, "expected a finite number after '%s', got '%s'", kw, excerpt(p, ex));
-    if (*skip_ws(q)) return mtl_fail(m, "expected end of line after '%s' and its number", kw);
+    if (*rt_skip_blanks(q)) return mtl_fail(m, "expected end of line after '%s' and its number", kw);
     return RT_OK;
 }
 
@@ -507,10 +416,10 @@ static RtStatus mtl_map(MtlLoad *m, const char *kw, char *p, int32_t *out)
         {"-blendu", 1, 0}, {"-blendv", 1, 0}, {"-bm", 1, 1},  {"-boost", 1, 1}, {"-cc", 1, 0},
         {"-clamp", 1, 0},  {"-imfchan", 1, 0}, {"-mm", 2, 1}, {"-o", 3, 1},     {"-s", 3, 1},
         {"-t", 3, 1},      {"-texres", 1, 1},  {"-type", 1, 0}};
-    p = skip_ws(p);
+    p = rt_skip_blanks(p);
     while (*p == '-') {
         char *e = p;
-        while (!is_end(*e)) e++;
+        while (!rt_is_token_end(*e)) e++;
         size_t len = (size_t)(e - p);
         int k = -1;
         for (int i = 0; i < (int)(sizeof opts / sizeof opts[0]); i++)
@@ -518,18 +427,18 @@ static RtStatus mtl_map(MtlLoad *m, const char *kw, char *p, int32_t *out)
         if (k < 0)
             RT_WARN("OBJ", "%s:%d: %s: skipping unknown option '%.*s'", m->path, m->line, kw,
                     (int)(len > 32 ? 32 : len), p);
-        p = skip_ws(e);
+        p = rt_skip_blanks(e);
         int args = k >= 0 ? opts[k].args : 3, numeric = k >= 0 ? opts[k].numeric : 1;
         for (int a = 0; a < args && *p; a++) {
             double d;
             char *q = parse_number(p, &d);
-            int is_num = q && is_end(*q);
+            int is_num = q && rt_is_token_end(*q);
             if (numeric && !is_num) {
                 if (a == 0 && k >= 0) return mtl_fail(m, "expected a number after '%s %s'", kw, opts[k].name);
                 break; /* -o/-s/-t take 1 to 3 numbers */
             }
-            while (!is_end(*p)) p++;
-            p = skip_ws(p);
+            while (!rt_is_token_end(*p)) p++;
+            p = rt_skip_blanks(p);
         }
     }
     trim_right(p);
@@ -558,7 +467,7 @@ static RtStatus mtl_load(ObjLoad *o, const char *path)
     char *data;
     size_t size;
     RtError e;
-    RtStatus st = read_text_file(path, "MTL", &data, &size, &e);
+    RtStatus st = rt_read_file(path, "MTL", OBJ_MAX_FILE_BYTES, &data, &size, &e);
     if (st == RT_ERR_OOM) return rt_fail(o->err, st, "%s", e.msg);
     if (st != RT_OK) {
         RT_WARN("OBJ", "%s:%d: mtllib: %s; its materials fall back to the default", o->path, o->line, e.msg);
@@ -569,21 +478,21 @@ static RtStatus mtl_load(ObjLoad *o, const char *path)
     dir_of(m.dir, path);
     uint32_t first_mat = o->s->mat_count;
     StrMap unknown = {0};
-    Lines r = {data, data + size, 0, 0};
+    RtLines r = {data, data + size, 0, 0};
     char *p, ex[32];
     st = RT_OK;
-    while (st == RT_OK && (p = next_line(&r))) {
+    while (st == RT_OK && (p = rt_next_line(&r))) {
         m.line = r.line;
         if (strlen(p) != r.len) {
             st = mtl_fail(&m, "expected text, found a NUL byte (is this a binary file?)");
             break;
         }
-        p = skip_ws(p);
+        p = rt_skip_blanks(p);
         if (!*p || *p == '#') continue;
         char *kw = p;
-        while (!is_end(*p)) p++;
+        while (!rt_is_token_end(*p)) p++;
         if (*p) *p++ = '\0';
-        p = skip_ws(p);
+        p = rt_skip_blanks(p);
         RtMaterial *mat = m.cur >= 0 ? &o->s->mats[m.cur] : NULL;
         if (!strcmp(kw, "newmtl")) {
             trim_right(p);
@@ -616,7 +525,7 @@ static RtStatus mtl_load(ObjLoad *o, const char *path)
         } else if (!strcmp(kw, "illum")) {
             long long v;
             char *q = parse_int(p, &v);
-            if (!q || *skip_ws(q) || v < 0 || v > 10)
+            if (!q || *rt_skip_blanks(q) || v < 0 || v > 10)
                 st = mtl_fail(&m, "expected an illumination model 0..10 after 'illum', got '%s'", excerpt(p, ex));
             else
                 mat->illum = (int)v;
@@ -651,9 +560,9 @@ static RtStatus obj_mtllib(ObjLoad *o, char *p)
     char file[PATH_MAX];
     struct stat st;
     if (join_path(file, o->dir, p) && stat(file, &st) == 0) return mtl_load(o, file);
-    while (*(p = skip_ws(p))) {
+    while (*(p = rt_skip_blanks(p))) {
         char *e = p;
-        while (!is_end(*e)) e++;
+        while (!rt_is_token_end(*e)) e++;
         char c = *e;
         *e = '\0';
         if (!join_path(file, o->dir, p))
@@ -693,7 +602,7 @@ static RtStatus obj_usemtl(ObjLoad *o, char *p)
     int64_t slot = strmap_get(&o->slots, p);
     if (slot < 0) {
         slot = (int64_t)o->slots.count;
-        if (!reserve((void **)&o->slot_names, &o->slot_cap, (size_t)slot + 1, sizeof *o->slot_names))
+        if (!rt_grow_array((void **)&o->slot_names, &o->slot_cap, (size_t)slot + 1, sizeof *o->slot_names))
             return obj_oom(o);
         const char *key = strmap_put(&o->slots, p, (int32_t)slot);
         if (!key) return obj_oom(o);
@@ -826,7 +735,7 @@ static RtStatus obj_face(ObjLoad *o, char *p)
     char ex[32];
     size_t n = 0;
     for (;;) {
-        p = skip_ws(p);
+        p = rt_skip_blanks(p);
         if (!*p) break;
         long long iv, it = 0, in = 0;
         int ht = 0, hn = 0;
@@ -848,14 +757,14 @@ static RtStatus obj_face(ObjLoad *o, char *p)
                 q = r;
             }
         }
-        if (!is_end(*q))
+        if (!rt_is_token_end(*q))
             return obj_fail(o, "expected a face vertex (v, v/vt, v//vn or v/vt/vn), got '%s'", excerpt(p, ex));
         uint32_t v, t = UINT32_MAX, nn = UINT32_MAX;
         RtStatus st = resolve_index(o, iv, o->pos_n, "vertex", &v);
         if (st == RT_OK && ht) st = resolve_index(o, it, o->uv_n, "texture coordinate", &t);
         if (st == RT_OK && hn) st = resolve_index(o, in, o->nrm_n, "normal", &nn);
         if (st != RT_OK) return st;
-        if (!reserve((void **)&o->poly, &o->poly_cap, n + 1, sizeof *o->poly)) return obj_oom(o);
+        if (!rt_grow_array((void **)&o->poly, &o->poly_cap, n + 1, sizeof *o->poly)) return obj_oom(o);
         int64_t idx = corner_vertex(o, v, t, nn);
         if (idx < 0) return obj_oom(o);
         o->poly[n++] = (uint32_t)idx;
@@ -878,7 +787,7 @@ static RtStatus obj_numbers(ObjLoad *o, const char *kw, const char *form, char *
     char ex[32];
     int n = 0;
     for (;;) {
-        p = skip_ws(p);
+        p = rt_skip_blanks(p);
         if (!*p) break;
         if (n == max) return obj_fail(o, "expected end of line after '%s %s', got '%s'", kw, form, excerpt(p, ex));
         char *q = parse_float_tok(p, &out[n]);
@@ -896,21 +805,21 @@ static RtStatus obj_numbers(ObjLoad *o, const char *kw, const char *form, char *
 
 static RtStatus obj_parse(ObjLoad *o, char *data, size_t size)
 {
-    Lines r = {data, data + size, 0, 0};
+    RtLines r = {data, data + size, 0, 0};
     char *p, ex[32];
-    while ((p = next_line(&r))) {
+    while ((p = rt_next_line(&r))) {
         o->line = r.line;
-        char *kw = skip_ws(p);
+        char *kw = rt_skip_blanks(p);
         if (!*kw || *kw == '#') continue;
         /* Binary data shows as a NUL byte or a line that does not start
          * with a keyword; either ends the load with one clear message. */
         if (strlen(p) != r.len) return obj_fail(o, "expected text, found a NUL byte (is this a binary file?)");
         int word = (*kw >= 'a' && *kw <= 'z') || (*kw >= 'A' && *kw <= 'Z') || *kw == '_';
-        for (p = kw; word && !is_end(*p); p++)
+        for (p = kw; word && !rt_is_token_end(*p); p++)
             word = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_';
         if (!word) {
             int bin = 0;
-            for (p = kw; !is_end(*p) && !bin; p++) bin = (*p & 0x80) || *p < 0x20 || *p == 0x7f;
+            for (p = kw; !rt_is_token_end(*p) && !bin; p++) bin = (*p & 0x80) || *p < 0x20 || *p == 0x7f;
             return obj_fail(o, "expected a statement (v, vt, vn, f, o, g, usemtl, mtllib, ...), got %s'%s'%s",
                             bin ? "binary data " : "", excerpt(kw, ex), bin ? " (is this a binary file?)" : "");
         }
@@ -921,22 +830,22 @@ static RtStatus obj_parse(ObjLoad *o, char *data, size_t size)
         if (kw[0] == 'v' && kw[1] == '\0') {
             /* x y z, then an optional w or r g b [a] that are not used */
             if ((st = obj_numbers(o, "v", "x y z", p, f, 3, 7, &n)) != RT_OK) return st;
-            if (!reserve((void **)&o->pos, &o->pos_cap, o->pos_n + 1, sizeof *o->pos)) return obj_oom(o);
+            if (!rt_grow_array((void **)&o->pos, &o->pos_cap, o->pos_n + 1, sizeof *o->pos)) return obj_oom(o);
             o->pos[o->pos_n++] = v3(f[0], f[1], f[2]);
         } else if (kw[0] == 'v' && kw[1] == 't' && kw[2] == '\0') {
             if ((st = obj_numbers(o, "vt", "u v", p, f, 1, 3, &n)) != RT_OK) return st;
-            if (!reserve((void **)&o->uv, &o->uv_cap, 2 * o->uv_n + 2, sizeof *o->uv)) return obj_oom(o);
+            if (!rt_grow_array((void **)&o->uv, &o->uv_cap, 2 * o->uv_n + 2, sizeof *o->uv)) return obj_oom(o);
             o->uv[2 * o->uv_n] = f[0];
             o->uv[2 * o->uv_n + 1] = n > 1 ? f[1] : 0.0f;
             o->uv_n++;
         } else if (kw[0] == 'v' && kw[1] == 'n' && kw[2] == '\0') {
             if ((st = obj_numbers(o, "vn", "x y z", p, f, 3, 3, &n)) != RT_OK) return st;
-            if (!reserve((void **)&o->nrm, &o->nrm_cap, o->nrm_n + 1, sizeof *o->nrm)) return obj_oom(o);
+            if (!rt_grow_array((void **)&o->nrm, &o->nrm_cap, o->nrm_n + 1, sizeof *o->nrm)) return obj_oom(o);
             o->nrm[o->nrm_n++] = v3(f[0], f[1], f[2]);
         } else if (kw[0] == 'f' && kw[1] == '\0') st = obj_face(o, p);
-        else if (!strcmp(kw, "o") || !strcmp(kw, "g")) st = obj_group(o, skip_ws(p));
-        else if (!strcmp(kw, "usemtl")) st = obj_usemtl(o, skip_ws(p));
-        else if (!strcmp(kw, "mtllib")) st = obj_mtllib(o, skip_ws(p));
+        else if (!strcmp(kw, "o") || !strcmp(kw, "g")) st = obj_group(o, rt_skip_blanks(p));
+        else if (!strcmp(kw, "usemtl")) st = obj_usemtl(o, rt_skip_blanks(p));
+        else if (!strcmp(kw, "mtllib")) st = obj_mtllib(o, rt_skip_blanks(p));
         else if (strcmp(kw, "s") && strcmp(kw, "l") && strcmp(kw, "p"))
             /* smoothing groups (normals come from the file or from
              * rt_scene_finish), lines and points have no place here */
@@ -991,7 +900,7 @@ RtStatus rt_obj_load(const char *path, RtScene *s, RtError *err)
              ob0 = s->object_count;
     char *data;
     size_t size;
-    RtStatus st = read_text_file(path, "OBJ", &data, &size, err);
+    RtStatus st = rt_read_file(path, "OBJ", OBJ_MAX_FILE_BYTES, &data, &size, err);
     if (st != RT_OK) return st;
 
     ObjLoad *o = calloc(1, sizeof *o);

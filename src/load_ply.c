@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* Larger files are beyond what the scene's 32-bit counts can hold. */
 #define PLY_MAX_FILE_BYTES ((size_t)4 << 30)
@@ -68,6 +67,7 @@ typedef struct PlyLoad {
     PlyFormat fmt;
     PlyElem *elems;
     int nelems;
+    size_t elem_cap;
     uint64_t nverts;     /* declared by "element vertex" */
     uint32_t v0;         /* first vertex of this file in s->verts */
     uint32_t object;
@@ -82,13 +82,11 @@ static RtStatus ply_fail(PlyLoad *l, const char *fmt, ...)
     ;
 static RtStatus ply_fail(PlyLoad *l, const char *fmt, ...)
 {
-    char msg[RT_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
+    RtStatus st = rt_vfail_at(l->err, RT_ERR_PARSE, l->path, l->line, "PLY", fmt, ap);
     va_end(ap);
-    if (l->line > 0) return rt_fail(l->err, RT_ERR_PARSE, "%s:%d: PLY: %s", l->path, l->line, msg);
-    return rt_fail(l->err, RT_ERR_PARSE, "%s: PLY: %s", l->path, msg);
+    return st;
 }
 
 static RtStatus ply_oom(PlyLoad *l)
@@ -96,85 +94,15 @@ static RtStatus ply_oom(PlyLoad *l)
     return rt_fail(l->err, RT_ERR_OOM, "%s: PLY: out of memory", l->path);
 }
 
-/* ---- whole file and lines ----------------------------------------------- */
-
-static RtStatus read_whole_file(const char *path, char **data, size_t *size, RtError *err)
-{
-    *data = NULL;
-    *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return rt_fail(err, RT_ERR_IO, "%s: PLY: cannot open (%s)", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
-        int e = errno;
-        fclose(f);
-        return rt_fail(err, RT_ERR_IO, "%s: PLY: cannot stat (%s)", path, strerror(e));
-    }
-    if (!S_ISREG(st.st_mode)) {
-        fclose(f);
-        return rt_fail(err, RT_ERR_IO, "%s: PLY: %s (expected a PLY file)", path,
-                       S_ISDIR(st.st_mode) ? "is a directory" : "not a regular file");
-    }
-    if ((uint64_t)st.st_size > PLY_MAX_FILE_BYTES) {
-        fclose(f);
-        return rt_fail(err, RT_ERR_OOM, "%s: PLY: file of %lld bytes is larger than the %zu-byte limit",
-                       path, (long long)st.st_size, PLY_MAX_FILE_BYTES);
-    }
-    size_t n = (size_t)st.st_size;
-    char *buf = malloc(n + 1);
-    if (!buf) {
-        fclose(f);
-        return rt_fail(err, RT_ERR_OOM, "%s: PLY: out of memory reading %zu bytes", path, n);
-    }
-    size_t got = fread(buf, 1, n, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (got != n || bad) {
-        free(buf);
-        return rt_fail(err, RT_ERR_IO, "%s: PLY: short read (%zu of %zu bytes)", path, got, n);
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *size = n;
-    return RT_OK;
-}
-
-typedef struct Lines {
-    char *p, *end;
-    int line;
-    size_t len;
-} Lines;
-
-/* Next line as a C string, cut in place (the newline becomes NUL); NULL at
- * the end. */
-static char *next_line(Lines *r)
-{
-    if (r->p >= r->end) return NULL;
-    char *s = r->p;
-    char *nl = memchr(s, '\n', (size_t)(r->end - s));
-    char *e = nl ? nl : r->end;
-    r->p = nl ? nl + 1 : r->end;
-    if (e > s && e[-1] == '\r') e--;
-    *e = '\0';
-    r->len = (size_t)(e - s);
-    r->line++;
-    return s;
-}
-
-static char *skip_ws(char *p)
-{
-    while (*p == ' ' || *p == '\t') p++;
-    return p;
-}
-static int is_end(char c) { return c == '\0' || c == ' ' || c == '\t'; }
+/* ---- tokens ------------------------------------------------------------- */
 
 /* Splits the next blank-separated token off *p (NUL-terminating it). */
 static char *token(char **p)
 {
-    char *s = skip_ws(*p);
+    char *s = rt_skip_blanks(*p);
     if (!*s) return NULL;
     char *e = s;
-    while (!is_end(*e)) e++;
+    while (!rt_is_token_end(*e)) e++;
     if (*e) *e++ = '\0';
     *p = e;
     return s;
@@ -236,10 +164,10 @@ static RtStatus finish_elem(PlyLoad *l, PlyElem *e)
 /* Parses the header; *body is set to the first byte after end_header. */
 static RtStatus parse_header(PlyLoad *l, char *data, size_t size, char **body)
 {
-    Lines r = {data, data + size, 0, 0};
+    RtLines r = {data, data + size, 0, 0};
     char *p, *t;
     int done = 0;
-    while (!done && (p = next_line(&r))) {
+    while (!done && (p = rt_next_line(&r))) {
         l->line = r.line;
         if (strlen(p) != r.len) return ply_fail(l, "expected a text header line, found a NUL byte");
         if (r.line == 1) {
@@ -270,9 +198,8 @@ static RtStatus parse_header(PlyLoad *l, char *data, size_t size, char **body)
             if (l->nelems && finish_elem(l, &l->elems[l->nelems - 1]) != RT_OK) return l->err->status;
             if (l->nelems == PLY_MAX_ELEMENTS)
                 return ply_fail(l, "expected at most %d elements in the header", PLY_MAX_ELEMENTS);
-            PlyElem *ne = realloc(l->elems, (size_t)(l->nelems + 1) * sizeof *ne);
-            if (!ne) return ply_oom(l);
-            l->elems = ne;
+            if (!rt_grow_array((void **)&l->elems, &l->elem_cap, (size_t)l->nelems + 1, sizeof *l->elems))
+                return ply_oom(l);
             PlyElem *e = &l->elems[l->nelems++];
             memset(e, 0, sizeof *e);
             snprintf(e->name, sizeof e->name, "%s", name);
@@ -467,13 +394,7 @@ static RtStatus read_record(PlyLoad *l, PlyIn *in, const PlyElem *e, uint64_t i)
             if (!whole_in(x, 0, (double)l->nverts - 1))
                 return ply_fail(l, "face %llu: index %.10g out of range (0..%lld)", (unsigned long long)i, x,
                                 (long long)l->nverts - 1);
-            if (npoly == l->poly_cap) {
-                size_t ncap = l->poly_cap ? 2 * l->poly_cap : 64;
-                uint32_t *np = realloc(l->poly, ncap * sizeof *np);
-                if (!np) return ply_oom(l);
-                l->poly = np;
-                l->poly_cap = ncap;
-            }
+            if (!rt_grow_array((void **)&l->poly, &l->poly_cap, npoly + 1, sizeof *l->poly)) return ply_oom(l);
             l->poly[npoly++] = l->v0 + (uint32_t)x;
         }
         if (pr->role == ROLE_INDICES && n < 3)
@@ -524,7 +445,7 @@ static RtStatus parse_body(PlyLoad *l, char *body, char *end, int header_lines)
     uint8_t host_le;
     memcpy(&host_le, &one, 1);
     PlyIn in = {(const uint8_t *)body, (const uint8_t *)end, (l->fmt == FMT_BLE) != host_le, NULL};
-    Lines r = {body, end, header_lines, 0};
+    RtLines r = {body, end, header_lines, 0};
     uint64_t faces = 0;
     for (int i = 0; i < l->nelems; i++)
         if (l->elems[i].kind == ELEM_FACE) faces = l->elems[i].count;
@@ -537,8 +458,8 @@ static RtStatus parse_body(PlyLoad *l, char *body, char *end, int header_lines)
             if (l->fmt == FMT_ASCII) {
                 char *p;
                 do { /* blank lines between records are tolerated */
-                    p = next_line(&r);
-                } while (p && !*skip_ws(p) && strlen(p) == r.len);
+                    p = rt_next_line(&r);
+                } while (p && !*rt_skip_blanks(p) && strlen(p) == r.len);
                 l->line = r.line;
                 if (!p)
                     return ply_fail(l, "%s %llu: unexpected end of file (the header declares %llu %s records; "
@@ -561,7 +482,7 @@ RtStatus rt_ply_load(const char *path, RtScene *s, RtError *err)
     uint32_t v0 = s->vert_count, tri0 = s->tri_count, ob0 = s->object_count;
     char *data;
     size_t size;
-    RtStatus st = read_whole_file(path, &data, &size, err);
+    RtStatus st = rt_read_file(path, "PLY", PLY_MAX_FILE_BYTES, &data, &size, err);
     if (st != RT_OK) return st;
     PlyLoad l;
     memset(&l, 0, sizeof l);

@@ -46,7 +46,8 @@ typedef struct SceneCtx {
     char *stack[SCENE_INCLUDE_DEPTH_MAX + 1]; /* real paths of the files being read, outermost first */
     int depth;                                 /* entries in stack */
     SceneMatName *names;
-    uint32_t name_count, name_cap;
+    uint32_t name_count;
+    size_t name_cap;
 } SceneCtx;
 
 /* The tokens of the line being parsed, and a cursor over them. */
@@ -333,13 +334,8 @@ static RtStatus st_material(SceneCtx *c, SceneLine *L)
      * when reflective, else 2 (Phong). */
     m.illum = illum >= 0 ? illum : (m.d < 1.0f && m.ni != 1.0f) ? 7 : (m.reflect > 0.0f ? 3 : 2);
 
-    if (c->name_count == c->name_cap) {
-        uint32_t cap = c->name_cap ? 2 * c->name_cap : 16;
-        SceneMatName *p = realloc(c->names, cap * sizeof *p);
-        if (!p) return rt_fail(c->err, RT_ERR_OOM, "%s:%d: SCENE: out of memory", L->file, L->no);
-        c->names = p;
-        c->name_cap = cap;
-    }
+    if (!rt_grow_array((void **)&c->names, &c->name_cap, (size_t)c->name_count + 1, sizeof *c->names))
+        return rt_fail(c->err, RT_ERR_OOM, "%s:%d: SCENE: out of memory", L->file, L->no);
     int64_t idx = rt_scene_add_material(c->s, &m);
     char *file = strdup(L->file);
     if (idx < 0 || !file) {
@@ -602,61 +598,11 @@ static RtStatus run_line(SceneCtx *c, SceneLine *L)
                    L->no, SCENE_QUOTE_MAX, kw, strlen(kw) > SCENE_QUOTE_MAX ? "..." : "", valid);
 }
 
-/* Whole file into memory, NUL-terminated; only regular files (never a
- * device or FIFO that could block or never end). */
-static RtStatus read_text(SceneCtx *c, const char *path, char **out, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return rt_fail(c->err, RT_ERR_IO, "%s: SCENE: cannot open (%s)", path, strerror(errno));
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        int dir = S_ISDIR(st.st_mode);
-        fclose(f);
-        return rt_fail(c->err, RT_ERR_IO, "%s: SCENE: %s", path,
-                       dir ? "is a directory (expected a .scene file)" : "not a regular file");
-    }
-    size_t cap = (size_t)st.st_size + 1, n = 0;
-    if (cap > SCENE_FILE_MAX + 1) cap = SCENE_FILE_MAX + 1;
-    char *buf = malloc(cap + 1);
-    if (!buf) {
-        fclose(f);
-        return rt_fail(c->err, RT_ERR_OOM, "%s: SCENE: out of memory", path);
-    }
-    for (;;) { /* sizes in /proc lie, so read to EOF rather than st_size */
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap || cap > SCENE_FILE_MAX) break;
-        size_t ncap = cap * 2 > SCENE_FILE_MAX + 1 ? SCENE_FILE_MAX + 1 : cap * 2;
-        char *p = realloc(buf, ncap + 1);
-        if (!p) {
-            free(buf);
-            fclose(f);
-            return rt_fail(c->err, RT_ERR_OOM, "%s: SCENE: out of memory", path);
-        }
-        buf = p;
-        cap = ncap;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return rt_fail(c->err, RT_ERR_IO, "%s: SCENE: read error", path);
-    }
-    if (n > SCENE_FILE_MAX) {
-        free(buf);
-        return rt_fail(c->err, RT_ERR_PARSE, "%s: SCENE: expected a scene description under %u MiB", path,
-                       SCENE_FILE_MAX >> 20);
-    }
-    buf[n] = 0;
-    *out = buf;
-    *len = n;
-    return RT_OK;
-}
-
 static RtStatus parse_file(SceneCtx *c, const char *path)
 {
     char *text = NULL, dir[PATH_MAX], real[PATH_MAX];
     size_t len = 0;
-    RtStatus st = read_text(c, path, &text, &len);
+    RtStatus st = rt_read_file(path, "SCENE", SCENE_FILE_MAX, &text, &len, c->err);
     if (st != RT_OK) return st;
     const char *slash = strrchr(path, '/');
     if (!slash) snprintf(dir, sizeof dir, ".");

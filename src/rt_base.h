@@ -4,6 +4,7 @@
 #ifndef RT_BASE_H
 #define RT_BASE_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <math.h>
@@ -48,9 +49,15 @@ RtStatus rt_fail(RtError *err, RtStatus status, const char *fmt, ...)
 #endif
     ;
 
+/* The body of a parser's own printf-like fail helper: formats
+ * "path:line: TAG: <fmt>" (line <= 0 leaves ":line" out) into err. */
+RtStatus rt_vfail_at(RtError *err, RtStatus status, const char *path, int line, const char *tag,
+                     const char *fmt, va_list ap);
+
 /* Log lines are tagged by subsystem ("OBJ", "KD", "GL"). Level: 0 errors,
- * 1 warnings, 2 info (default), 3 debug. Output goes to stderr. */
-typedef enum { RT_LOG_ERROR = 0, RT_LOG_WARN, RT_LOG_INFO, RT_LOG_DEBUG } RtLogLevel;
+ * 1 warnings, 2 info (default), 3 debug; RT_LOG_NONE as the set level
+ * silences everything (fuzzers, tests). Output goes to stderr. */
+typedef enum { RT_LOG_NONE = -1, RT_LOG_ERROR = 0, RT_LOG_WARN, RT_LOG_INFO, RT_LOG_DEBUG } RtLogLevel;
 void rt_log_set_level(RtLogLevel level);
 void rt_log(RtLogLevel level, const char *tag, const char *fmt, ...)
 #if defined(__GNUC__)
@@ -59,6 +66,42 @@ void rt_log(RtLogLevel level, const char *tag, const char *fmt, ...)
     ;
 #define RT_WARN(tag, ...) rt_log(RT_LOG_WARN, tag, __VA_ARGS__)
 #define RT_INFO(tag, ...) rt_log(RT_LOG_INFO, tag, __VA_ARGS__)
+
+/* ---- host helpers shared by the loaders (not for device code) -------- */
+
+/* Reads a whole regular file into a malloc'd, NUL-terminated buffer
+ * (*size bytes + the NUL, writable: parsers cut lines in place). Reads to
+ * EOF rather than trusting st_size, so /proc-style files work. Errors name
+ * path and tag ("x.obj: OBJ: cannot open (...)", "is a directory", "larger
+ * than the N-byte limit"); devices and FIFOs are refused, never read. */
+RtStatus rt_read_file(const char *path, const char *tag, size_t max_bytes, char **data, size_t *size,
+                      RtError *err);
+
+/* Grows a malloc'd array of elem-byte items so that it holds at least need
+ * of them, doubling *cap (so appends stay amortised O(1)); 1 on success, 0
+ * when the allocation fails or the size would overflow (*arr is then left
+ * as it was). */
+int rt_grow_array(void **arr, size_t *cap, size_t need, size_t elem);
+
+/* Line cursor over a text buffer: rt_next_line returns the next line as a
+ * C string, cut in place (the newline, and a CR before it, become NUL), or
+ * NULL at the end. line is the 1-based number of the line last returned and
+ * len its length, so strlen(line) != len reveals an embedded NUL byte. The
+ * buffer needs a writable byte at end (rt_read_file provides it). */
+typedef struct RtLines {
+    char *p, *end;
+    int line;
+    size_t len;
+} RtLines;
+char *rt_next_line(RtLines *r);
+
+/* Blanks within a line are spaces and tabs; a token ends at one or at NUL. */
+static inline char *rt_skip_blanks(char *p)
+{
+    while (*p == ' ' || *p == '\t') p++;
+    return p;
+}
+static inline int rt_is_token_end(char c) { return c == '\0' || c == ' ' || c == '\t'; }
 
 /* Monotonic wall clock in milliseconds (for CPU timings). */
 double rt_now_ms(void);

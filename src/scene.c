@@ -27,19 +27,15 @@ void rt_scene_free(RtScene *s)
     rt_scene_init(s);
 }
 
-/* Doubles an array's capacity as needed; -1 when the count would pass 2^31
- * (the tree's 30-bit indices and every loader's limit are far below) or the
- * allocation fails. */
+/* Makes room for one more element (rt_grow_array's doubling) and returns
+ * its index; -1 when the count would pass 2^31 (the tree's 30-bit indices
+ * and every loader's limit are far below) or the allocation fails. */
 static int64_t grow(void **arr, uint32_t *count, uint32_t *cap, size_t elem)
 {
-    if (*count >= *cap) {
-        if (*cap >= (1u << 31)) return -1;
-        uint32_t ncap = *cap ? *cap * 2 : 64;
-        void *p = realloc(*arr, (size_t)ncap * elem);
-        if (!p) return -1;
-        *arr = p;
-        *cap = ncap;
-    }
+    if (*count >= (1u << 31)) return -1;
+    size_t c = *cap;
+    if (!rt_grow_array(arr, &c, (size_t)*count + 1, elem)) return -1;
+    *cap = c > UINT32_MAX ? UINT32_MAX : (uint32_t)c;
     return (*count)++;
 }
 #define GROW(s, arr, cnt, cap) grow((void **)&(s)->arr, &(s)->cnt, &(s)->cap, sizeof *(s)->arr)
@@ -76,6 +72,13 @@ int64_t rt_scene_add_object(RtScene *s, const char *name)
     memset(o, 0, sizeof *o);
     snprintf(o->name, sizeof o->name, "%s", name ? name : "");
     o->first_tri = s->tri_count;
+    return i;
+}
+
+int64_t rt_scene_add_texture(RtScene *s, RtTexture t)
+{
+    int64_t i = GROW(s, texs, tex_count, tex_cap);
+    if (i >= 0) s->texs[i] = t;
     return i;
 }
 
@@ -118,16 +121,17 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
         for (uint32_t j = 0; j < t0 && src->texs[i].path; j++)
             if (dst->texs[j].path && !strcmp(dst->texs[j].path, src->texs[i].path)) remap[i] = (int32_t)j;
         if (remap[i] >= 0) continue;
-        remap[i] = (int32_t)dst->tex_count;
-        int64_t k = grow((void **)&dst->texs, &dst->tex_count, &dst->tex_cap, sizeof *dst->texs);
-        if (k < 0) goto oom;
-        RtTexture *t = &dst->texs[k];
-        const RtTexture *st = &src->texs[i];
-        *t = *st;
-        t->path = st->path ? strdup(st->path) : NULL;
-        t->rgba = malloc((size_t)st->w * st->h * 4);
-        if (!t->rgba) { free(t->path); t->path = NULL; dst->tex_count--; goto oom; }
-        memcpy(t->rgba, st->rgba, (size_t)st->w * st->h * 4);
+        RtTexture t = src->texs[i];
+        t.path = t.path ? strdup(t.path) : NULL;
+        t.rgba = malloc((size_t)t.w * t.h * 4);
+        int64_t k = t.rgba ? rt_scene_add_texture(dst, t) : -1;
+        if (k < 0) {
+            free(t.path);
+            free(t.rgba);
+            goto oom;
+        }
+        memcpy(t.rgba, src->texs[i].rgba, (size_t)t.w * t.h * 4);
+        remap[i] = (int32_t)k;
     }
     for (uint32_t i = 0; i < src->mat_count; i++) {
         RtMaterial mm = src->mats[i];

@@ -100,6 +100,9 @@ int64_t rt_scene_add_triangle(RtScene *s, RtTriangle t);
 int64_t rt_scene_add_material(RtScene *s, const RtMaterial *m);
 int64_t rt_scene_add_light(RtScene *s, RtLight l);
 int64_t rt_scene_add_object(RtScene *s, const char *name);
+/* Appends t, taking ownership of t.path and t.rgba (freed by rt_scene_free;
+ * on -1 they stay the caller's). */
+int64_t rt_scene_add_texture(RtScene *s, RtTexture t);
 RtMaterial rt_material_default(void);
 
 /* After loading: checks for emptiness, computes missing normals (smooth),

@@ -11,32 +11,23 @@
 /* Checker texture generated here (sRGB bytes, like a loaded image). */
 static int32_t add_checker(RtScene *s, int size, int cells)
 {
-    if (s->tex_count >= s->tex_cap) {
-        uint32_t cap = s->tex_cap ? s->tex_cap * 2 : 4;
-        RtTexture *t = realloc(s->texs, cap * sizeof *t);
-        if (!t) return -1;
-        s->texs = t;
-        s->tex_cap = cap;
-    }
-    RtTexture *t = &s->texs[s->tex_count];
-    t->w = t->h = size;
-    t->path = strdup("(checker)");
-    t->rgba = malloc((size_t)size * size * 4);
-    if (!t->rgba || !t->path) {
-        free(t->rgba);
-        free(t->path);
+    RtTexture t = {strdup("(checker)"), size, size, malloc((size_t)size * size * 4)};
+    int64_t i = t.path && t.rgba ? rt_scene_add_texture(s, t) : -1;
+    if (i < 0) {
+        free(t.rgba);
+        free(t.path);
         return -1;
     }
     for (int y = 0; y < size; y++)
         for (int x = 0; x < size; x++) {
             int on = ((x * cells / size) + (y * cells / size)) & 1;
-            uint8_t *p = &t->rgba[4 * ((size_t)y * size + x)];
+            uint8_t *p = &t.rgba[4 * ((size_t)y * size + x)];
             p[0] = on ? 230 : 60;
             p[1] = on ? 225 : 62;
             p[2] = on ? 210 : 70;
             p[3] = 255;
         }
-    return (int32_t)s->tex_count++;
+    return (int32_t)i;
 }
 
 static int32_t add_mat(RtScene *s, const char *name, RtVec3 kd, float reflect, int32_t tex)

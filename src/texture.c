@@ -6,13 +6,16 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #define STB_IMAGE_IMPLEMENTATION
 /* 16K x 16K RGBA8 is 1 GiB, already more than any scene here needs; larger
  * headers are rejected before stb allocates anything. */
 #define STBI_MAX_DIMENSIONS (1 << 14)
 #include <stb_image.h>
+
+/* The largest image file read: an uncompressed 16K x 16K RGB PPM is 768 MiB;
+ * also keeps the length within stb's int. */
+#define TEX_MAX_FILE_BYTES ((size_t)1 << 30)
 
 RtStatus rt_texture_load(RtScene *s, const char *path, int32_t *index, RtError *err)
 {
@@ -26,14 +29,13 @@ RtStatus rt_texture_load(RtScene *s, const char *path, int32_t *index, RtError *
             return RT_OK;
         }
 
-    struct stat st;
-    if (stat(key, &st) != 0)
-        return rt_fail(err, RT_ERR_IO, "%s: TEX: cannot open (no such file)", path);
-    if (!S_ISREG(st.st_mode))
-        return rt_fail(err, RT_ERR_IO, "%s: TEX: not a regular file", path);
-
+    char *data;
+    size_t size;
+    RtStatus st = rt_read_file(path, "TEX", TEX_MAX_FILE_BYTES, &data, &size, err);
+    if (st != RT_OK) return st;
     int w = 0, h = 0, n = 0;
-    uint8_t *px = stbi_load(key, &w, &h, &n, 4);
+    uint8_t *px = stbi_load_from_memory((const stbi_uc *)data, (int)size, &w, &h, &n, 4);
+    free(data);
     if (!px)
         return rt_fail(err, RT_ERR_IO, "%s: TEX: cannot decode (%s; expected PNG, JPG, TGA, BMP or PPM)",
                        path, stbi_failure_reason());
@@ -42,24 +44,15 @@ RtStatus rt_texture_load(RtScene *s, const char *path, int32_t *index, RtError *
         return rt_fail(err, RT_ERR_IO, "%s: TEX: image has no pixels", path);
     }
 
-    if (s->tex_count >= s->tex_cap) {
-        if (s->tex_cap >= (1u << 20)) goto oom; /* far past any real scene */
-        uint32_t ncap = s->tex_cap ? s->tex_cap * 2 : 16;
-        RtTexture *t = realloc(s->texs, (size_t)ncap * sizeof *t);
-        if (!t) goto oom;
-        s->texs = t;
-        s->tex_cap = ncap;
-    }
-    char *p = strdup(key);
-    if (!p) goto oom;
     /* stb allocates with malloc (STBI_MALLOC default), so RtTexture.rgba
      * can be released with free() by rt_scene_free. */
-    RtTexture *t = &s->texs[s->tex_count];
-    t->path = p;
-    t->w = w;
-    t->h = h;
-    t->rgba = px;
-    *index = (int32_t)s->tex_count++;
+    RtTexture t = {strdup(key), w, h, px};
+    int64_t i = t.path ? rt_scene_add_texture(s, t) : -1;
+    if (i < 0) {
+        free(t.path);
+        goto oom;
+    }
+    *index = (int32_t)i;
     return RT_OK;
 oom:
     stbi_image_free(px);

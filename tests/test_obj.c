@@ -20,11 +20,6 @@ static RtStatus load_text(const char *text, RtScene *s, RtError *err, char *path
     return rt_scene_load(path, s, err);
 }
 
-static void assert_contains(const char *hay, const char *needle)
-{
-    if (!hay || !strstr(hay, needle)) fail_msg("expected \"%s\" in \"%s\"", needle, hay ? hay : "(null)");
-}
-
 /* Bad input: the status, and a message naming the file, the line and what
  * was expected (expect). line 0 = no line number. */
 static void expect_error(const char *text, RtStatus status, int line, const char *expect)
@@ -35,8 +30,8 @@ static void expect_error(const char *text, RtStatus status, int line, const char
     RtStatus st = load_text(text, &s, &err, path);
     if (st != status) fail_msg("status %s (%s), expected %s", rt_status_name(st), err.msg, rt_status_name(status));
     snprintf(where, sizeof where, line ? "%s:%d: " : "%s", path, line);
-    assert_contains(err.msg, where);
-    assert_contains(err.msg, expect);
+    rt_test_assert_contains(err.msg, where);
+    rt_test_assert_contains(err.msg, expect);
     assert_int_equal(s.tri_count, 0); /* freed */
     assert_null(s.verts);
     unlink(path);
@@ -360,7 +355,7 @@ static void obj_ignored_statements_warn_once(void **state)
     assert_int_equal(count_of(log, "'l'"), 0);
     char where[1200];
     snprintf(where, sizeof where, "%s:10:", path); /* the first curv */
-    assert_contains(log, where);
+    rt_test_assert_contains(log, where);
     free(log);
     rt_scene_free(&s);
     unlink(path);
@@ -528,13 +523,13 @@ static void obj_missing_texture_and_mtl_warn_and_continue(void **state)
     assert_int_equal(s.tris[2].material, -1); /* unknown name: default */
     char where[1200];
     snprintf(where, sizeof where, "%s/m.mtl:3: map_Kd", dir);
-    assert_contains(log, where);
-    assert_contains(log, "nothere.jpg");
-    assert_contains(log, "notimage.png");
+    rt_test_assert_contains(log, where);
+    rt_test_assert_contains(log, "nothere.jpg");
+    rt_test_assert_contains(log, "notimage.png");
     snprintf(where, sizeof where, "%s:2: mtllib", path);
-    assert_contains(log, where);
-    assert_contains(log, "absent.mtl");
-    assert_contains(log, "usemtl nosuch");
+    rt_test_assert_contains(log, where);
+    rt_test_assert_contains(log, "absent.mtl");
+    rt_test_assert_contains(log, "usemtl nosuch");
     free(log);
     rt_scene_free(&s);
     remove_dir(dir);
@@ -556,7 +551,7 @@ static void obj_unknown_material_warns_once(void **state)
     assert_int_equal(count_of(log, "usemtl ghost"), 1);
     char where[1200];
     snprintf(where, sizeof where, "%s:4:", path);
-    assert_contains(log, where);
+    rt_test_assert_contains(log, where);
     free(log);
     rt_scene_free(&s);
     unlink(path);
@@ -633,7 +628,7 @@ static void obj_binary_garbage(void **state)
         RtError err = {0};
         RtStatus st = rt_scene_load(path, &s, &err);
         assert_int_not_equal(st, RT_OK);
-        assert_contains(err.msg, path);
+        rt_test_assert_contains(err.msg, path);
         assert_null(s.tris);
         free(buf);
         unlink(path);
@@ -654,8 +649,8 @@ static void obj_png_renamed(void **state)
     assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_PARSE);
     char where[1200];
     snprintf(where, sizeof where, "%s:1: OBJ: ", path);
-    assert_contains(err.msg, where);
-    assert_contains(err.msg, "binary");
+    rt_test_assert_contains(err.msg, where);
+    rt_test_assert_contains(err.msg, "binary");
     remove_dir(dir);
 }
 
@@ -703,15 +698,15 @@ static void obj_unreadable_paths(void **state)
     RtScene s;
     RtError err;
     assert_int_equal(rt_scene_load("/nonexistent/dir/model.obj", &s, &err), RT_ERR_IO);
-    assert_contains(err.msg, "/nonexistent/dir/model.obj");
-    assert_contains(err.msg, "cannot open");
+    rt_test_assert_contains(err.msg, "/nonexistent/dir/model.obj");
+    rt_test_assert_contains(err.msg, "cannot open");
     char dir[1024], path[1100];
     make_dir(dir);
     snprintf(path, sizeof path, "%s/folder.obj", dir);
     assert_int_equal(mkdir(path, 0700), 0);
     assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_IO);
-    assert_contains(err.msg, path);
-    assert_contains(err.msg, "directory");
+    rt_test_assert_contains(err.msg, path);
+    rt_test_assert_contains(err.msg, "directory");
     remove_dir(dir);
 }
 
@@ -727,13 +722,13 @@ static void obj_malformed_mtl_is_an_error(void **state)
     RtError err;
     assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_PARSE);
     snprintf(where, sizeof where, "%s/m.mtl:3: MTL: expected 3 finite numbers after 'Ks'", dir);
-    assert_contains(err.msg, where);
+    rt_test_assert_contains(err.msg, where);
     write_file(dir, "m.mtl", "Kd 1 1 1\n");
     assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_PARSE);
-    assert_contains(err.msg, "m.mtl:1: MTL: expected 'newmtl NAME' before 'Kd'");
+    rt_test_assert_contains(err.msg, "m.mtl:1: MTL: expected 'newmtl NAME' before 'Kd'");
     write_file(dir, "m.mtl", "newmtl a\nillum x\n");
     assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_PARSE);
-    assert_contains(err.msg, "m.mtl:2: MTL: expected an illumination model");
+    rt_test_assert_contains(err.msg, "m.mtl:2: MTL: expected an illumination model");
     remove_dir(dir);
 }
 
@@ -770,7 +765,7 @@ static void obj_overlong_lines(void **state)
     memset(text + 7, '9', big);
     strcpy(text + 7 + big, "\n");
     assert_int_equal(load_text(text, &s, &err, path), RT_ERR_PARSE);
-    assert_contains(err.msg, ":1: OBJ: expected 3 finite numbers");
+    rt_test_assert_contains(err.msg, ":1: OBJ: expected 3 finite numbers");
     unlink(path);
 
     /* a polygon of millions of corners around a circle: fanned, not

@@ -137,11 +137,6 @@ static void write_mesh(Buf *b, const Mesh *m, int fmt)
     }
 }
 
-static void assert_contains(const char *hay, const char *needle)
-{
-    if (!hay || !strstr(hay, needle)) fail_msg("expected \"%s\" in \"%s\"", needle, hay ? hay : "(null)");
-}
-
 static RtStatus load_bytes(const void *data, size_t n, RtScene *s, RtError *err, char *path)
 {
     rt_test_write_tmp(".ply", data, n, path);
@@ -159,8 +154,8 @@ static void expect_error_bytes(const void *data, size_t n, RtStatus status, int 
     RtStatus st = load_bytes(data, n, &s, &err, path);
     if (st != status) fail_msg("status %s (%s), expected %s", rt_status_name(st), err.msg, rt_status_name(status));
     snprintf(where, sizeof where, line ? "%s:%d: PLY: " : "%s: ", path, line);
-    assert_contains(err.msg, where);
-    assert_contains(err.msg, expect);
+    rt_test_assert_contains(err.msg, where);
+    rt_test_assert_contains(err.msg, expect);
     assert_null(s.tris);
     unlink(path);
 }
@@ -367,8 +362,8 @@ static void ply_truncated_binary_body(void **state)
         RtError err;
         RtStatus st = load_bytes(b.p, cut, &s, &err, path);
         if (st != RT_ERR_PARSE) fail_msg("cut at %zu of %zu: %s (%s)", cut, b.n, rt_status_name(st), err.msg);
-        assert_contains(err.msg, path);
-        assert_contains(err.msg, "PLY: ");
+        rt_test_assert_contains(err.msg, path);
+        rt_test_assert_contains(err.msg, "PLY: ");
         unlink(path);
     }
     /* a cut in the last face names it */
@@ -482,7 +477,7 @@ static void ply_not_a_ply_file(void **state)
         char path[1024];
         RtScene s;
         assert_int_not_equal(load_bytes(buf, len + off, &s, &err, path), RT_OK);
-        assert_contains(err.msg, path);
+        rt_test_assert_contains(err.msg, path);
         assert_null(s.tris);
         unlink(path);
         free(buf);
@@ -561,15 +556,15 @@ static void ply_unreadable_paths(void **state)
     RtScene s;
     RtError err;
     assert_int_equal(rt_scene_load("/nonexistent/dir/mesh.ply", &s, &err), RT_ERR_IO);
-    assert_contains(err.msg, "/nonexistent/dir/mesh.ply: PLY: cannot open");
+    rt_test_assert_contains(err.msg, "/nonexistent/dir/mesh.ply: PLY: cannot open");
     char dir[1024], path[1100];
     snprintf(dir, sizeof dir, "/tmp/rt_test_ply_XXXXXX");
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/folder.PLY", dir); /* the extension is case-insensitive */
     assert_int_equal(mkdir(path, 0700), 0);
     assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_IO);
-    assert_contains(err.msg, path);
-    assert_contains(err.msg, "is a directory");
+    rt_test_assert_contains(err.msg, path);
+    rt_test_assert_contains(err.msg, "is a directory");
     rmdir(path);
     rmdir(dir);
 }

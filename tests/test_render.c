@@ -215,19 +215,13 @@ static int32_t add_material(RtScene *s, RtVec3 kd, float reflect)
 /* Adds a w x h RGBA texture whose texel (x, y) comes from fn; returns its index. */
 static int32_t add_texture(RtScene *s, int w, int h, void (*fn)(int x, int y, uint8_t px[4]))
 {
-    RtTexture *t = realloc(s->texs, (s->tex_count + 1) * sizeof *t);
-    assert_non_null(t);
-    s->texs = t;
-    s->tex_cap = s->tex_count + 1;
-    t = &s->texs[s->tex_count];
-    t->path = strdup("(test)");
-    t->w = w;
-    t->h = h;
-    t->rgba = malloc((size_t)w * h * 4);
-    assert_non_null(t->rgba);
+    RtTexture t = {strdup("(test)"), w, h, malloc((size_t)w * h * 4)};
+    assert_non_null(t.rgba);
     for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) fn(x, y, &t->rgba[4 * ((size_t)y * w + x)]);
-    return (int32_t)s->tex_count++;
+        for (int x = 0; x < w; x++) fn(x, y, &t.rgba[4 * ((size_t)y * w + x)]);
+    int64_t i = rt_scene_add_texture(s, t);
+    assert_true(i >= 0);
+    return (int32_t)i;
 }
 
 /* The Cornell box: scenes/cornell.scene, or the same room built here from

@@ -43,6 +43,12 @@ static inline const char *rt_test_write_tmp(const char *suffix, const void *data
 }
 #define RT_TEST_TMP_TEXT(suffix, text, buf) rt_test_write_tmp(suffix, text, strlen(text), buf)
 
+/* Fails the test unless needle occurs in hay (an error message, a log). */
+static inline void rt_test_assert_contains(const char *hay, const char *needle)
+{
+    if (!hay || !strstr(hay, needle)) fail_msg("expected \"%s\" in \"%s\"", needle, hay ? hay : "(null)");
+}
+
 /* Small deterministic RNG for tests (xorshift). */
 typedef struct { uint64_t s; } RtTestRng;
 static inline uint32_t rt_test_rand(RtTestRng *r)

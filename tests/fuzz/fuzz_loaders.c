@@ -97,7 +97,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc, (void)argv;
     /* Warnings from hostile input would drown libFuzzer's own output;
      * loaders report errors through RtError, not the log. */
-    rt_log_set_level(RT_LOG_ERROR);
+    rt_log_set_level(RT_LOG_NONE);
     snprintf(fuzz_dir, sizeof fuzz_dir, "/tmp/rt_fuzz_%d", (int)getpid());
     mkdir(fuzz_dir, 0700);
     for (size_t i = 0; i < sizeof FIXTURES / sizeof FIXTURES[0]; i++) {

@@ -1,0 +1,374 @@
+/* kd_gpu.cu — the per-frame driver of the GPU kd-tree build:
+ *
+ *   triangle boxes, valid refs, bounds, root          (kd_large_init)
+ *   while large nodes remain:                         (kd_large_level)
+ *       node boxes, empty-space cuts + median split,
+ *       triangle sorting, routing of the children
+ *   small roots: candidates and masks                 (kd_small_prepare)
+ *   while small nodes remain: SAH split or leaf       (kd_small_level)
+ *
+ * Buffers are allocated once and grown: every device-side allocation is
+ * bounded, an overflow sets a bit in the counters, and the driver grows the
+ * buffers named by the bits and builds again (never a silent corruption).
+ * The loop bounds come from the device counters, read back once per level
+ * (the host round trips the stats report). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd_gpu_internal.cuh"
+
+const RtKdGpuVariant rt_kd_gpu_ladder[6] = {
+    {"Original", 0, "Zhou et al.: Impl. I (flags + CUB scans), segmented box reduction, shared-memory scans/reductions, SWAR bit count"},
+    {"[A]", 1, "triangle sorting by two atomicAdd per block (Impl. II)"},
+    {"[A]-[B]", 2, "+ intra-block scans by ballot/popc/shfl"},
+    {"[A]-[C]", 3, "+ node boxes by 6 atomics per chunk"},
+    {"[A]-[D]", 4, "+ intra-block reductions by warp shuffles"},
+    {"All", 5, "+ small-stage bit counting by __popc"},
+};
+
+extern "C" void rt_kd_gpu_params_ladder(RtKdGpuParams *p, int steps)
+{
+    p->chang_a = steps >= 1;
+    p->chang_b = steps >= 2;
+    p->chang_c = steps >= 3;
+    p->chang_d = steps >= 4;
+    p->chang_e = steps >= 5;
+}
+
+extern "C" RtKdGpuParams rt_kd_gpu_params_default(void)
+{
+    RtKdGpuParams p;
+    memset(&p, 0, sizeof p);
+    rt_kd_gpu_params_ladder(&p, 5);
+    p.empty_cut = 0.25f;
+    p.assoc = RT_KD_GPU_BOX_INCLUSION;
+    p.small_mode = RT_KD_GPU_SMALL_SAH;
+    p.small_threshold = 64;
+    p.c_trav = 1.0f;
+    p.c_isect = 1.5f;
+    p.max_depth = 0;
+    p.timed = 0;
+    return p;
+}
+
+/* A device array that only grows. */
+typedef struct KdArr {
+    void *p;
+    size_t bytes;
+} KdArr;
+
+enum {
+    A_TRI_LO, A_TRI_HI, A_REFS0, A_REFS1, A_ACT0, A_ACT1, A_CH0, A_CH1, A_CHBOX, A_FLAGS, A_SCAN,
+    A_SROOTS, A_SIDX, A_SBOX, A_CSPLIT, A_CMASK, A_SN0, A_SN1, A_NODES, A_LEAVES, A_LBOX, A_TIDX,
+    A_CUB, A_COUNT
+};
+
+struct RtKdGpu {
+    cudaStream_t stream;
+    RtLaunchLog log;
+    KdArr arr[A_COUNT];
+    KdCounters *d_ctr, *h_ctr, *h_init;
+    cudaEvent_t ev[4];
+    /* capacities in elements; grown by 2x when a build overflows them */
+    uint32_t ref_cap, active_cap, chunk_cap, sroot_cap, sref_cap, snode_cap;
+    uint32_t node_cap, leaf_cap, index_cap;
+};
+
+static RtStatus kd_reserve(KdArr *a, size_t bytes, RtError *err)
+{
+    if (bytes == 0) bytes = 16;
+    if (a->bytes >= bytes) return RT_OK;
+    if (a->p) cudaFree(a->p);
+    a->p = NULL;
+    a->bytes = 0;
+    CUDA_CHECK(err, cudaMalloc(&a->p, bytes));
+    a->bytes = bytes;
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err)
+{
+    *out = NULL;
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) {
+        cudaGetLastError();
+        return rt_fail(err, RT_ERR_NO_DEVICE, "KD: no CUDA device for the GPU kd-tree builder");
+    }
+    RtKdGpu *b = (RtKdGpu *)calloc(1, sizeof *b);
+    if (!b) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory");
+    *out = b;
+    CUDA_CHECK(err, cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
+    CUDA_CHECK(err, cudaMalloc((void **)&b->d_ctr, sizeof(KdCounters)));
+    CUDA_CHECK(err, cudaMallocHost((void **)&b->h_ctr, sizeof(KdCounters)));
+    CUDA_CHECK(err, cudaMallocHost((void **)&b->h_init, sizeof(KdCounters)));
+    memset(b->h_init, 0, sizeof(KdCounters));
+    for (int a = 0; a < 3; a++) {
+        b->h_init->bounds[a] = kd_f2i_host(INFINITY);
+        b->h_init->bounds[3 + a] = kd_f2i_host(-INFINITY);
+    }
+    for (int i = 0; i < 4; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
+    b->log.stream = b->stream;
+    return RT_OK;
+}
+
+extern "C" void rt_kd_gpu_destroy(RtKdGpu *b)
+{
+    if (!b) return;
+    for (int i = 0; i < A_COUNT; i++)
+        if (b->arr[i].p) cudaFree(b->arr[i].p);
+    if (b->d_ctr) cudaFree(b->d_ctr);
+    if (b->h_ctr) cudaFreeHost(b->h_ctr);
+    if (b->h_init) cudaFreeHost(b->h_init);
+    for (int i = 0; i < 4; i++)
+        if (b->ev[i]) cudaEventDestroy(b->ev[i]);
+    rt_launch_log_destroy(&b->log);
+    if (b->stream) cudaStreamDestroy(b->stream);
+    free(b);
+}
+
+static uint32_t kd_cap(size_t want)
+{
+    return want > RT_KD_MAX_INDEX ? RT_KD_MAX_INDEX : (uint32_t)want;
+}
+
+/* First-build capacities from the triangle count; later builds keep (and
+ * only grow) them. */
+static void kd_initial_caps(RtKdGpu *g, uint32_t n)
+{
+    size_t N = n ? n : 1;
+    uint32_t ref = kd_cap(3 * N + 4096), sref = kd_cap(2 * N + 4096), node = kd_cap(3 * N + 4096);
+    if (g->ref_cap < ref) g->ref_cap = ref;
+    if (g->active_cap < kd_cap(N / 32 + 1024)) g->active_cap = kd_cap(N / 32 + 1024);
+    if (g->sroot_cap < kd_cap(N / 8 + 1024)) g->sroot_cap = kd_cap(N / 8 + 1024);
+    if (g->sref_cap < sref) g->sref_cap = sref;
+    if (g->snode_cap < sref) g->snode_cap = sref;
+    if (g->node_cap < node) g->node_cap = node;
+    if (g->leaf_cap < node / 2 + 1) g->leaf_cap = node / 2 + 1;
+    if (g->index_cap < kd_cap(4 * N + 4096)) g->index_cap = kd_cap(4 * N + 4096);
+    g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
+}
+
+static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
+{
+    if (ovf & KD_OVF_NODES) g->node_cap = kd_cap(2 * (size_t)g->node_cap);
+    if (ovf & KD_OVF_LEAVES) g->leaf_cap = kd_cap(2 * (size_t)g->leaf_cap);
+    if (ovf & KD_OVF_INDEX) g->index_cap = kd_cap(2 * (size_t)g->index_cap);
+    if (ovf & KD_OVF_REFS) g->ref_cap = kd_cap(2 * (size_t)g->ref_cap);
+    if (ovf & KD_OVF_ACTIVE) g->active_cap = kd_cap(2 * (size_t)g->active_cap);
+    if (ovf & KD_OVF_SROOTS) g->sroot_cap = kd_cap(2 * (size_t)g->sroot_cap);
+    if (ovf & KD_OVF_SREFS) g->sref_cap = kd_cap(2 * (size_t)g->sref_cap);
+    if (ovf & KD_OVF_SNODES) g->snode_cap = kd_cap(2 * (size_t)g->snode_cap);
+    g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
+    if (ovf & KD_OVF_CHUNKS) g->chunk_cap = kd_cap(2 * (size_t)g->chunk_cap);
+}
+
+static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdBufs *b, RtError *err)
+{
+    size_t N = n ? n : 1;
+    struct { int id; size_t bytes; } want[] = {
+        {A_TRI_LO, N * sizeof(float4)}, {A_TRI_HI, N * sizeof(float4)},
+        {A_REFS0, g->ref_cap * sizeof(uint32_t)}, {A_REFS1, g->ref_cap * sizeof(uint32_t)},
+        {A_ACT0, g->active_cap * sizeof(KdLargeNode)}, {A_ACT1, g->active_cap * sizeof(KdLargeNode)},
+        {A_CH0, g->chunk_cap * sizeof(uint2)}, {A_CH1, g->chunk_cap * sizeof(uint2)},
+        {A_CHBOX, p->chang_c ? 0 : g->chunk_cap * sizeof(RtAabb)},
+        {A_FLAGS, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
+        {A_SCAN, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
+        {A_CUB, p->chang_a ? 0 : kd_large_scan_bytes(2 * g->ref_cap + 1)},
+        {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
+        {A_SBOX, g->sref_cap * sizeof(RtAabb)}, {A_CSPLIT, 6 * (size_t)g->sref_cap * sizeof(float)},
+        {A_CMASK, 6 * (size_t)g->sref_cap * sizeof(ulonglong2)},
+        {A_SN0, g->snode_cap * sizeof(KdSmallNode)}, {A_SN1, g->snode_cap * sizeof(KdSmallNode)},
+        {A_NODES, g->node_cap * sizeof(RtKdNode)}, {A_LEAVES, g->leaf_cap * sizeof(RtKdLeaf)},
+        {A_LBOX, g->leaf_cap * sizeof(RtAabb)}, {A_TIDX, g->index_cap * sizeof(uint32_t)},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        RtStatus st = kd_reserve(&g->arr[want[i].id], want[i].bytes, err);
+        if (st != RT_OK) return st;
+    }
+    memset(b, 0, sizeof *b);
+    b->tri_count = n;
+    b->tri_lo = (float4 *)g->arr[A_TRI_LO].p;
+    b->tri_hi = (float4 *)g->arr[A_TRI_HI].p;
+    b->refs[0] = (uint32_t *)g->arr[A_REFS0].p;
+    b->refs[1] = (uint32_t *)g->arr[A_REFS1].p;
+    b->ref_cap = g->ref_cap;
+    b->active[0] = (KdLargeNode *)g->arr[A_ACT0].p;
+    b->active[1] = (KdLargeNode *)g->arr[A_ACT1].p;
+    b->active_cap = g->active_cap;
+    b->chunks[0] = (uint2 *)g->arr[A_CH0].p;
+    b->chunks[1] = (uint2 *)g->arr[A_CH1].p;
+    b->chunk_cap = g->chunk_cap;
+    b->chunk_box = (RtAabb *)g->arr[A_CHBOX].p;
+    b->flags = (uint32_t *)g->arr[A_FLAGS].p;
+    b->scan = (uint32_t *)g->arr[A_SCAN].p;
+    b->sroots = (KdSmallRoot *)g->arr[A_SROOTS].p;
+    b->sroot_cap = g->sroot_cap;
+    b->small_idx = (uint32_t *)g->arr[A_SIDX].p;
+    b->small_box = (RtAabb *)g->arr[A_SBOX].p;
+    b->cand_split = (float *)g->arr[A_CSPLIT].p;
+    b->cand_mask = (ulonglong2 *)g->arr[A_CMASK].p;
+    b->sref_cap = g->sref_cap;
+    b->snodes[0] = (KdSmallNode *)g->arr[A_SN0].p;
+    b->snodes[1] = (KdSmallNode *)g->arr[A_SN1].p;
+    b->snode_cap = g->snode_cap;
+    b->nodes = (RtKdNode *)g->arr[A_NODES].p;
+    b->leaves = (RtKdLeaf *)g->arr[A_LEAVES].p;
+    b->leaf_boxes = (RtAabb *)g->arr[A_LBOX].p;
+    b->tri_index = (uint32_t *)g->arr[A_TIDX].p;
+    b->node_cap = g->node_cap;
+    b->leaf_cap = g->leaf_cap;
+    b->index_cap = g->index_cap;
+    b->ctr = g->d_ctr;
+    return RT_OK;
+}
+
+/* The one host round trip per level: the counters that bound the next launches. */
+static RtStatus kd_read_counters(RtKdGpu *g, uint32_t *trips, RtError *err)
+{
+    CUDA_CHECK(err, cudaMemcpyAsync(g->h_ctr, g->d_ctr, sizeof(KdCounters), cudaMemcpyDeviceToHost, g->stream));
+    CUDA_CHECK(err, cudaStreamSynchronize(g->stream));
+    (*trips)++;
+    return RT_OK;
+}
+
+static float kd_i2f_host(int i)
+{
+    union { int i; float f; } u;
+    u.i = i >= 0 ? i : i ^ 0x7fffffff;
+    return u.f;
+}
+
+/* One attempt at the whole build; *overflow says whether to grow and retry. */
+static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &b, const KdConf &c,
+                              RtKdGpuStats *s, uint32_t *overflow, RtError *err)
+{
+    RtLaunchLog *log = &g->log;
+    RtStatus st;
+    *overflow = 0;
+    CUDA_CHECK(err, cudaEventRecord(g->ev[0], g->stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(g->d_ctr, g->h_init, sizeof(KdCounters), cudaMemcpyHostToDevice, g->stream));
+
+    /* ---- large-node stage -------------------------------------------- */
+    if ((st = kd_large_init(log, b, c, err)) != RT_OK) return st;
+    int level = 0;
+    for (;;) {
+        if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
+        if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
+        uint32_t active = g->h_ctr->level_active[level];
+        if (active == 0) break;
+        if (level + 1 >= KD_MAX_LEVELS)
+            return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: large-node stage deeper than %d levels", KD_MAX_LEVELS);
+        st = kd_large_level(log, b, c, *p, level, active, g->h_ctr->level_chunks[level],
+                            g->h_ctr->level_refs[level], g->arr[A_CUB].p, g->arr[A_CUB].bytes, err);
+        if (st != RT_OK) return st;
+        level++;
+    }
+    s->large_levels = (uint32_t)level;
+    CUDA_CHECK(err, cudaEventRecord(g->ev[1], g->stream));
+
+    /* ---- small-node stage -------------------------------------------- */
+    if ((st = kd_small_prepare(log, b, c, g->h_ctr->small_roots, err)) != RT_OK) return st;
+    int slevel = 0;
+    for (;;) {
+        if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
+        if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
+        uint32_t active = g->h_ctr->small_active[slevel];
+        if (active == 0) break;
+        if (slevel + 1 >= KD_MAX_LEVELS)
+            return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: small-node stage deeper than %d levels", KD_MAX_LEVELS);
+        if ((st = kd_small_level(log, b, c, p->chang_e, slevel, active, err)) != RT_OK) return st;
+        slevel++;
+    }
+    s->small_levels = (uint32_t)slevel;
+    CUDA_CHECK(err, cudaEventRecord(g->ev[2], g->stream));
+    /* the output arrays are dense already: nothing to compact */
+    CUDA_CHECK(err, cudaEventRecord(g->ev[3], g->stream));
+    CUDA_CHECK(err, cudaEventSynchronize(g->ev[3]));
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const RtFloat4 *d_verts,
+                                    const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
+                                    RtKdGpuStats *stats, RtError *err)
+{
+    RtKdGpuParams p = pp ? *pp : rt_kd_gpu_params_default();
+    if (!g || !d_tree || (tri_count && !d_verts))
+        return rt_fail(err, RT_ERR_ARG, "KD: rt_kd_gpu_build needs a builder, vertices and a tree");
+    if (p.small_threshold < 1 || p.small_threshold > KD_SMALL_MAX)
+        return rt_fail(err, RT_ERR_ARG, "KD: small threshold %u: expected 1..%d", p.small_threshold, KD_SMALL_MAX);
+    if (!(p.empty_cut > 0.0f && p.empty_cut < 1.0f))
+        return rt_fail(err, RT_ERR_ARG, "KD: empty-space cut %g: expected a fraction in (0, 1)", p.empty_cut);
+    if ((uint64_t)tri_count * 6 > RT_KD_MAX_INDEX)
+        return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: %u triangles: more than the layout's 30-bit indices allow", tri_count);
+    RtKdGpuStats local;
+    RtKdGpuStats *s = stats ? stats : &local;
+    memset(s, 0, sizeof *s);
+    double t0 = rt_now_ms();
+
+    KdConf c;
+    c.empty_cut = p.empty_cut;
+    c.c_trav = p.c_trav;
+    c.c_isect = p.c_isect;
+    c.small_threshold = p.small_threshold;
+    c.small_mode = (int)p.small_mode;
+    int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
+    c.max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
+
+    rt_launch_log_reset(&g->log);
+    g->log.timed = p.timed;
+    kd_initial_caps(g, tri_count);
+    KdBufs b;
+    uint32_t ovf = 0;
+    RtStatus st = RT_OK;
+    for (int attempt = 0;; attempt++) {
+        if ((st = kd_alloc_all(g, &p, tri_count, &b, err)) != RT_OK) return st;
+        b.verts = (const float4 *)d_verts;
+        b.woop = (const float4 *)d_woop;
+        if ((st = kd_build_once(g, &p, b, c, s, &ovf, err)) != RT_OK) return st;
+        if (!ovf) break;
+        if (attempt == 12)
+            return rt_fail(err, RT_ERR_OOM, "KD: GPU build still overflows (bits 0x%x) after growing 12 times", ovf);
+        kd_grow_caps(g, ovf);
+        s->rebuilds++;
+    }
+    const KdCounters *h = g->h_ctr;
+    memset(d_tree, 0, sizeof *d_tree);
+    d_tree->nodes = b.nodes;
+    d_tree->leaves = b.leaves;
+    d_tree->leaf_boxes = b.leaf_boxes;
+    d_tree->tri_index = b.tri_index;
+    d_tree->node_count = h->nodes;
+    d_tree->leaf_count = h->leaves;
+    d_tree->index_count = h->indices;
+    d_tree->node_cap = b.node_cap;
+    d_tree->leaf_cap = b.leaf_cap;
+    d_tree->index_cap = b.index_cap;
+    if (h->valid) {
+        d_tree->bounds.lo = v3(kd_i2f_host(h->bounds[0]), kd_i2f_host(h->bounds[1]), kd_i2f_host(h->bounds[2]));
+        d_tree->bounds.hi = v3(kd_i2f_host(h->bounds[3]), kd_i2f_host(h->bounds[4]), kd_i2f_host(h->bounds[5]));
+    } else {
+        d_tree->bounds = aabb_empty();
+    }
+
+    /* ---- statistics -------------------------------------------------- */
+    s->build_ms = rt_now_ms() - t0;
+    cudaEventElapsedTime(&s->gpu_ms, g->ev[0], g->ev[3]);
+    cudaEventElapsedTime(&s->large_ms, g->ev[0], g->ev[1]);
+    cudaEventElapsedTime(&s->small_ms, g->ev[1], g->ev[2]);
+    cudaEventElapsedTime(&s->output_ms, g->ev[2], g->ev[3]);
+    if ((st = rt_launch_log_resolve(&g->log, err)) != RT_OK) return st;
+    s->launches = g->log.launches;
+    s->nodes = h->nodes;
+    s->leaves = h->leaves;
+    s->references = h->indices;
+    s->triangles = tri_count;
+    s->valid_triangles = h->valid;
+    s->kernel_count = g->log.entry_count < 48 ? g->log.entry_count : 48;
+    for (int i = 0; i < s->kernel_count; i++) {
+        s->kernels[i].name = g->log.entries[i].name;
+        s->kernels[i].launches = g->log.entries[i].count;
+        s->kernels[i].ms = g->log.entries[i].ms;
+    }
+    return RT_OK;
+}

@@ -1,0 +1,283 @@
+/* kd_gpu_internal.cuh — what the GPU kd-tree stages share: the device-side
+ * work lists, the per-build counters, the buffer set passed to every kernel,
+ * block-level primitives (reductions and scans in both of Chang's flavours)
+ * and the stage entry points the driver (kd_gpu.cu) calls. */
+#ifndef RT_KD_GPU_INTERNAL_CUH
+#define RT_KD_GPU_INTERNAL_CUH
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "kd_gpu.h"
+#include "launch.h"
+
+/* Zhou et al.: one block of 256 threads per chunk of 256 triangle refs. */
+#define KD_CHUNK 256
+#define KD_MAX_LEVELS 128
+/* The small stage addresses a small root's triangles with 64-bit masks. */
+#define KD_SMALL_MAX 64
+
+/* Which buffer overflowed (KdCounters.overflow): the driver grows it and rebuilds. */
+enum {
+    KD_OVF_NODES = 1u << 0,
+    KD_OVF_LEAVES = 1u << 1,
+    KD_OVF_INDEX = 1u << 2,
+    KD_OVF_REFS = 1u << 3,
+    KD_OVF_ACTIVE = 1u << 4,
+    KD_OVF_CHUNKS = 1u << 5,
+    KD_OVF_SROOTS = 1u << 6,
+    KD_OVF_SREFS = 1u << 7,
+    KD_OVF_SNODES = 1u << 8,
+};
+
+/* An active node of the large-node stage. */
+struct KdLargeNode {
+    RtAabb cell;               /* the node's cell (loose box) */
+    uint32_t node;             /* its slot in the output nodes[] */
+    uint32_t first, count;     /* its refs in the level's ref list */
+    uint32_t depth;
+    uint32_t chunk_first, chunk_count;
+    int box[6];                /* tight box, order-preserving ints (atomic min/max) */
+    int axis;                  /* split axis; -1: the node stops here (goes to the small stage whole) */
+    float split;
+    uint32_t kids;             /* output slot of the left child (right = kids + 1) */
+    uint32_t kid_base[2];      /* each child's region (count refs reserved) in the next ref list */
+    uint32_t kid_cursor[2];    /* Impl. II: per-block atomicAdd cursor = the child's count at the end */
+};
+
+/* A small root (a node handed from the large stage to the small stage). */
+struct KdSmallRoot {
+    RtAabb cell;
+    uint32_t node, first, count, depth; /* first: into small_idx[] */
+};
+
+/* An active node of the small-node stage: a subset of its root's triangles. */
+struct KdSmallNode {
+    RtAabb cell;
+    unsigned long long mask;
+    uint32_t root, node, depth, pad;
+};
+
+/* Per-build counters, zeroed by one memset at the start of a build. */
+struct KdCounters {
+    uint32_t nodes, leaves, indices;
+    uint32_t valid;
+    uint32_t small_roots, small_refs;
+    uint32_t overflow;
+    uint32_t depth;
+    int bounds[6];
+    uint32_t level_active[KD_MAX_LEVELS + 1];
+    uint32_t level_chunks[KD_MAX_LEVELS + 1];
+    uint32_t level_refs[KD_MAX_LEVELS + 1];
+    uint32_t small_active[KD_MAX_LEVELS + 1];
+};
+
+/* Everything a kernel may touch, by value (device pointers + capacities). */
+struct KdBufs {
+    const float4 *verts;
+    const float4 *woop;
+    uint32_t tri_count;
+    float4 *tri_lo, *tri_hi;           /* per-triangle AABB */
+    uint32_t *refs[2];                 /* large stage ref lists (ping-pong by level) */
+    uint32_t ref_cap;
+    KdLargeNode *active[2];
+    uint32_t active_cap;
+    uint2 *chunks[2];                  /* (active node, start within the node) */
+    uint32_t chunk_cap;
+    RtAabb *chunk_box;                 /* [C] off: per-chunk boxes for the segmented reduction */
+    uint32_t *flags;                   /* Impl. I: 2 flags per ref (+1), scanned in place into scan */
+    uint32_t *scan;
+    KdSmallRoot *sroots;
+    uint32_t sroot_cap;
+    uint32_t *small_idx;               /* refs of the small roots */
+    RtAabb *small_box;                 /* their AABBs clipped to the root cell */
+    float *cand_split;                 /* 6 candidates per small ref */
+    ulonglong2 *cand_mask;             /* (left, right) masks over the root's refs */
+    uint32_t sref_cap;
+    KdSmallNode *snodes[2];
+    uint32_t snode_cap;
+    RtKdNode *nodes;
+    RtKdLeaf *leaves;
+    RtAabb *leaf_boxes;
+    uint32_t *tri_index;
+    uint32_t node_cap, leaf_cap, index_cap;
+    KdCounters *ctr;
+};
+
+/* The parameters as the kernels see them. */
+struct KdConf {
+    float empty_cut;
+    float c_trav, c_isect;
+    uint32_t small_threshold;
+    int max_depth;
+    int small_mode;
+};
+
+/* ---- order-preserving float <-> int for atomicMin/atomicMax ---------------- */
+__device__ __forceinline__ int kd_f2i(float f)
+{
+    int i = __float_as_int(f);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
+__device__ __forceinline__ float kd_i2f(int i)
+{
+    return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff);
+}
+__host__ __device__ __forceinline__ int kd_f2i_host(float f)
+{
+    union { float f; int i; } u;
+    u.f = f;
+    return u.i >= 0 ? u.i : u.i ^ 0x7fffffff;
+}
+
+__device__ __forceinline__ RtAabb kd_box_decode(const int b[6])
+{
+    RtAabb r;
+    r.lo = v3(kd_i2f(b[0]), kd_i2f(b[1]), kd_i2f(b[2]));
+    r.hi = v3(kd_i2f(b[3]), kd_i2f(b[4]), kd_i2f(b[5]));
+    return r;
+}
+
+__device__ __forceinline__ RtAabb kd_box_clip(RtAabb a, RtAabb cell)
+{
+    a.lo = v3_max(a.lo, cell.lo);
+    a.hi = v3_min(a.hi, cell.hi);
+    return a;
+}
+
+/* Bounded allocation from a device counter: returns the first slot, or
+ * UINT32_MAX (and flags the overflow) when [first, first + n) passes cap. */
+__device__ __forceinline__ uint32_t kd_alloc(uint32_t *counter, uint32_t n, uint32_t cap,
+                                             uint32_t *overflow, uint32_t bit)
+{
+    uint32_t first = atomicAdd(counter, n);
+    if ((uint64_t)first + n > cap) {
+        atomicOr(overflow, bit);
+        return UINT32_MAX;
+    }
+    return first;
+}
+
+/* Triangle association against a split (Chang's rule, box inclusion): left
+ * when the box starts below the plane, right when it ends above it or starts
+ * on it (planar triangles in the plane go right). */
+__device__ __forceinline__ void kd_classify(float lo, float hi, float split, uint32_t *l,
+                                            uint32_t *r)
+{
+    *l = lo < split;
+    *r = *l ? (split < hi) : 1u;
+}
+
+/* ---- block primitives, in Chang's two flavours --------------------------- */
+
+/* Sum over a block of blockDim.x (a multiple of 32, <= 1024) threads; the
+ * result is valid in every thread. SHFL ([D]): warp shuffles then one shared
+ * slot per warp; otherwise a shared-memory tree (Hoedt's Reduce3). */
+template <bool SHFL, typename T, typename Op>
+__device__ __forceinline__ T kd_block_reduce(T v, Op op, T *sh /* >= blockDim.x */)
+{
+    if (SHFL) {
+        for (int o = 16; o > 0; o >>= 1) v = op(v, __shfl_down_sync(0xffffffffu, v, o));
+        __syncthreads(); /* sh may be in use by a previous call */
+        if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+        __syncthreads();
+        int warps = blockDim.x >> 5;
+        v = sh[0];
+        for (int w = 1; w < warps; w++) v = op(v, sh[w]);
+        return v;
+    }
+    __syncthreads();
+    sh[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned s = blockDim.x >> 1; s > 0; s >>= 1) {
+        if (threadIdx.x < s) sh[threadIdx.x] = op(sh[threadIdx.x], sh[threadIdx.x + s]);
+        __syncthreads();
+    }
+    v = sh[0];
+    __syncthreads();
+    return v;
+}
+
+struct KdMin { __device__ float operator()(float a, float b) const { return fminf(a, b); } };
+struct KdMax { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
+struct KdAdd { __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a + b; } };
+
+/* Exclusive scan of two 0/1 flags over a block of KD_CHUNK threads; also
+ * returns the block totals. BALLOT ([B]): Chang's ballot/popc per warp and a
+ * shuffle scan over the 8 warp totals; otherwise a Hillis-Steele scan in
+ * shared memory (the "original" intra-block scan). */
+template <bool BALLOT>
+__device__ __forceinline__ void kd_block_scan2(uint32_t fl, uint32_t fr, uint32_t *xl, uint32_t *xr,
+                                               uint32_t *tl, uint32_t *tr, uint32_t *sh /* 2*KD_CHUNK */)
+{
+    if (BALLOT) {
+        const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+        unsigned lt = (1u << lane) - 1u;
+        unsigned ml = __ballot_sync(0xffffffffu, fl), mr = __ballot_sync(0xffffffffu, fr);
+        uint32_t ol = __popc(ml & lt), orr = __popc(mr & lt);
+        if (lane == 31) {
+            sh[warp] = __popc(ml);
+            sh[KD_CHUNK / 32 + warp] = __popc(mr);
+        }
+        __syncthreads();
+        if (threadIdx.x < 32) {
+            const int nw = KD_CHUNK / 32;
+            uint32_t a = lane < nw ? sh[lane] : 0, b = lane < nw ? sh[nw + lane] : 0;
+            uint32_t ia = a, ib = b;
+            for (int i = 1; i < nw; i <<= 1) {
+                uint32_t na = __shfl_up_sync(0xffffffffu, ia, i), nb = __shfl_up_sync(0xffffffffu, ib, i);
+                if ((int)lane >= i) { ia += na; ib += nb; }
+            }
+            __syncwarp();
+            if (lane < nw) { sh[2 * nw + lane] = ia - a; sh[3 * nw + lane] = ib - b; }
+            if (lane == nw - 1) { sh[4 * nw] = ia; sh[4 * nw + 1] = ib; }
+        }
+        __syncthreads();
+        const int nw = KD_CHUNK / 32;
+        *xl = ol + sh[2 * nw + warp];
+        *xr = orr + sh[3 * nw + warp];
+        *tl = sh[4 * nw];
+        *tr = sh[4 * nw + 1];
+        __syncthreads();
+        return;
+    }
+    uint32_t *a = sh, *b = sh + KD_CHUNK;
+    a[threadIdx.x] = fl;
+    b[threadIdx.x] = fr;
+    __syncthreads();
+    for (int o = 1; o < KD_CHUNK; o <<= 1) {
+        uint32_t va = threadIdx.x >= (unsigned)o ? a[threadIdx.x - o] : 0;
+        uint32_t vb = threadIdx.x >= (unsigned)o ? b[threadIdx.x - o] : 0;
+        __syncthreads();
+        a[threadIdx.x] += va;
+        b[threadIdx.x] += vb;
+        __syncthreads();
+    }
+    *xl = a[threadIdx.x] - fl;
+    *xr = b[threadIdx.x] - fr;
+    *tl = a[KD_CHUNK - 1];
+    *tr = b[KD_CHUNK - 1];
+    __syncthreads();
+}
+
+/* ---- stage entry points (kd_large.cu, kd_small.cu, kd_output.cu) ---------- */
+
+/* Per-triangle AABBs, the valid (non-degenerate) refs of level 0, the scene
+ * bounds, and the root: an active large node or a small root. */
+RtStatus kd_large_init(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err);
+/* One level of the large-node stage over level L's active nodes. */
+RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
+                        int level, uint32_t active, uint32_t chunks, uint32_t refs,
+                        void *cub_tmp, size_t cub_tmp_bytes, RtError *err);
+/* Sizes are per level: refs = extent of level L's ref list (holes included). */
+/* Bytes CUB's scan needs for n flags (Implementation I). */
+size_t kd_large_scan_bytes(uint32_t n);
+
+/* Small-node stage: candidates and level-0 small nodes from the small roots. */
+RtStatus kd_small_prepare(RtLaunchLog *log, const KdBufs &b, const KdConf &c, uint32_t roots,
+                          RtError *err);
+/* One level of the small stage (popc: Chang [E]). */
+RtStatus kd_small_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, int level,
+                        uint32_t active, RtError *err);
+
+#endif

@@ -1,0 +1,248 @@
+/* kd_small.cu — the small-node stage of Zhou et al. 2008, parallel over
+ * nodes. A small root (<= 64 refs) gets 6 split candidates per triangle (the
+ * faces of its AABB clipped to the root's cell), each with two 64-bit masks
+ * over the root's refs (left, right: box inclusion, Chang's tie rule). A
+ * small node is a mask; per level each node (one warp) evaluates every
+ * candidate of its root with popcounts ([E]: __popcll, else Manku's SWAR
+ * count) and either splits (children = mask & left, mask & right) or
+ * becomes a leaf. Modes: SAH (cell areas), Hoedt's simplified SAH, none. */
+#include "kd_gpu_internal.cuh"
+
+#define KD_WARP_FULL 0xffffffffu
+
+template <bool POPC>
+__device__ __forceinline__ uint32_t kd_bitcount(unsigned long long x)
+{
+    if (POPC) return (uint32_t)__popcll(x);
+    /* Manku 2002 / the classic SWAR count Zhou et al. used */
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (uint32_t)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* Writes `node` as a leaf over refs small_idx[first, first + n) (all of
+ * them): one block, any size that is a multiple of 32. */
+__device__ void kd_leaf_from_range(const KdBufs &b, uint32_t node, uint32_t first, uint32_t n,
+                                   RtAabb cell, float *sh, uint32_t *s_alloc)
+{
+    KdCounters *ctr = b.ctr;
+    if (threadIdx.x == 0) {
+        s_alloc[0] = kd_alloc(&ctr->leaves, 1, b.leaf_cap, &ctr->overflow, KD_OVF_LEAVES);
+        s_alloc[1] = kd_alloc(&ctr->indices, n, b.index_cap, &ctr->overflow, KD_OVF_INDEX);
+    }
+    __syncthreads();
+    uint32_t leaf = s_alloc[0], base = s_alloc[1];
+    bool ok = leaf != UINT32_MAX && base != UINT32_MAX;
+    RtAabb box = aabb_empty();
+    for (uint32_t j = threadIdx.x; j < n; j += blockDim.x) {
+        uint32_t tri = b.small_idx[first + j];
+        if (ok) b.tri_index[base + j] = tri;
+        float4 lo = b.tri_lo[tri], hi = b.tri_hi[tri];
+        RtAabb t;
+        t.lo = v3(lo.x, lo.y, lo.z);
+        t.hi = v3(hi.x, hi.y, hi.z);
+        box = aabb_union(box, kd_box_clip(t, cell));
+    }
+    float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
+    for (int k = 0; k < 3; k++) {
+        v[k] = kd_block_reduce<true>(v[k], KdMin(), sh);
+        v[3 + k] = kd_block_reduce<true>(v[3 + k], KdMax(), sh);
+    }
+    if (threadIdx.x == 0 && ok) {
+        RtAabb r;
+        r.lo = v3(v[0], v[1], v[2]);
+        r.hi = v3(v[3], v[4], v[5]);
+        if (n == 0) r = aabb_empty();
+        b.nodes[node] = kd_make_leaf(leaf, n);
+        RtKdLeaf lf = {base, n};
+        b.leaves[leaf] = lf;
+        b.leaf_boxes[leaf] = r;
+    }
+}
+
+/* ==== preprocessing: candidates and masks per small root ================= */
+
+__global__ void __launch_bounds__(KD_SMALL_MAX) kd_small_prep_kernel(KdBufs b, KdConf c)
+{
+    __shared__ float sh[KD_SMALL_MAX];
+    __shared__ uint32_t s_alloc[2];
+    __shared__ float slo[3][KD_SMALL_MAX], shi[3][KD_SMALL_MAX];
+    const KdSmallRoot r = b.sroots[blockIdx.x];
+    const uint32_t n = r.count, t = threadIdx.x;
+    if (n > KD_SMALL_MAX || c.small_mode == RT_KD_GPU_SMALL_NONE || n <= 1 ||
+        (int)r.depth + 1 >= c.max_depth || aabb_area(r.cell) <= 0.0f) {
+        kd_leaf_from_range(b, r.node, r.first, n, r.cell, sh, s_alloc);
+        return;
+    }
+    if (t < n) {
+        uint32_t tri = b.small_idx[r.first + t];
+        float4 lo = b.tri_lo[tri], hi = b.tri_hi[tri];
+        RtAabb box;
+        box.lo = v3(lo.x, lo.y, lo.z);
+        box.hi = v3(hi.x, hi.y, hi.z);
+        box = kd_box_clip(box, r.cell);
+        b.small_box[r.first + t] = box;
+        for (int a = 0; a < 3; a++) {
+            slo[a][t] = v3_get(box.lo, a);
+            shi[a][t] = v3_get(box.hi, a);
+        }
+    }
+    __syncthreads();
+    if (t < n) {
+        for (int k = 0; k < 6; k++) {
+            int a = k >> 1;
+            float plane = (k & 1) ? shi[a][t] : slo[a][t];
+            unsigned long long ml = 0, mr = 0;
+            for (uint32_t j = 0; j < n; j++) {
+                uint32_t l, rr;
+                kd_classify(slo[a][j], shi[a][j], plane, &l, &rr);
+                ml |= (unsigned long long)l << j;
+                mr |= (unsigned long long)rr << j;
+            }
+            size_t ci = 6 * (size_t)(r.first + t) + k;
+            b.cand_split[ci] = plane;
+            b.cand_mask[ci] = make_ulonglong2(ml, mr);
+        }
+    }
+    if (t == 0) {
+        KdCounters *ctr = b.ctr;
+        uint32_t slot = kd_alloc(&ctr->small_active[0], 1, b.snode_cap, &ctr->overflow, KD_OVF_SNODES);
+        if (slot != UINT32_MAX) {
+            KdSmallNode s;
+            s.cell = r.cell;
+            s.mask = n == 64 ? ~0ull : ((1ull << n) - 1ull);
+            s.root = blockIdx.x;
+            s.node = r.node;
+            s.depth = r.depth;
+            s.pad = 0;
+            b.snodes[0][slot] = s;
+        }
+    }
+}
+
+RtStatus kd_small_prepare(RtLaunchLog *log, const KdBufs &b, const KdConf &c, uint32_t roots,
+                          RtError *err)
+{
+    return rt_launch(log, "kd_small_prep", dim3(roots), dim3(KD_SMALL_MAX), 0, kd_small_prep_kernel,
+                     err, b, c);
+}
+
+/* ==== one level: best split per node, or a leaf ========================== */
+
+__device__ __forceinline__ float kd_area_ext(float dx, float dy, float dz)
+{
+    return 2.0f * (dx * dy + dy * dz + dz * dx);
+}
+
+template <bool POPC>
+__global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t active)
+{
+    uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
+    if (w >= active) return;
+    KdCounters *ctr = b.ctr;
+    const KdSmallNode nd = b.snodes[level & 1][w];
+    const KdSmallRoot r = b.sroots[nd.root];
+    const uint32_t n = kd_bitcount<POPC>(nd.mask);
+    const RtVec3 d = v3_sub(nd.cell.hi, nd.cell.lo);
+    const float area = kd_area_ext(d.x, d.y, d.z);
+    float best = INFINITY;
+    uint32_t best_ci = UINT32_MAX;
+    if (n > 1 && area > 0.0f && (int)nd.depth + 1 < c.max_depth) {
+        const float *splits = b.cand_split + 6 * (size_t)r.first;
+        const ulonglong2 *masks = b.cand_mask + 6 * (size_t)r.first;
+        for (uint32_t ci = lane; ci < 6 * r.count; ci += 32) {
+            int a = (ci % 6) >> 1;
+            float plane = splits[ci];
+            float lo = v3_get(nd.cell.lo, a), hi = v3_get(nd.cell.hi, a);
+            if (!(plane > lo && plane < hi)) continue;
+            ulonglong2 m = masks[ci];
+            float nl = (float)kd_bitcount<POPC>(nd.mask & m.x), nr = (float)kd_bitcount<POPC>(nd.mask & m.y);
+            float cost;
+            if (c.small_mode == RT_KD_GPU_SMALL_SSAH) {
+                cost = c.c_trav + c.c_isect * (nl * nl + nr * nr) / (float)n;
+            } else {
+                float dl[3] = {d.x, d.y, d.z}, dr[3] = {d.x, d.y, d.z};
+                dl[a] = plane - lo;
+                dr[a] = hi - plane;
+                float al = kd_area_ext(dl[0], dl[1], dl[2]), ar = kd_area_ext(dr[0], dr[1], dr[2]);
+                cost = c.c_trav + c.c_isect * (al * nl + ar * nr) / area;
+            }
+            if (cost < best || (cost == best && ci < best_ci)) {
+                best = cost;
+                best_ci = ci;
+            }
+        }
+        for (int o = 16; o > 0; o >>= 1) {
+            float oc = __shfl_xor_sync(KD_WARP_FULL, best, o);
+            uint32_t oi = __shfl_xor_sync(KD_WARP_FULL, best_ci, o);
+            if (oc < best || (oc == best && oi < best_ci)) {
+                best = oc;
+                best_ci = oi;
+            }
+        }
+    }
+    if (best_ci != UINT32_MAX && best < c.c_isect * (float)n) {
+        if (lane != 0) return;
+        int a = (best_ci % 6) >> 1;
+        float plane = b.cand_split[6 * (size_t)r.first + best_ci];
+        ulonglong2 m = b.cand_mask[6 * (size_t)r.first + best_ci];
+        uint32_t pair = kd_alloc(&ctr->nodes, 2, b.node_cap, &ctr->overflow, KD_OVF_NODES);
+        uint32_t slot = kd_alloc(&ctr->small_active[level + 1], 2, b.snode_cap, &ctr->overflow, KD_OVF_SNODES);
+        if (pair == UINT32_MAX || slot == UINT32_MAX) return;
+        b.nodes[nd.node] = kd_make_interior(a, plane, pair);
+        KdSmallNode kid = nd;
+        kid.depth = nd.depth + 1;
+        kid.mask = nd.mask & m.x;
+        kid.node = pair;
+        v3_set(&kid.cell.hi, a, plane);
+        b.snodes[(level + 1) & 1][slot] = kid;
+        kid = nd;
+        kid.depth = nd.depth + 1;
+        kid.mask = nd.mask & m.y;
+        kid.node = pair + 1;
+        v3_set(&kid.cell.lo, a, plane);
+        b.snodes[(level + 1) & 1][slot + 1] = kid;
+        return;
+    }
+    /* a leaf over the set bits of the mask */
+    uint32_t leaf = 0, base = 0;
+    if (lane == 0) {
+        leaf = kd_alloc(&ctr->leaves, 1, b.leaf_cap, &ctr->overflow, KD_OVF_LEAVES);
+        base = kd_alloc(&ctr->indices, n, b.index_cap, &ctr->overflow, KD_OVF_INDEX);
+    }
+    leaf = __shfl_sync(KD_WARP_FULL, leaf, 0);
+    base = __shfl_sync(KD_WARP_FULL, base, 0);
+    if (leaf == UINT32_MAX || base == UINT32_MAX) return;
+    RtAabb box = aabb_empty();
+    for (uint32_t j = lane; j < r.count; j += 32) {
+        if (!((nd.mask >> j) & 1ull)) continue;
+        uint32_t rank = kd_bitcount<POPC>(nd.mask & ((1ull << j) - 1ull));
+        b.tri_index[base + rank] = b.small_idx[r.first + j];
+        box = aabb_union(box, kd_box_clip(b.small_box[r.first + j], nd.cell));
+    }
+    float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
+    for (int o = 16; o > 0; o >>= 1)
+        for (int k = 0; k < 6; k++) {
+            float x = __shfl_xor_sync(KD_WARP_FULL, v[k], o);
+            v[k] = k < 3 ? fminf(v[k], x) : fmaxf(v[k], x);
+        }
+    if (lane == 0) {
+        RtAabb rb;
+        rb.lo = v3(v[0], v[1], v[2]);
+        rb.hi = v3(v[3], v[4], v[5]);
+        if (n == 0) rb = aabb_empty();
+        b.nodes[nd.node] = kd_make_leaf(leaf, n);
+        RtKdLeaf lf = {base, n};
+        b.leaves[leaf] = lf;
+        b.leaf_boxes[leaf] = rb;
+    }
+}
+
+RtStatus kd_small_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, int level,
+                        uint32_t active, RtError *err)
+{
+    const dim3 grid((active * 32 + 127) / 128), blk(128);
+    return popc ? rt_launch(log, "kd_small_level", grid, blk, 0, kd_small_level_kernel<true>, err, b, c, level, active)
+                : rt_launch(log, "kd_small_level", grid, blk, 0, kd_small_level_kernel<false>, err, b, c, level, active);
+}

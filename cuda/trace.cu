@@ -1,0 +1,793 @@
+/* trace.cu — GPU ray tracing of the shared kd-tree layout (kd_layout.h).
+ *
+ * One traversal loop, trace_ray<kTrav, kIsect, kPacket>, with the variants
+ * of Hoedt 2011 ch. 4 as parameters:
+ *   kd-restart (Foley & Sugerman 2005; Hoedt Alg. 20) or a circular short
+ *   stack that restarts from the root on underflow (Horn et al. 2007; Hoedt
+ *   Alg. 21); leaf skipping (Hoedt 4.2.4, a run-time flag); Woop or
+ *   Moller-Trumbore (Hoedt 4.3); and Horn et al.'s packet traversal, where a
+ *   warp walks the tree together with one shared stack while every ray keeps
+ *   its own interval. The 4x8 warp tiles (Hoedt Alg. 22) are only a thread
+ *   -> pixel map, applied by the kernels.
+ *
+ * Exactness (tests/test_gpu_trace.c checks it against the CPU brute force):
+ * every ray keeps `t_done`, the distance up to which all leaves on its path
+ * have been searched; a hit counts only inside the current leaf's
+ * [t_lo, t_hi] (widened by eps, as kd_traverse_cpu.c widens its node
+ * decisions, so rounding in a plane crossing never loses a hit), the closest
+ * wins, ties go to the lower triangle id, and a ray is finished once its
+ * best hit lies before t_done or t_done reaches the scene's exit. Restarts
+ * resume from t_done, so short-stack overflow and kd-restart cost only
+ * repeated descents, never a missed leaf.
+ *
+ * Shading (render_kernel) follows src/render_cpu.c and docs/renderer.md
+ * operation for operation; docs/trace_gpu.md lists the differences. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_check.h"
+#include "gpu_scene_dev.h"
+#include "trace.h"
+
+/* ---- variant tables ---------------------------------------------------- */
+
+const RtTraceVariant rt_trace_traversals[2] = {
+    {"restart", RT_TRAV_RESTART, "kd-restart: every leaf is reached by a descent from the root"},
+    {"shortstack", RT_TRAV_SHORT_STACK,
+     "circular short stack (stack_size entries), kd-restart on underflow (Horn et al. 2007)"},
+};
+const RtTraceVariant rt_trace_isects[2] = {
+    {"woop", RT_ISECT_WOOP, "Woop 2004: ray in unit-triangle space, 3 float4 rows per triangle"},
+    {"mt", RT_ISECT_MT, "Moller-Trumbore 1997 on the raw vertices"},
+};
+const RtTraceVariant rt_trace_raymaps[2] = {
+    {"rows", RT_RAYMAP_ROWS, "a warp traces 32 consecutive pixels of a row"},
+    {"tiles", RT_RAYMAP_TILES, "a warp traces a 4x8 pixel tile (Hoedt 2011 Alg. 22)"},
+};
+const RtTraceVariant rt_trace_packets[2] = {
+    {"off", RT_PACKET_OFF, "every ray traverses on its own"},
+    {"warp", RT_PACKET_WARP,
+     "a warp traverses as one packet with one shared stack, each ray with its own interval"},
+};
+
+extern "C" int rt_trace_variant_find(const RtTraceVariant *table, int n, const char *name)
+{
+    for (int i = 0; i < n && name; i++)
+        if (!strcmp(table[i].name, name)) return table[i].value;
+    return -1;
+}
+
+extern "C" RtTraceParams rt_trace_params_default(void)
+{
+    RtTraceParams p;
+    memset(&p, 0, sizeof p);
+    p.traversal = RT_TRAV_SHORT_STACK;
+    p.isect = RT_ISECT_WOOP;
+    p.leaf_skip = 1;
+    p.ray_map = RT_RAYMAP_TILES;
+    p.packet = RT_PACKET_OFF;
+    p.stack_size = 4;
+    p.max_bounces = 1;
+    p.shadows = 1;
+    p.textures = 1;
+    p.refraction = 1;
+    p.background = v3(0.05f, 0.06f, 0.09f); /* = rt_render_params_default */
+    p.ambient = v3(0.08f, 0.08f, 0.08f);
+    return p;
+}
+
+/* ---- constants ------------------------------------------------------------ */
+
+#define FULL_MASK 0xffffffffu
+/* Threads per block: a multiple of the 32-thread warp (packets and tiles
+ * need whole warps); 128 keeps several blocks resident per SM. */
+static const int kBlock = 128;
+/* Widening of node and hit-interval decisions: 2^-16 of the scene's largest
+ * coordinate, the value of kd_traverse_cpu.c (a plane crossing or a Woop/MT
+ * t is off by a few ulps of the coordinates involved). */
+#define TRACE_EPS_SCALE (1.0f / 65536.0f)
+/* A safety net against a traversal that never ends (a corrupt tree):
+ * node visits per ray. Far above any real count (a 300K-triangle tree
+ * needs < 1,000). */
+#define TRACE_MAX_VISITS (1u << 18)
+/* As render_cpu.c: heatmap scale and alpha cut-off. */
+#define HEAT_MAX_STEPS 128.0f
+#define ALPHA_CUTOFF 0.5f
+
+/* The tree as the kernels read it (by value). */
+typedef struct TraceTree {
+    const RtKdNode *nodes;
+    const RtKdLeaf *leaves;
+    const RtAabb *boxes;
+    const uint32_t *index;
+    RtAabb bounds;
+    uint32_t node_count;
+} TraceTree;
+
+/* The run-time part of the variant (the rest are template parameters). */
+typedef struct TraceCfg {
+    int leaf_skip;
+    int stack_size;
+    int textures;
+} TraceCfg;
+
+/* ---- textures and the alpha filter -------------------------------------- */
+
+/* Texture coordinate at barycentrics (u, v) of corners 1 and 2. */
+__device__ static void tri_uv(const RtGpuSceneView &sc, uint32_t tri, float u, float v,
+                              float *tu, float *tv)
+{
+    const float *t = &sc.uvs[6 * (size_t)tri];
+    float w = 1.0f - u - v;
+    *tu = w * t[0] + u * t[2] + v * t[4];
+    *tv = w * t[1] + u * t[3] + v * t[5];
+}
+
+/* OBJ's v = 0 is the image's bottom row and RtTexture row 0 its top, so the
+ * lookup is at 1 - v; normalised coordinates put texel centres at
+ * half-integers, as render_cpu.c's sample_bilinear does. */
+__device__ static float4 sample(cudaTextureObject_t tex, float tu, float tv)
+{
+    return tex2D<float4>(tex, tu, 1.0f - tv);
+}
+
+/* 0 where the material's map_d is a hole (render_cpu.c's alpha_filter). */
+__device__ static bool alpha_pass(const RtGpuSceneView &sc, const TraceCfg &cfg, uint32_t tri,
+                                  float u, float v)
+{
+    if (!cfg.textures) return true;
+    const RtGpuMaterial &m = sc.mats[sc.mat[tri]];
+    if (!m.tex_mask) return true;
+    float tu, tv;
+    tri_uv(sc, tri, u, v, &tu, &tv);
+    float4 x = sample(m.tex_mask, tu, tv);
+    float mask = m.mask_uses_alpha ? x.w : 0.2126f * x.x + 0.7152f * x.y + 0.0722f * x.z;
+    return mask >= ALPHA_CUTOFF;
+}
+
+/* ---- intersection (Hoedt 4.3) ------------------------------------------- */
+
+template <int kIsect>
+__device__ static int isect_tri(const RtGpuSceneView &sc, uint32_t id, RtVec3 o, RtVec3 d,
+                                float tmin, float tmax, float *t, float *u, float *v)
+{
+    if (kIsect == RT_ISECT_WOOP) {
+        RtFloat4 rows[3];
+        const float4 *w = (const float4 *)&sc.woop[3 * (size_t)id];
+        for (int k = 0; k < 3; k++) {
+            float4 r = __ldg(&w[k]);
+            rows[k] = f4(r.x, r.y, r.z, r.w);
+        }
+        return rt_isect_woop(rows, o, d, tmin, tmax, t, u, v);
+    }
+    const float4 *p = (const float4 *)&sc.verts[3 * (size_t)id];
+    float4 a = __ldg(&p[0]), b = __ldg(&p[1]), c = __ldg(&p[2]);
+    return rt_isect_mt(v3(a.x, a.y, a.z), v3(b.x, b.y, b.z), v3(c.x, c.y, c.z), o, d, tmin, tmax,
+                       t, u, v);
+}
+
+/* The ray's [t0, t1] inside box b widened by eps (kd_traverse_cpu.c's
+ * clip_ray): a ray parallel to a slab is inside it by its origin alone. */
+__device__ static bool clip_box(RtAabb b, RtVec3 o, RtVec3 d, float eps, float *t0, float *t1)
+{
+    float lo = *t0, hi = *t1;
+#pragma unroll
+    for (int a = 0; a < 3; a++) {
+        float oa = v3_get(o, a), da = v3_get(d, a);
+        float bl = v3_get(b.lo, a), bh = v3_get(b.hi, a);
+        if (da == 0.0f) {
+            if (oa < bl || oa > bh) return false;
+            continue;
+        }
+        float ta = (bl - oa) / da, tb = (bh - oa) / da;
+        float tn = fminf(ta, tb), tf = fmaxf(ta, tb);
+        lo = fmaxf(lo, tn - eps);
+        hi = fminf(hi, tf + eps);
+    }
+    *t0 = lo;
+    *t1 = hi;
+    return lo <= hi;
+}
+
+/* ---- the traversal loop ------------------------------------------------- */
+
+/* Warp-wide "any" in packet mode, the lane's own value otherwise. */
+template <bool kPacket>
+__device__ static bool warp_any(bool x)
+{
+    return kPacket ? __any_sync(FULL_MASK, x) : x;
+}
+
+/* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. In packet
+ * mode every lane of the warp must call this together (a lane without a ray
+ * passes live = false). steps (may be NULL) += nodes visited. */
+template <int kTrav, int kIsect, bool kPacket>
+__device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
+                                  const TraceCfg &cfg, RtVec3 o, RtVec3 d, float tmin, float tmax,
+                                  bool live, bool any, uint32_t *steps)
+{
+    RtHit best;
+    best.t = tmax;
+    best.u = best.v = 0.0f;
+    best.tri = RT_NO_HIT;
+
+    /* --- clip to the scene's box; eps as kd_traverse_cpu.c --- */
+    float dlen = v3_len(d);
+    if (!(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
+        tr.node_count == 0)
+        live = false;
+    float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
+                        fmaxf(fmaxf(fmaxf(fabsf(tr.bounds.lo.x), fabsf(tr.bounds.lo.y)),
+                                    fabsf(tr.bounds.lo.z)),
+                              fmaxf(fmaxf(fabsf(tr.bounds.hi.x), fabsf(tr.bounds.hi.y)),
+                                    fabsf(tr.bounds.hi.z))));
+    float eps = TRACE_EPS_SCALE * scale / dlen;
+    float r0 = tmin, r1 = tmax;
+    if (live && !clip_box(tr.bounds, o, d, eps, &r0, &r1)) live = false;
+    bool finished = !live;
+    if (!warp_any<kPacket>(!finished)) return best;
+
+    float t_done = r0;  /* every leaf on the path before t_done has been searched */
+    uint32_t visits = 0;
+    /* the circular short stack: node indices are the same in every lane of
+     * a packet (pushed together), intervals are per ray */
+    uint32_t stk_node[RT_TRACE_STACK_MAX];
+    float stk_lo[RT_TRACE_STACK_MAX], stk_hi[RT_TRACE_STACK_MAX];
+    int stk_top = 0, stk_count = 0;
+    const int stk_size = cfg.stack_size;
+
+    /* current node and this ray's interval in it (lo > hi: not in it) */
+    uint32_t node = 0;
+    float lo = finished ? INFINITY : r0, hi = finished ? -INFINITY : r1;
+
+    for (;;) {
+        /* --- descend to a leaf --- */
+        bool at_leaf = true;
+        for (;;) {
+            RtKdNode n = tr.nodes[node];
+            visits++;
+            if (kd_is_leaf(n)) break;
+            bool active = !finished && lo <= hi && lo <= best.t + eps;
+            int a = kd_axis(n);
+            float p = kd_split(n), oa = v3_get(o, a), da = v3_get(d, a);
+            uint32_t left = kd_left(n);
+            /* which children this ray needs, with its interval in each,
+             * and the one it would visit first (the tie rules of kd_layout.h) */
+            bool need_l = false, need_r = false, pref_l = true;
+            float lo_l = INFINITY, hi_l = -INFINITY, lo_r = INFINITY, hi_r = -INFINITY;
+            if (active) {
+                if (da == 0.0f) {
+                    /* parallel: the origin's side, both when it lies on the plane */
+                    need_l = oa <= p;
+                    need_r = oa >= p;
+                    lo_l = lo_r = lo;
+                    hi_l = hi_r = hi;
+                } else {
+                    float ts = (p - oa) / da;
+                    bool first_l = da > 0.0f;
+                    float lo_f = INFINITY, hi_f = -INFINITY, lo_s = INFINITY, hi_s = -INFINITY;
+                    bool pref_first = true;
+                    if (ts > hi + eps) {
+                        lo_f = lo; hi_f = hi;
+                    } else if (ts < lo - eps) {
+                        lo_s = lo; hi_s = hi;
+                    } else if (ts <= lo) {
+                        /* origin on (or just past) the plane: the side the
+                         * direction points into, then the plane from behind */
+                        lo_f = lo; hi_f = lo;
+                        lo_s = lo; hi_s = hi;
+                        pref_first = false;
+                    } else {
+                        lo_f = lo; hi_f = fminf(ts, hi);
+                        lo_s = ts; hi_s = hi;
+                    }
+                    lo_l = first_l ? lo_f : lo_s;
+                    hi_l = first_l ? hi_f : hi_s;
+                    lo_r = first_l ? lo_s : lo_f;
+                    hi_r = first_l ? hi_s : hi_f;
+                    need_l = lo_l <= hi_l;
+                    need_r = lo_r <= hi_r;
+                    pref_l = pref_first == first_l;
+                }
+                if (!need_l) pref_l = false;
+                if (!need_r) pref_l = true;
+            }
+            bool any_l = warp_any<kPacket>(need_l), any_r = warp_any<kPacket>(need_r);
+            if (!any_l && !any_r) {
+                at_leaf = false; /* nobody is in this node: next pending one */
+                break;
+            }
+            bool go_l;
+            if (kPacket) {
+                /* the packet goes where most of its active rays would go first */
+                unsigned voters = __ballot_sync(FULL_MASK, need_l || need_r);
+                unsigned for_l = __ballot_sync(FULL_MASK, (need_l || need_r) && pref_l);
+                go_l = any_l && (!any_r || 2 * __popc(for_l) >= __popc(voters));
+            } else {
+                go_l = any_l && (!any_r || pref_l);
+            }
+            uint32_t other = go_l ? left + 1u : left;
+            bool need_go = go_l ? need_l : need_r, need_other = go_l ? need_r : need_l;
+            float lo_go = go_l ? lo_l : lo_r, hi_go = go_l ? hi_l : hi_r;
+            float lo_ot = go_l ? lo_r : lo_l, hi_ot = go_l ? hi_r : hi_l;
+            bool both = warp_any<kPacket>(need_other);
+            if (kTrav == RT_TRAV_SHORT_STACK && both) {
+                stk_top = stk_top + 1 == stk_size ? 0 : stk_top + 1;
+                stk_node[stk_top] = other;
+                stk_lo[stk_top] = need_other ? lo_ot : INFINITY;
+                stk_hi[stk_top] = need_other ? hi_ot : -INFINITY;
+                if (stk_count < stk_size) stk_count++;
+            }
+            if (kTrav == RT_TRAV_RESTART && kPacket && need_other && need_go && pref_l != go_l) {
+                /* No stack: a ray that needs the other child first must not
+                 * search this one out of order (its t_done could not move);
+                 * it waits for a later restart. */
+                need_go = false;
+            }
+            node = go_l ? left : left + 1u;
+            lo = need_go ? lo_go : INFINITY;
+            hi = need_go ? hi_go : -INFINITY;
+            if (visits > TRACE_MAX_VISITS) {
+                at_leaf = false;
+                break;
+            }
+        }
+
+        /* --- search the leaf: only hits inside [lo - eps, hi + eps] count --- */
+        if (at_leaf) {
+            bool active = !finished && lo <= hi && lo <= best.t + eps;
+            RtKdNode n = tr.nodes[node];
+            uint32_t count = kd_leaf_count(n);
+            if (active && count) {
+                uint32_t leaf = kd_leaf_id(n);
+                float b0 = lo - eps, b1 = hi + eps;
+                bool skip = cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, eps, &b0, &b1);
+                if (!skip) {
+                    RtKdLeaf lf = tr.leaves[leaf];
+                    for (uint32_t i = 0; i < lf.count; i++) {
+                        uint32_t id = __ldg(&tr.index[lf.first + i]);
+                        float t, u, v;
+                        float tcap = fminf(best.t, hi + eps);
+                        if (!isect_tri<kIsect>(sc, id, o, d, tmin, tcap, &t, &u, &v)) continue;
+                        if (t < lo - eps) continue;
+                        if (t == best.t && id > best.tri) continue;
+                        if (!alpha_pass(sc, cfg, id, u, v)) continue;
+                        best.t = t;
+                        best.u = u;
+                        best.v = v;
+                        best.tri = id;
+                        if (any) break;
+                    }
+                }
+            }
+            if (active && lo <= t_done) t_done = fmaxf(t_done, hi);
+            if (any && best.tri != RT_NO_HIT) finished = true;
+        }
+        if (visits > TRACE_MAX_VISITS) finished = true;
+        if (!warp_any<kPacket>(!finished)) break;
+
+        /* --- next: pop the short stack, or restart from the root at t_done --- */
+        bool popped = false;
+        while (stk_count > 0) {
+            node = stk_node[stk_top];
+            lo = stk_lo[stk_top];
+            hi = stk_hi[stk_top];
+            stk_top = stk_top == 0 ? stk_size - 1 : stk_top - 1;
+            stk_count--;
+            if (finished || lo > best.t + eps) {
+                lo = INFINITY;
+                hi = -INFINITY;
+            }
+            if (warp_any<kPacket>(lo <= hi)) {
+                popped = true;
+                break;
+            }
+        }
+        if (!popped) {
+            /* Nothing pending (entries beyond the best hit were dropped):
+             * done when the hit lies before t_done or the ray left the
+             * scene. Checked only here, so the pending entries of a ray
+             * lying in a split plane (both sides, same interval) are
+             * searched too. */
+            if ((best.tri != RT_NO_HIT && best.t <= t_done) || t_done >= r1) finished = true;
+            if (!warp_any<kPacket>(!finished)) break;
+            node = 0;
+            lo = finished ? INFINITY : t_done;
+            hi = finished ? -INFINITY : r1;
+        }
+    }
+    if (steps) *steps += visits;
+    return best;
+}
+
+/* ---- shading (render_cpu.c, docs/renderer.md) ---------------------------- */
+
+typedef struct Surface {
+    RtVec3 p, ng, n; /* hit point, unit geometric and shading normals facing the ray */
+    bool front;      /* the ray hit the side the winding's normal points to */
+    uint32_t mat;
+    RtVec3 albedo;
+} Surface;
+
+__device__ static Surface surface_at(const RtGpuSceneView &sc, const TraceCfg &cfg, RtVec3 dir,
+                                     RtHit hit)
+{
+    Surface sf;
+    const RtFloat4 *pv = &sc.verts[3 * (size_t)hit.tri];
+    const RtFloat4 *pn = &sc.normals[3 * (size_t)hit.tri];
+    RtVec3 a = f4_xyz(pv[0]), b = f4_xyz(pv[1]), c = f4_xyz(pv[2]);
+    float u = hit.u, v = hit.v, w = 1.0f - u - v;
+    sf.p = v3_add(v3_add(v3_scale(a, w), v3_scale(b, u)), v3_scale(c, v));
+    sf.ng = v3_norm(v3_cross(v3_sub(b, a), v3_sub(c, a)));
+    sf.front = v3_dot(sf.ng, dir) <= 0.0f;
+    if (!sf.front) sf.ng = v3_scale(sf.ng, -1.0f);
+    sf.n = v3_add(v3_add(v3_scale(f4_xyz(pn[0]), w), v3_scale(f4_xyz(pn[1]), u)),
+                  v3_scale(f4_xyz(pn[2]), v));
+    float nl = v3_len(sf.n);
+    if (!(nl > 1e-12f) || !isfinite(nl)) sf.n = sf.ng;
+    else sf.n = v3_scale(sf.n, 1.0f / nl);
+    if (v3_dot(sf.n, sf.ng) < 0.0f) sf.n = v3_scale(sf.n, -1.0f);
+    sf.mat = sc.mat[hit.tri];
+    const RtGpuMaterial &m = sc.mats[sf.mat];
+    sf.albedo = m.kd;
+    if (cfg.textures && m.tex_kd) {
+        float tu, tv;
+        tri_uv(sc, hit.tri, u, v, &tu, &tv);
+        float4 x = sample(m.tex_kd, tu, tv);
+        sf.albedo = v3_mul(sf.albedo, v3(x.x, x.y, x.z));
+    }
+    return sf;
+}
+
+/* render_cpu.c's rt_linear_to_srgb8 (image.c), on the device. */
+__device__ static uint8_t linear_to_srgb8(float c)
+{
+    if (!(c > 0.0f)) return 0;
+    if (c >= 1.0f) return 255;
+    float s = c <= 0.0031308f ? 12.92f * c : 1.055f * powf(c, 1.0f / 2.4f) - 0.055f;
+    return (uint8_t)(s * 255.0f + 0.5f);
+}
+
+/* render_cpu.c's heat_color: the fixed ramp over 0..128 visited nodes. */
+__device__ static uchar4 heat_color(uint32_t steps)
+{
+    const float stops[6][3] = {{0, 0, 0.5f}, {0, 0, 1}, {0, 1, 1}, {1, 1, 0}, {1, 0, 0}, {0.5f, 0, 0}};
+    const float at[6] = {0.0f, 0.125f, 0.375f, 0.625f, 0.875f, 1.0f};
+    float x = fminf((float)steps / HEAT_MAX_STEPS, 1.0f);
+    int i = 0;
+    while (i < 4 && x > at[i + 1]) i++;
+    float f = (x - at[i]) / (at[i + 1] - at[i]);
+    uint8_t out[3];
+    for (int k = 0; k < 3; k++) {
+        float c = stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f;
+        out[k] = (uint8_t)(c * 255.0f + 0.5f);
+    }
+    return make_uchar4(out[0], out[1], out[2], 255);
+}
+
+/* Thread -> pixel: row-major, or Hoedt's Alg. 22 (a warp = a 4x8 tile;
+ * tiles are laid out row-major over the image, partial tiles at the right
+ * and bottom edges keep their threads idle). */
+#define TILE_W 4
+#define TILE_H 8
+__device__ static bool pixel_of(int ray_map, uint32_t tid, int w, int h, int *px, int *py)
+{
+    if (ray_map == RT_RAYMAP_TILES) {
+        uint32_t tiles_x = ((uint32_t)w + TILE_W - 1) / TILE_W;
+        uint32_t pid = tid / (TILE_W * TILE_H);
+        uint32_t lane = tid % (TILE_W * TILE_H);
+        *px = (int)((pid % tiles_x) * TILE_W + lane % TILE_W);
+        *py = (int)((pid / tiles_x) * TILE_H + lane / TILE_W);
+    } else {
+        *px = (int)(tid % (uint32_t)w);
+        *py = (int)(tid / (uint32_t)w);
+    }
+    return *px < w && *py < h;
+}
+
+static uint32_t thread_count(int ray_map, int w, int h)
+{
+    if (ray_map == RT_RAYMAP_TILES)
+        return (uint32_t)((w + TILE_W - 1) / TILE_W) * (uint32_t)((h + TILE_H - 1) / TILE_H) *
+               TILE_W * TILE_H;
+    return (uint32_t)w * (uint32_t)h;
+}
+
+/* Sums x over the warp and adds it to *c once (every lane calls it). */
+__device__ static void count_warp(unsigned long long *c, uint32_t x)
+{
+    uint32_t s = __reduce_add_sync(FULL_MASK, x);
+    if ((threadIdx.x & 31u) == 0 && s) atomicAdd(c, (unsigned long long)s);
+}
+
+typedef struct RenderArgs {
+    RtCameraBasis cam;
+    int w, h, ray_map, max_bounces, shadows, refraction, heatmap;
+    RtVec3 background, ambient;
+    uint8_t *rgba;
+    uint32_t *ids;
+} RenderArgs;
+
+/* One pixel per thread: the Whitted loop of render_cpu.c's trace_pixel,
+ * unrolled with warp-uniform trip counts (every lane calls trace_ray the
+ * same number of times, as packets need), then sRGB out. */
+template <int kTrav, int kIsect, bool kPacket>
+__global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, TraceTree tr,
+                                                        TraceCfg cfg, RenderArgs ra,
+                                                        RtGpuTraceCounters *cnt)
+{
+    uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+    int px, py;
+    bool valid = pixel_of(ra.ray_map, tid, ra.w, ra.h, &px, &py);
+    RtVec3 dir = valid ? rt_camera_dir(&ra.cam, (float)px + 0.5f, (float)py + 0.5f) : v3(0, 0, 1);
+    RtRay ray = {ra.cam.o, dir};
+    RtVec3 color = v3(0, 0, 0), through = v3(1, 1, 1);
+    bool alive = valid;
+    uint32_t id = RT_NO_HIT, steps = 0, n_shadow = 0, n_refl = 0;
+    for (int depth = 0; depth <= ra.max_bounces; depth++) {
+        if (depth > 0 && alive) n_refl++;
+        RtHit hit = trace_ray<kTrav, kIsect, kPacket>(sc, tr, cfg, ray.o, ray.d, 0.0f, INFINITY,
+                                                      alive, false, depth == 0 ? &steps : NULL);
+        if (alive && hit.tri == RT_NO_HIT) {
+            color = v3_add(color, v3_mul(through, ra.background));
+            alive = false;
+        }
+        if (depth == 0 && alive) id = hit.tri;
+        Surface sf = {};
+        RtGpuMaterial m = {};
+        RtVec3 local = v3(0, 0, 0), origin = v3(0, 0, 0);
+        if (alive) {
+            sf = surface_at(sc, cfg, ray.d, hit);
+            m = sc.mats[sf.mat];
+            local = v3_add(m.ke, v3_mul(ra.ambient, sf.albedo));
+            origin = v3_add(sf.p, v3_scale(sf.ng, sc.eps));
+        }
+        /* direct light: Lambert + Phong per visible light, one shadow ray each */
+        for (uint32_t li = 0; li < sc.light_count; li++) {
+            RtLight l = sc.lights[li];
+            RtVec3 L = v3(0, 0, 1);
+            float dist = INFINITY, ndl = 0.0f;
+            bool lit = alive;
+            if (lit) {
+                if (l.type == RT_LIGHT_DIRECTIONAL) {
+                    L = v3_norm(l.v);
+                } else {
+                    RtVec3 dl = v3_sub(l.v, sf.p);
+                    dist = v3_len(dl);
+                    lit = dist > 0.0f;
+                    if (lit) L = v3_scale(dl, 1.0f / dist);
+                }
+                ndl = v3_dot(sf.n, L);
+                lit = lit && ndl > 0.0f && v3_dot(sf.ng, L) > 0.0f;
+            }
+            if (ra.shadows) {
+                float tmax = isinf(dist) ? INFINITY : dist - sc.eps;
+                bool cast = lit && tmax > 0.0f;
+                n_shadow += lit;
+                RtHit sh = trace_ray<kTrav, kIsect, kPacket>(sc, tr, cfg, origin, L, 0.0f, tmax,
+                                                             cast, true, NULL);
+                if (cast && sh.tri != RT_NO_HIT) lit = false;
+            }
+            if (lit) {
+                RtVec3 lc = v3_mul(sf.albedo, v3_scale(l.color, ndl));
+                if (m.ks.x > 0.0f || m.ks.y > 0.0f || m.ks.z > 0.0f) {
+                    RtVec3 r = v3_sub(v3_scale(sf.n, 2.0f * ndl), L);
+                    float rv = v3_dot(r, v3_scale(ray.d, -1.0f));
+                    float ns = m.ns > 1.0f ? m.ns : 1.0f;
+                    if (rv > 0.0f) lc = v3_add(lc, v3_scale(v3_mul(m.ks, l.color), powf(rv, ns)));
+                }
+                local = v3_add(local, lc);
+            }
+        }
+        if (!alive) continue;
+        /* continue the chain: a transparent surface (d < 1) refracts, a
+         * mirror reflects, anything else (or the last depth) ends it */
+        float r = fminf(fmaxf(m.reflect, 0.0f), 1.0f);
+        bool transparent = ra.refraction && m.d < 1.0f;
+        if (depth >= ra.max_bounces || (r <= 0.0f && !transparent)) {
+            color = v3_add(color, v3_mul(through, local));
+            alive = false;
+            continue;
+        }
+        if (transparent) {
+            float opacity = fmaxf(m.d, 0.0f);
+            color = v3_add(color, v3_mul(through, v3_scale(local, opacity)));
+            through = v3_scale(through, 1.0f - opacity);
+            /* Snell through the interface (MTL illum 4/6/7 with ni), else straight */
+            bool bends = (m.illum == 4 || m.illum == 6 || m.illum == 7) && m.ni > 0.0f;
+            float eta = bends ? (sf.front ? 1.0f / m.ni : m.ni) : 1.0f;
+            float cosi = -v3_dot(ray.d, sf.ng);
+            float k = 1.0f - eta * eta * (1.0f - cosi * cosi);
+            if (k >= 0.0f) {
+                RtVec3 t = v3_add(v3_scale(ray.d, eta), v3_scale(sf.ng, eta * cosi - sqrtf(k)));
+                ray.o = v3_sub(sf.p, v3_scale(sf.ng, sc.eps));
+                ray.d = v3_norm(t);
+            } else { /* total internal reflection */
+                ray.o = origin;
+                ray.d = v3_norm(v3_sub(ray.d, v3_scale(sf.ng, 2.0f * v3_dot(ray.d, sf.ng))));
+            }
+            continue;
+        }
+        color = v3_add(color, v3_mul(through, v3_scale(local, 1.0f - r)));
+        through = v3_scale(through, r);
+        RtVec3 d2 = v3_sub(ray.d, v3_scale(sf.n, 2.0f * v3_dot(ray.d, sf.n)));
+        if (v3_dot(d2, sf.ng) <= 0.0f)
+            d2 = v3_sub(ray.d, v3_scale(sf.ng, 2.0f * v3_dot(ray.d, sf.ng)));
+        ray.o = origin;
+        ray.d = v3_norm(d2);
+    }
+    count_warp(&cnt->primary, valid ? 1u : 0u);
+    count_warp(&cnt->shadow, n_shadow);
+    count_warp(&cnt->reflection, n_refl);
+    count_warp(&cnt->steps, steps);
+    if (!valid) return;
+    size_t i = (size_t)py * ra.w + px;
+    uchar4 out = ra.heatmap ? heat_color(steps)
+                            : make_uchar4(linear_to_srgb8(color.x), linear_to_srgb8(color.y),
+                                          linear_to_srgb8(color.z), 255);
+    ((uchar4 *)ra.rgba)[i] = out;
+    if (ra.ids) ra.ids[i] = id;
+}
+
+/* Ray casting for tests and benchmarks: ray i is pixel (i % width, i / width). */
+template <int kTrav, int kIsect, bool kPacket>
+__global__ void __launch_bounds__(kBlock) cast_kernel(RtGpuSceneView sc, TraceTree tr,
+                                                      TraceCfg cfg, const RtGpuRay *rays,
+                                                      RtHit *hits, uint32_t *steps_out, uint32_t n,
+                                                      int width, int ray_map, int any)
+{
+    uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
+    int height = (int)((n + (uint32_t)width - 1) / (uint32_t)width);
+    int px, py;
+    bool valid = pixel_of(ray_map, tid, width, height, &px, &py);
+    uint32_t i = (uint32_t)py * (uint32_t)width + (uint32_t)px;
+    valid = valid && i < n;
+    RtGpuRay r;
+    if (valid) {
+        const float4 *p = (const float4 *)&rays[i];
+        float4 a = p[0], b = p[1];
+        r.o = v3(a.x, a.y, a.z);
+        r.tmin = a.w;
+        r.d = v3(b.x, b.y, b.z);
+        r.tmax = b.w;
+    } else {
+        r.o = r.d = v3(0, 0, 0);
+        r.tmin = r.tmax = 0.0f;
+    }
+    uint32_t steps = 0;
+    RtHit h = trace_ray<kTrav, kIsect, kPacket>(sc, tr, cfg, r.o, r.d, r.tmin, r.tmax, valid,
+                                                any != 0, &steps);
+    if (!valid) return;
+    hits[i] = h;
+    if (steps_out) steps_out[i] = steps;
+}
+
+/* ---- host drivers -------------------------------------------------------- */
+
+static TraceTree trace_tree(const RtKdTree *t)
+{
+    TraceTree tr;
+    tr.nodes = t->nodes;
+    tr.leaves = t->leaves;
+    tr.boxes = t->leaf_boxes;
+    tr.index = t->tri_index;
+    tr.bounds = t->bounds;
+    tr.node_count = aabb_is_empty(t->bounds) ? 0u : t->node_count;
+    return tr;
+}
+
+static RtStatus check_params(const RtTraceParams *p, RtError *err)
+{
+    if (p->traversal < 0 || p->traversal > 1 || p->isect < 0 || p->isect > 1 || p->ray_map < 0 ||
+        p->ray_map > 1 || p->packet < 0 || p->packet > 1)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: unknown variant (traversal %d, isect %d, map %d, "
+                       "packet %d)", p->traversal, p->isect, p->ray_map, p->packet);
+    if (p->stack_size < 1 || p->stack_size > RT_TRACE_STACK_MAX)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: stack_size %d: expected 1..%d", p->stack_size,
+                       RT_TRACE_STACK_MAX);
+    if (p->max_bounces < 0 || p->max_bounces > 64)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: max_bounces %d: expected 0..64", p->max_bounces);
+    return RT_OK;
+}
+
+/* The one place a variant becomes a kernel instantiation. */
+#define RT_TRACE_DISPATCH(kernel, p, ...)                                                  \
+    ((p)->traversal == RT_TRAV_RESTART                                                      \
+         ? ((p)->isect == RT_ISECT_WOOP                                                     \
+                ? ((p)->packet ? kernel<RT_TRAV_RESTART, RT_ISECT_WOOP, true>               \
+                               : kernel<RT_TRAV_RESTART, RT_ISECT_WOOP, false>)             \
+                : ((p)->packet ? kernel<RT_TRAV_RESTART, RT_ISECT_MT, true>                 \
+                               : kernel<RT_TRAV_RESTART, RT_ISECT_MT, false>))              \
+         : ((p)->isect == RT_ISECT_WOOP                                                     \
+                ? ((p)->packet ? kernel<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, true>           \
+                               : kernel<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, false>)         \
+                : ((p)->packet ? kernel<RT_TRAV_SHORT_STACK, RT_ISECT_MT, true>             \
+                               : kernel<RT_TRAV_SHORT_STACK, RT_ISECT_MT, false>)))
+
+static TraceCfg trace_cfg(const RtTraceParams *p)
+{
+    TraceCfg c;
+    c.leaf_skip = p->leaf_skip;
+    c.stack_size = p->stack_size;
+    c.textures = p->textures;
+    return c;
+}
+
+/* Adds the pending launch timings and returns the GPU time of `name`. */
+static RtStatus kernel_ms(RtLaunchLog *log, const char *name, double *ms, RtError *err)
+{
+    RtStatus st = rt_launch_log_resolve(log, err);
+    if (st != RT_OK) return st;
+    int e = rt_launch_entry(log, name);
+    *ms = log->entries[e].ms;
+    rt_launch_log_reset(log);
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const RtCamera *cam,
+                                 const RtTraceParams *p, uint8_t *d_rgba, int w, int h,
+                                 uint32_t *d_ids, RtTraceStats *stats, RtError *err)
+{
+    RtTraceParams params = p ? *p : rt_trace_params_default();
+    if (!gs || !d_tree || !cam || !d_rgba || w <= 0 || h <= 0)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: missing scene, tree, camera or image (%dx%d)", w, h);
+    RtStatus st = check_params(&params, err);
+    if (st != RT_OK) return st;
+    RtLaunchLog *log = rt_gpu_scene_launch_log(gs);
+    if (log->pending > RT_LAUNCH_MAX_TIMED / 2) rt_launch_log_reset(log);
+    RtGpuTraceCounters *cnt = rt_gpu_scene_counters(gs);
+    if (stats) CUDA_CHECK(err, cudaMemsetAsync(cnt, 0, sizeof *cnt, log->stream));
+
+    RenderArgs ra;
+    ra.cam = rt_camera_basis(*cam, w, h);
+    ra.w = w;
+    ra.h = h;
+    ra.ray_map = params.ray_map;
+    ra.max_bounces = params.max_bounces;
+    ra.shadows = params.shadows;
+    ra.refraction = params.refraction;
+    ra.heatmap = params.heatmap;
+    ra.background = params.background;
+    ra.ambient = params.ambient;
+    ra.rgba = d_rgba;
+    ra.ids = d_ids;
+    uint32_t threads = thread_count(params.ray_map, w, h);
+    dim3 grid((threads + kBlock - 1) / kBlock);
+    st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0,
+                   RT_TRACE_DISPATCH(render_kernel, &params), err, rt_gpu_scene_view(gs),
+                   trace_tree(d_tree), trace_cfg(&params), ra, cnt);
+    if (st != RT_OK || !stats) return st;
+    RtGpuTraceCounters c;
+    CUDA_CHECK(err, cudaMemcpy(&c, cnt, sizeof c, cudaMemcpyDeviceToHost));
+    memset(stats, 0, sizeof *stats);
+    stats->primary_rays = c.primary;
+    stats->shadow_rays = c.shadow;
+    stats->reflection_rays = c.reflection;
+    stats->steps = c.steps;
+    return kernel_ms(log, "trace_render", &stats->ms, err);
+}
+
+extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree,
+                                      const RtTraceParams *p, const RtGpuRay *d_rays,
+                                      RtHit *d_hits, uint32_t *d_steps, uint32_t n, int width,
+                                      int any_hit, double *ms, RtError *err)
+{
+    RtTraceParams params = p ? *p : rt_trace_params_default();
+    if (!gs || !d_tree || (n && (!d_rays || !d_hits)) || width <= 0)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs a scene, a tree, rays and hits");
+    RtStatus st = check_params(&params, err);
+    if (st != RT_OK) return st;
+    if (ms) *ms = 0.0;
+    if (n == 0) return RT_OK;
+    RtLaunchLog *log = rt_gpu_scene_launch_log(gs);
+    if (log->pending > RT_LAUNCH_MAX_TIMED / 2) rt_launch_log_reset(log);
+    int height = (int)((n + (uint32_t)width - 1) / (uint32_t)width);
+    uint32_t threads = thread_count(params.ray_map, width, height);
+    dim3 grid((threads + kBlock - 1) / kBlock);
+    st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0,
+                   RT_TRACE_DISPATCH(cast_kernel, &params), err, rt_gpu_scene_view(gs),
+                   trace_tree(d_tree), trace_cfg(&params), d_rays, d_hits, d_steps, n, width,
+                   params.ray_map, any_hit);
+    if (st != RT_OK || !ms) return st;
+    return kernel_ms(log, "trace_cast", ms, err);
+}

@@ -1,0 +1,181 @@
+/* bench_gpu_kd.c — Chang et al.'s ladder (Original, [A], [A]-[B], [A]-[C],
+ * [A]-[D], All) on a real scene and a generated 1M+ triangle mesh: median GPU
+ * and wall build time over >= 20 builds after warm-up, kernel launches and
+ * host round trips per build, tree statistics and the SAH cost against the
+ * CPU oracle. Prints Markdown rows for docs/benchmarks.md.
+ *   build/tests/bench_gpu_kd [scene.obj ...]   (default: $RT_TEST_EXT/sponza/sponza.obj)
+ * Env: RT_BENCH_RUNS (25), RT_BENCH_MESH (1048576 triangles, 0 = none). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "kd_cpu.h"
+#include "kd_gpu.h"
+#include "scene.h"
+
+static int cmp_f(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_f);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* A wavy k x k grid (2 k^2 triangles) with a few spikes: a big, mostly
+ * uniform mesh. */
+static void make_mesh(uint32_t want, RtTriArrays *t)
+{
+    uint32_t k = (uint32_t)sqrt(want / 2.0);
+    uint32_t n = 2 * k * k;
+    t->count = n;
+    t->verts = malloc(3 * (size_t)n * sizeof *t->verts);
+    t->woop = malloc(3 * (size_t)n * sizeof *t->woop);
+    for (uint32_t y = 0, i = 0; y < k; y++)
+        for (uint32_t x = 0; x < k; x++) {
+#define P(X, Y) v3((float)(X) / k, 0.05f * sinf(40.0f * (X) / k) * cosf(30.0f * (Y) / k), (float)(Y) / k)
+            RtVec3 q[4] = {P(x, y), P(x + 1, y), P(x + 1, y + 1), P(x, y + 1)};
+#undef P
+            int tri[2][3] = {{0, 1, 2}, {0, 2, 3}};
+            for (int s = 0; s < 2; s++, i++) {
+                for (int c = 0; c < 3; c++) {
+                    RtVec3 p = q[tri[s][c]];
+                    t->verts[3 * i + c] = f4(p.x, p.y, p.z, 0);
+                }
+                if (!rt_woop_rows(q[tri[s][0]], q[tri[s][1]], q[tri[s][2]], &t->woop[3 * i]))
+                    memset(&t->woop[3 * i], 0, 3 * sizeof(RtFloat4));
+            }
+        }
+}
+
+static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int runs, const char *gpu_name)
+{
+    RtError err;
+    RtFloat4 *dv, *dw;
+    if (rt_kd_gpu_upload_f4(t->verts, 3 * (size_t)t->count, &dv, &err) != RT_OK ||
+        rt_kd_gpu_upload_f4(t->woop, 3 * (size_t)t->count, &dw, &err) != RT_OK) {
+        fprintf(stderr, "bench: %s\n", err.msg);
+        return 1;
+    }
+    double t0 = rt_now_ms();
+    RtKdCpuParams cp = rt_kd_cpu_params_default();
+    RtKdTree ct;
+    RtKdStats cs;
+    double cpu_sah = 0;
+    if (rt_kd_build_cpu(&cp, t, &ct, &cs, &err) == RT_OK) {
+        rt_kd_tree_stats(&ct, cp.c_trav, cp.c_isect, &cs);
+        cpu_sah = cs.sah_cost;
+        rt_kd_tree_free(&ct);
+    }
+    printf("\n### %s: %u triangles on %s (CPU oracle SAH %.2f, built in %.0f ms)\n\n", name, t->count,
+           gpu_name, cpu_sah, rt_now_ms() - t0);
+    printf("| variant | GPU ms (median) | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (int v = 0; v < 8; v++) {
+        RtKdGpuParams p = rt_kd_gpu_params_default();
+        const char *vname;
+        if (v < 6) {
+            rt_kd_gpu_params_ladder(&p, v);
+            vname = rt_kd_gpu_ladder[v].name;
+        } else if (v == 6) {
+            p.small_mode = RT_KD_GPU_SMALL_NONE;
+            vname = "All, no small stage";
+        } else {
+            p.small_mode = RT_KD_GPU_SMALL_SSAH;
+            vname = "All, simplified SAH";
+        }
+        RtKdTree dt;
+        RtKdGpuStats st;
+        double *gms = malloc(runs * sizeof *gms), *wms = malloc(runs * sizeof *wms);
+        for (int i = 0; i < 3 + runs; i++) {
+            if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) != RT_OK) {
+                fprintf(stderr, "bench: %s\n", err.msg);
+                return 1;
+            }
+            if (i >= 3) {
+                gms[i - 3] = st.gpu_ms;
+                wms[i - 3] = st.build_ms;
+            }
+        }
+        RtKdTree h;
+        RtKdStats ks;
+        if (rt_kd_gpu_download(&dt, &h, &err) != RT_OK) {
+            fprintf(stderr, "bench: %s\n", err.msg);
+            return 1;
+        }
+        rt_kd_tree_stats(&h, p.c_trav, p.c_isect, &ks);
+        /* validating a big tree takes seconds: once, for the fastest variant */
+        RtStatus vs = v == 5 ? rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err) : RT_OK;
+        rt_kd_tree_free(&h);
+        printf("| %s | %.3f | %.3f | %u | %u | %u | %u | %llu | %u | %.2f | %.3f |%s\n", vname,
+               median(gms, runs), median(wms, runs), st.launches, st.round_trips, ks.nodes, ks.leaves,
+               (unsigned long long)ks.references, ks.depth, ks.sah_cost,
+               cpu_sah > 0 ? ks.sah_cost / cpu_sah : 0.0, vs == RT_OK ? "" : " INVALID");
+        if (vs != RT_OK) fprintf(stderr, "bench: %s: %s\n", vname, err.msg);
+        free(gms);
+        free(wms);
+    }
+    /* per-kernel times of the fastest variant (events around every launch) */
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    p.timed = 1;
+    RtKdTree dt;
+    RtKdGpuStats st;
+    if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) == RT_OK) {
+        printf("\nPer kernel (All, one timed build; stages: large %.3f ms, small %.3f ms; %u+%u levels):\n\n",
+               st.large_ms, st.small_ms, st.large_levels, st.small_levels);
+        printf("| kernel | launches | GPU ms |\n|---|---|---|\n");
+        for (int i = 0; i < st.kernel_count; i++)
+            printf("| %s | %u | %.3f |\n", st.kernels[i].name, st.kernels[i].launches, st.kernels[i].ms);
+    }
+    rt_kd_gpu_free(dv);
+    rt_kd_gpu_free(dw);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    RtError err;
+    RtGpu *gpu;
+    RtKdGpu *kd;
+    if (rt_gpu_create(0, &gpu, &err) != RT_OK || rt_kd_gpu_create(&kd, &err) != RT_OK) {
+        printf("bench: skip: no GPU: %s\n", err.msg);
+        return 0;
+    }
+    const char *gname = rt_gpu_info(gpu)->name;
+    int runs = getenv("RT_BENCH_RUNS") ? atoi(getenv("RT_BENCH_RUNS")) : 25;
+    if (runs < 1) runs = 1;
+    char def[1024];
+    const char *ext = getenv("RT_TEST_EXT");
+    snprintf(def, sizeof def, "%s/sponza/sponza.obj", ext ? ext : "build/ext");
+    int rc = 0;
+    for (int i = 1; i < (argc > 1 ? argc : 2); i++) {
+        const char *path = argc > 1 ? argv[i] : def;
+        RtScene s;
+        if (rt_scene_load(path, &s, &err) != RT_OK) {
+            printf("bench: skip %s: %s\n", path, err.msg);
+            continue;
+        }
+        RtTriArrays t;
+        if (rt_tri_arrays_make(&s, &t, NULL) == RT_OK) {
+            const char *base = strrchr(path, '/');
+            rc |= bench_scene(kd, base ? base + 1 : path, &t, runs, gname);
+            rt_tri_arrays_free(&t);
+        }
+        rt_scene_free(&s);
+    }
+    long mesh = getenv("RT_BENCH_MESH") ? atol(getenv("RT_BENCH_MESH")) : 1048576;
+    if (mesh > 0) {
+        RtTriArrays t;
+        make_mesh((uint32_t)mesh, &t);
+        rc |= bench_scene(kd, "generated wavy grid mesh", &t, runs, gname);
+        rt_tri_arrays_free(&t);
+    }
+    rt_kd_gpu_destroy(kd);
+    rt_gpu_destroy(gpu);
+    return rc;
+}

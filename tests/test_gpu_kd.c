@@ -1,0 +1,351 @@
+/* test_gpu_kd.c — the GPU kd-tree builder (cuda/kd_gpu.h) against the CPU
+ * oracle: on generated scenes (random soup with degenerate triangles,
+ * clusters, coplanar triangles, a grid mesh; sizes 0, 1 and random) the
+ * downloaded tree passes rt_kd_validate (box inclusion: loose references),
+ * and the closest hit of random rays traced through it on the CPU equals
+ * brute force; every variant (Chang's ladder, C_e, small-node modes, leaf
+ * size) is checked the same way; the SAH cost ratio to rt_kd_build_cpu is
+ * printed. Skips with a message where no GPU is usable. */
+#include "test_util.h"
+
+#include <math.h>
+
+#include "gpu.h"
+#include "kd_cpu.h"
+#include "kd_gpu.h"
+
+typedef struct GpuFixture {
+    RtGpu *gpu;
+    RtKdGpu *kd;
+} GpuFixture;
+
+static GpuFixture g_fx;
+
+static int gpu_ready(void)
+{
+    if (g_fx.kd) return 1;
+    RtError err;
+    if (rt_gpu_create(0, &g_fx.gpu, &err) != RT_OK) {
+        print_message("skip: no GPU: %s\n", err.msg);
+        return 0;
+    }
+    if (rt_kd_gpu_create(&g_fx.kd, &err) != RT_OK) {
+        print_message("skip: no GPU kd builder: %s\n", err.msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- scenes ---------------------------------------------------------------- */
+
+typedef enum { SC_SOUP, SC_CLUSTER, SC_COPLANAR, SC_GRID } SceneKind;
+
+static void set_tri(RtTriArrays *t, uint32_t i, RtVec3 a, RtVec3 b, RtVec3 c)
+{
+    t->verts[3 * i + 0] = f4(a.x, a.y, a.z, 0);
+    t->verts[3 * i + 1] = f4(b.x, b.y, b.z, 0);
+    t->verts[3 * i + 2] = f4(c.x, c.y, c.z, 0);
+    if (!rt_woop_rows(a, b, c, &t->woop[3 * i])) memset(&t->woop[3 * i], 0, 3 * sizeof(RtFloat4));
+}
+
+static RtVec3 rnd3(RtTestRng *r, float s)
+{
+    return v3(s * rt_test_randf(r), s * rt_test_randf(r), s * rt_test_randf(r));
+}
+
+/* n triangles of the given kind (the grid rounds n down to 2 k^2). */
+static RtTriArrays make_scene(SceneKind kind, uint32_t n, uint64_t seed)
+{
+    RtTestRng r = {seed * 2654435761u + 1};
+    RtTriArrays t;
+    memset(&t, 0, sizeof t);
+    if (kind == SC_GRID) {
+        uint32_t k = (uint32_t)sqrt(n / 2.0);
+        n = 2 * k * k;
+    }
+    t.count = n;
+    t.verts = malloc((3 * (size_t)n + 1) * sizeof *t.verts);
+    t.woop = malloc((3 * (size_t)n + 1) * sizeof *t.woop);
+    assert_non_null(t.verts);
+    assert_non_null(t.woop);
+    if (kind == SC_GRID) {
+        uint32_t k = (uint32_t)sqrt(n / 2.0);
+        for (uint32_t y = 0, i = 0; y < k; y++)
+            for (uint32_t x = 0; x < k; x++) {
+#define GRID_P(X, Y) v3((float)(X) / k, 0.1f * sinf(7.0f * (X) / k) * cosf(5.0f * (Y) / k), (float)(Y) / k)
+                RtVec3 p00 = GRID_P(x, y), p10 = GRID_P(x + 1, y), p01 = GRID_P(x, y + 1), p11 = GRID_P(x + 1, y + 1);
+#undef GRID_P
+                set_tri(&t, i++, p00, p10, p11);
+                set_tri(&t, i++, p00, p11, p01);
+            }
+        return t;
+    }
+    RtVec3 centers[8];
+    for (int c = 0; c < 8; c++) centers[c] = rnd3(&r, 10.0f);
+    for (uint32_t i = 0; i < n; i++) {
+        RtVec3 a, b, c;
+        if (kind == SC_SOUP) {
+            a = rnd3(&r, 10.0f);
+            float s = (rt_test_rand(&r) % 16 == 0) ? 4.0f : 0.6f; /* some long ones straddle a lot */
+            b = v3_add(a, v3_sub(rnd3(&r, s), v3(s / 2, s / 2, s / 2)));
+            c = v3_add(a, v3_sub(rnd3(&r, s), v3(s / 2, s / 2, s / 2)));
+            uint32_t odd = rt_test_rand(&r) % 50;
+            if (odd == 0) c = b;                         /* zero area */
+            if (odd == 1) c = v3(NAN, 0, 0);             /* non-finite */
+            if (odd == 2) b = c = a;                     /* a point */
+        } else if (kind == SC_CLUSTER) {
+            RtVec3 o = centers[rt_test_rand(&r) % 8];
+            float s = (rt_test_rand(&r) % 4 == 0) ? 0.01f : 0.3f;
+            a = v3_add(o, rnd3(&r, 0.5f));
+            b = v3_add(a, rnd3(&r, s));
+            c = v3_add(a, rnd3(&r, s));
+        } else {
+            /* coplanar: all in z = 2.5, many sharing exact coordinates */
+            a = v3(floorf(rt_test_randf(&r) * 40) / 4, floorf(rt_test_randf(&r) * 40) / 4, 2.5f);
+            b = v3(a.x + 0.25f + rt_test_randf(&r), a.y, 2.5f);
+            c = v3(a.x, a.y + 0.25f + rt_test_randf(&r), 2.5f);
+        }
+        set_tri(&t, i, a, b, c);
+    }
+    return t;
+}
+
+static void free_scene(RtTriArrays *t)
+{
+    free(t->verts);
+    free(t->woop);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- checks ---------------------------------------------------------------- */
+
+static RtAabb scene_box(const RtTriArrays *t)
+{
+    RtAabb b = aabb_empty();
+    for (uint32_t i = 0; i < 3 * t->count; i++) {
+        RtVec3 p = f4_xyz(t->verts[i]);
+        if (isfinite(p.x) && isfinite(p.y) && isfinite(p.z)) b = aabb_grow(b, p);
+    }
+    if (aabb_is_empty(b)) b.lo = v3(0, 0, 0), b.hi = v3(1, 1, 1);
+    return b;
+}
+
+/* rays: half from random points towards random triangles' centroids (mostly
+ * hits), half in random directions; some axis-parallel. Returns mismatches. */
+static uint32_t compare_rays(const RtKdTree *tree, const RtTriArrays *t, uint32_t rays, uint64_t seed)
+{
+    RtTestRng r = {seed * 97 + 13};
+    RtAabb b = scene_box(t);
+    RtVec3 ext = v3_sub(b.hi, b.lo);
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < rays; i++) {
+        RtVec3 o = v3(b.lo.x - 0.2f * ext.x + 1.4f * ext.x * rt_test_randf(&r),
+                      b.lo.y - 0.2f * ext.y + 1.4f * ext.y * rt_test_randf(&r),
+                      b.lo.z - 0.2f * ext.z + 1.4f * ext.z * rt_test_randf(&r));
+        RtVec3 d;
+        if ((i & 1) && t->count) {
+            uint32_t k = rt_test_rand(&r) % t->count;
+            RtVec3 c = v3_scale(v3_add(v3_add(f4_xyz(t->verts[3 * k]), f4_xyz(t->verts[3 * k + 1])),
+                                       f4_xyz(t->verts[3 * k + 2])), 1.0f / 3.0f);
+            d = v3_sub(c, o);
+            if (!isfinite(d.x + d.y + d.z)) d = v3(0, 0, 1);
+        } else {
+            d = v3(rt_test_randf(&r) - 0.5f, rt_test_randf(&r) - 0.5f, rt_test_randf(&r) - 0.5f);
+            if (i % 16 == 2) d.x = 0;
+            if (i % 16 == 4) d.y = d.z = 0;
+        }
+        if (d.x == 0 && d.y == 0 && d.z == 0) d = v3(1, 0, 0);
+        RtRay ray = {o, d};
+        RtHit hk, hb;
+        int ak = rt_kd_closest_hit(tree, t, ray, 0.0f, INFINITY, 1, &hk, NULL);
+        int ab = rt_brute_closest_hit(t, ray, 0.0f, INFINITY, 1, NULL, NULL, &hb);
+        int same = ak == ab && (!ak || hk.tri == hb.tri || fabsf(hk.t - hb.t) <= 1e-6f * fmaxf(1.0f, hb.t));
+        if (!same) {
+            if (bad < 3)
+                print_message("ray %u: kd %d (tri %u t %g) vs brute %d (tri %u t %g)\n", i, ak,
+                              ak ? hk.tri : 0, ak ? hk.t : 0.0, ab, ab ? hb.tri : 0, ab ? hb.t : 0.0);
+            bad++;
+        }
+    }
+    return bad;
+}
+
+/* Builds on the GPU, downloads, validates, compares rays; returns the tree's
+ * SAH cost (rt_kd_tree_stats with the builder's costs). */
+static double build_and_check(const RtKdGpuParams *p, const RtTriArrays *t, uint32_t rays,
+                              uint64_t seed, const char *what)
+{
+    RtError err = {0};
+    RtFloat4 *dv = NULL, *dw = NULL;
+    assert_int_equal(rt_kd_gpu_upload_f4(t->verts, 3 * (size_t)t->count, &dv, &err), RT_OK);
+    assert_int_equal(rt_kd_gpu_upload_f4(t->woop, 3 * (size_t)t->count, &dw, &err), RT_OK);
+    RtKdTree dtree, h;
+    RtKdGpuStats st;
+    RtStatus s = rt_kd_gpu_build(g_fx.kd, p, dv, dw, t->count, &dtree, &st, &err);
+    if (s != RT_OK) print_message("%s: build failed: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    assert_int_equal(rt_kd_gpu_download(&dtree, &h, &err), RT_OK);
+    s = rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err);
+    if (s != RT_OK) print_message("%s: invalid tree: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    uint32_t bad = compare_rays(&h, t, rays, seed);
+    if (bad) print_message("%s: %u of %u rays differ from brute force\n", what, bad, rays);
+    assert_int_equal(bad, 0);
+    RtKdStats ks;
+    rt_kd_tree_stats(&h, p->c_trav, p->c_isect, &ks);
+    print_message("%-34s n=%-7u nodes %-7u leaves %-7u refs %-8u depth %-3u SAH %-8.2f "
+                  "launches %-4u trips %-3u levels %u+%u rebuilds %u\n",
+                  what, t->count, ks.nodes, ks.leaves, (unsigned)ks.references, ks.depth, ks.sah_cost,
+                  st.launches, st.round_trips, st.large_levels, st.small_levels, st.rebuilds);
+    rt_kd_tree_free(&h);
+    rt_kd_gpu_free(dv);
+    rt_kd_gpu_free(dw);
+    return ks.sah_cost;
+}
+
+static double cpu_sah(const RtTriArrays *t)
+{
+    RtKdCpuParams cp = rt_kd_cpu_params_default();
+    RtKdTree tree;
+    RtKdStats ks;
+    RtError err;
+    assert_int_equal(rt_kd_build_cpu(&cp, t, &tree, &ks, &err), RT_OK);
+    rt_kd_tree_stats(&tree, cp.c_trav, cp.c_isect, &ks);
+    rt_kd_tree_free(&tree);
+    return ks.sah_cost;
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void gpu_kd_empty_and_single(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    RtTriArrays t = make_scene(SC_SOUP, 0, 1);
+    build_and_check(&p, &t, 1000, 1, "empty scene");
+    free_scene(&t);
+    t = make_scene(SC_CLUSTER, 1, 2);
+    build_and_check(&p, &t, 1000, 2, "one triangle");
+    free_scene(&t);
+    t = make_scene(SC_COPLANAR, 64, 3);
+    build_and_check(&p, &t, 1000, 3, "64 coplanar (exactly the threshold)");
+    free_scene(&t);
+}
+
+static void gpu_kd_scenes_match_brute_force(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    static const struct { SceneKind k; uint32_t n; const char *name; } sc[] = {
+        {SC_SOUP, 3000, "soup 3000 (with degenerate)"},
+        {SC_CLUSTER, 4000, "clusters 4000"},
+        {SC_COPLANAR, 2500, "coplanar 2500"},
+        {SC_GRID, 5000, "grid mesh"},
+    };
+    RtTestRng r = {12345};
+    for (int i = 0; i < 4; i++) {
+        RtTriArrays t = make_scene(sc[i].k, sc[i].n, 10 + i);
+        double gs = build_and_check(&p, &t, 26000, 20 + i, sc[i].name);
+        double cs = cpu_sah(&t);
+        print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f\n", gs, cs, cs > 0 ? gs / cs : 0.0);
+        free_scene(&t);
+    }
+    /* random sizes */
+    for (int i = 0; i < 3; i++) {
+        uint32_t n = 1 + rt_test_rand(&r) % 1500;
+        RtTriArrays t = make_scene((SceneKind)(i % 3), n, 40 + i);
+        char name[64];
+        snprintf(name, sizeof name, "random size %u (kind %d)", n, i % 3);
+        build_and_check(&p, &t, 4000, 50 + i, name);
+        free_scene(&t);
+    }
+}
+
+static void gpu_kd_large_mesh_valid(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    RtTriArrays t = make_scene(SC_GRID, 200000, 7);
+    double gs = build_and_check(&p, &t, 1500, 7, "grid mesh 200K");
+    double cs = cpu_sah(&t);
+    print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f\n", gs, cs, gs / cs);
+    free_scene(&t);
+    t = make_scene(SC_CLUSTER, 60000, 8);
+    gs = build_and_check(&p, &t, 1500, 8, "clusters 60K");
+    cs = cpu_sah(&t);
+    print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f\n", gs, cs, gs / cs);
+    free_scene(&t);
+}
+
+static void gpu_kd_every_variant_valid(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtTriArrays sc[2] = {make_scene(SC_SOUP, 3000, 60), make_scene(SC_CLUSTER, 5000, 61)};
+    for (int v = 0; v < 14; v++) {
+        RtKdGpuParams p = rt_kd_gpu_params_default();
+        char name[96];
+        if (v < 6) {
+            rt_kd_gpu_params_ladder(&p, v);
+            snprintf(name, sizeof name, "ladder %s", rt_kd_gpu_ladder[v].name);
+        } else if (v < 11) {
+            static const int step[5] = {0, 1, 2, 3, 4};
+            /* each of Chang's steps alone */
+            rt_kd_gpu_params_ladder(&p, 0);
+            int *f[5] = {&p.chang_a, &p.chang_b, &p.chang_c, &p.chang_d, &p.chang_e};
+            *f[step[v - 6]] = 1;
+            snprintf(name, sizeof name, "only [%c]", 'A' + step[v - 6]);
+        } else if (v == 11) {
+            p.empty_cut = 0.15f;
+            p.small_mode = RT_KD_GPU_SMALL_SSAH;
+            snprintf(name, sizeof name, "C_e 15%% + simplified SAH");
+        } else if (v == 12) {
+            p.empty_cut = 0.35f;
+            p.small_mode = RT_KD_GPU_SMALL_NONE;
+            snprintf(name, sizeof name, "C_e 35%% + no small stage");
+        } else {
+            p.small_threshold = 32;
+            p.c_trav = 2.0f;
+            p.c_isect = 1.0f;
+            snprintf(name, sizeof name, "leaf 32, C_trav 2, C_i 1");
+        }
+        for (int s = 0; s < 2; s++) build_and_check(&p, &sc[s], 6000, 70 + v * 2 + s, name);
+    }
+    free_scene(&sc[0]);
+    free_scene(&sc[1]);
+}
+
+static void gpu_kd_rebuild_reuses_buffers(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    /* a small scene then a large one then a small one: the buffers grow and
+     * are reused, and every tree is valid */
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    RtTriArrays a = make_scene(SC_SOUP, 500, 90), b = make_scene(SC_CLUSTER, 20000, 91);
+    double s1 = build_and_check(&p, &a, 2000, 1, "small before");
+    build_and_check(&p, &b, 2000, 2, "large in between");
+    double s2 = build_and_check(&p, &a, 2000, 1, "small after");
+    /* atomics reorder refs, so ties between equal-cost planes may differ */
+    print_message("  SAH before/after: %.3f / %.3f\n", s1, s2);
+    free_scene(&a);
+    free_scene(&b);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gpu_kd_empty_and_single),
+        cmocka_unit_test(gpu_kd_scenes_match_brute_force),
+        cmocka_unit_test(gpu_kd_large_mesh_valid),
+        cmocka_unit_test(gpu_kd_every_variant_valid),
+        cmocka_unit_test(gpu_kd_rebuild_reuses_buffers),
+    };
+    int rc = cmocka_run_group_tests_name("gpu_kd", tests, NULL, NULL);
+    if (g_fx.kd) rt_kd_gpu_destroy(g_fx.kd);
+    if (g_fx.gpu) rt_gpu_destroy(g_fx.gpu);
+    return rc;
+}

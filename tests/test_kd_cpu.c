@@ -1,0 +1,1000 @@
+/* test_kd_cpu.c — the CPU reference kd-tree: the builder's invariants
+ * (rt_kd_validate) on every kind of triangle soup, the traversal against
+ * brute force (same triangle, same t, Woop and Moller-Trumbore), any-hit and
+ * filters, determinism across thread counts, the SAH cost, and the
+ * validator itself on broken trees. */
+#include "test_util.h"
+
+#include <math.h>
+
+#include "kd_cpu.h"
+#include "scene.h"
+
+/* ---- triangle soups ---------------------------------------------------- */
+
+typedef struct Soup {
+    RtTriArrays t;
+    uint32_t cap;
+} Soup;
+
+static void soup_add(Soup *s, RtVec3 a, RtVec3 b, RtVec3 c)
+{
+    if (s->t.count == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->t.verts = realloc(s->t.verts, 3 * (size_t)s->cap * sizeof *s->t.verts);
+        s->t.woop = realloc(s->t.woop, 3 * (size_t)s->cap * sizeof *s->t.woop);
+        assert_non_null(s->t.verts);
+        assert_non_null(s->t.woop);
+    }
+    RtFloat4 *v = &s->t.verts[3 * (size_t)s->t.count], *w = &s->t.woop[3 * (size_t)s->t.count];
+    v[0] = f4(a.x, a.y, a.z, 0);
+    v[1] = f4(b.x, b.y, b.z, 0);
+    v[2] = f4(c.x, c.y, c.z, 0);
+    /* As rt_tri_arrays_make: zero rows mark a degenerate triangle. */
+    if (!rt_woop_rows(a, b, c, w)) memset(w, 0, 3 * sizeof *w);
+    s->t.count++;
+}
+
+static void soup_free(Soup *s)
+{
+    free(s->t.verts);
+    free(s->t.woop);
+    memset(s, 0, sizeof *s);
+}
+
+static RtVec3 rnd_vec(RtTestRng *r) { return v3(rt_test_randf(r), rt_test_randf(r), rt_test_randf(r)); }
+static RtVec3 rnd_dir(RtTestRng *r)
+{
+    for (;;) {
+        RtVec3 d = v3_sub(v3_scale(rnd_vec(r), 2.0f), v3(1, 1, 1));
+        float l = v3_dot(d, d);
+        if (l > 1e-4f && l <= 1.0f) return v3_scale(d, 1.0f / sqrtf(l));
+    }
+}
+
+/* A triangle of about size s around c. */
+static void add_near(Soup *s, RtTestRng *r, RtVec3 c, float size)
+{
+    RtVec3 v[3];
+    for (int k = 0; k < 3; k++) v[k] = v3_add(c, v3_scale(v3_sub(rnd_vec(r), v3(0.5f, 0.5f, 0.5f)), size));
+    soup_add(s, v[0], v[1], v[2]);
+}
+
+static void make_uniform(Soup *s, RtTestRng *r, int n)
+{
+    for (int i = 0; i < n; i++) add_near(s, r, rnd_vec(r), 0.08f);
+}
+
+static void make_clustered(Soup *s, RtTestRng *r, int n)
+{
+    RtVec3 centre[6];
+    for (int k = 0; k < 6; k++) centre[k] = rnd_vec(r);
+    for (int i = 0; i < n; i++) {
+        RtVec3 c = v3_add(centre[i % 6], v3_scale(v3_sub(rnd_vec(r), v3(0.5f, 0.5f, 0.5f)), 0.05f));
+        add_near(s, r, c, 0.01f);
+    }
+}
+
+/* Slivers across the whole scene: every split straddles them. */
+static void make_long_thin(Soup *s, RtTestRng *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        RtVec3 a = rnd_vec(r), b = rnd_vec(r);
+        RtVec3 c = v3_add(a, v3_scale(rnd_dir(r), 0.002f));
+        soup_add(s, a, b, c);
+    }
+}
+
+/* Triangles lying in a few axis-aligned planes at exact coordinates (the
+ * builder's candidate planes), plus some crossing them. */
+static void make_axis_aligned(Soup *s, RtTestRng *r, int n)
+{
+    for (int i = 0; i < n; i++) {
+        int axis = i % 3;
+        float plane = (float)(rt_test_rand(r) % 5) * 0.25f;
+        RtVec3 v[3];
+        for (int k = 0; k < 3; k++) {
+            v[k] = v3_scale(v3(floorf(rt_test_randf(r) * 8) / 8, floorf(rt_test_randf(r) * 8) / 8,
+                               floorf(rt_test_randf(r) * 8) / 8), 1.0f);
+            v3_set(&v[k], axis, plane);
+        }
+        if (i % 7 == 0) v3_set(&v[2], axis, plane + 0.125f); /* crosses the next plane */
+        soup_add(s, v[0], v[1], v[2]);
+    }
+}
+
+/* A grid of G x G unit squares (two triangles each) in the plane axis = at,
+ * vertices at exact integer coordinates scaled by 1/G. */
+static void make_grid(Soup *s, int g, int axis, float at)
+{
+    for (int i = 0; i < g; i++)
+        for (int j = 0; j < g; j++) {
+            RtVec3 p[4];
+            for (int k = 0; k < 4; k++) {
+                float u = (float)(i + (k & 1)) / g, v = (float)(j + (k >> 1)) / g;
+                p[k] = axis == 2 ? v3(u, v, at) : axis == 1 ? v3(u, at, v) : v3(at, u, v);
+            }
+            soup_add(s, p[0], p[1], p[3]);
+            soup_add(s, p[0], p[3], p[2]);
+        }
+}
+
+/* ---- tree helpers ------------------------------------------------------ */
+
+static RtKdStats build(const RtTriArrays *t, int threads, RtKdTree *tree)
+{
+    RtKdCpuParams p = rt_kd_cpu_params_default();
+    p.threads = threads;
+    RtKdStats st;
+    RtError err = {0};
+    RtStatus s = rt_kd_build_cpu(&p, t, tree, &st, &err);
+    if (s != RT_OK) fail_msg("build: %s", err.msg);
+    return st;
+}
+
+static void expect_valid(const RtKdTree *tree, const RtTriArrays *t)
+{
+    RtError err = {0};
+    RtStatus s = rt_kd_validate(tree, t, &err);
+    if (s != RT_OK) fail_msg("validate: %s", err.msg);
+}
+
+/* Interior nodes with their cells, for rays that start on split planes. */
+typedef struct Split {
+    int axis;
+    float pos;
+    RtAabb cell;
+} Split;
+
+static int collect_splits(const RtKdTree *tree, Split *out, int max)
+{
+    struct {
+        uint32_t n;
+        RtAabb c;
+    } stack[256];
+    int sp = 0, m = 0;
+    stack[sp].n = 0;
+    stack[sp++].c = tree->bounds;
+    while (sp > 0 && m < max) {
+        uint32_t n = stack[--sp].n;
+        RtAabb c = stack[sp].c;
+        RtKdNode nd = tree->nodes[n];
+        if (kd_is_leaf(nd)) continue;
+        int a = kd_axis(nd);
+        out[m++] = (Split){a, kd_split(nd), c};
+        RtAabb l = c, r = c;
+        v3_set(&l.hi, a, kd_split(nd));
+        v3_set(&r.lo, a, kd_split(nd));
+        if (sp + 2 <= 256) {
+            stack[sp].n = kd_right(nd);
+            stack[sp++].c = r;
+            stack[sp].n = kd_left(nd);
+            stack[sp++].c = l;
+        }
+    }
+    return m;
+}
+
+static RtVec3 point_in(RtTestRng *r, RtAabb b)
+{
+    RtVec3 u = rnd_vec(r);
+    return v3(b.lo.x + u.x * (b.hi.x - b.lo.x), b.lo.y + u.y * (b.hi.y - b.lo.y),
+              b.lo.z + u.z * (b.hi.z - b.lo.z));
+}
+
+/* Alpha cutouts in the tests: odd triangles with u > 0.3 are holes. */
+static int filter_odd(const void *ctx, uint32_t tri, float u, float v)
+{
+    (void)ctx;
+    (void)v;
+    return !(tri & 1u) || u <= 0.3f;
+}
+
+static uint64_t g_rays; /* rays compared with brute force, all tests */
+
+/* kd == brute force (hit, triangle, t) for Woop and Moller-Trumbore, with and
+ * without the filter; any-hit agrees with closest-hit on occlusion. Returns
+ * the number of mismatches and prints the first few. */
+static int compare_ray(const RtKdTree *tree, const RtTriArrays *t, RtRay ray, float tmin,
+                       float tmax, int with_filter)
+{
+    int bad = 0;
+    for (int woop = 0; woop < 2; woop++) {
+        RtHit hk, hb;
+        int k = with_filter ? rt_kd_closest_hit_filtered(tree, t, ray, tmin, tmax, woop, filter_odd,
+                                                         NULL, &hk, NULL)
+                            : rt_kd_closest_hit(tree, t, ray, tmin, tmax, woop, &hk, NULL);
+        int b = rt_brute_closest_hit(t, ray, tmin, tmax, woop, with_filter ? filter_odd : NULL,
+                                     NULL, &hb);
+        if (k != b || (k && (hk.tri != hb.tri || hk.t != hb.t))) {
+            if (bad++ < 1)
+                print_message("mismatch (%s%s): o (%.9g %.9g %.9g) d (%.9g %.9g %.9g): kd %d tri %u t "
+                              "%.9g, brute %d tri %u t %.9g\n",
+                              woop ? "Woop" : "MT", with_filter ? ", filtered" : "", ray.o.x,
+                              ray.o.y, ray.o.z, ray.d.x, ray.d.y, ray.d.z, k, hk.tri, hk.t, b,
+                              hb.tri, hb.t);
+        }
+        if (woop) {
+            int any = rt_kd_any_hit(tree, t, ray, tmin, tmax, with_filter ? filter_odd : NULL, NULL);
+            if (any != b) {
+                if (bad++ < 1)
+                    print_message("any-hit %d but closest-hit %d (o %.9g %.9g %.9g)\n", any, b,
+                                  ray.o.x, ray.o.y, ray.o.z);
+            }
+        }
+    }
+    g_rays++;
+    return bad;
+}
+
+/* n rays of every kind: from outside toward the scene, from inside, from
+ * split planes (some parallel to them), axis-parallel. */
+static int compare_rays(const RtKdTree *tree, const RtTriArrays *t, RtTestRng *r, int n)
+{
+    static Split splits[4096];
+    int ns = collect_splits(tree, splits, 4096), bad = 0;
+    RtAabb b = tree->bounds;
+    RtVec3 centre = v3_scale(v3_add(b.lo, b.hi), 0.5f);
+    float radius = v3_len(v3_sub(b.hi, b.lo)) + 1e-30f;
+    for (int i = 0; i < n; i++) {
+        RtRay ray;
+        float tmin = 0.0f, tmax = INFINITY;
+        switch (i % 5) {
+        case 0: /* outside, aimed at a point inside */
+            ray.o = v3_add(centre, v3_scale(rnd_dir(r), radius));
+            ray.d = v3_sub(point_in(r, b), ray.o);
+            break;
+        case 1: /* inside */
+            ray.o = point_in(r, b);
+            ray.d = rnd_dir(r);
+            break;
+        case 2: /* on a split plane, sometimes parallel to it */
+            if (ns == 0) {
+                ray.o = point_in(r, b);
+                ray.d = rnd_dir(r);
+                break;
+            }
+            {
+                const Split *s = &splits[rt_test_rand(r) % (uint32_t)ns];
+                ray.o = point_in(r, s->cell);
+                v3_set(&ray.o, s->axis, s->pos);
+                ray.d = rnd_dir(r);
+                if (i % 3 == 0) v3_set(&ray.d, s->axis, 0.0f);
+            }
+            break;
+        case 3: { /* axis-parallel */
+            int a = (int)(rt_test_rand(r) % 3);
+            ray.o = point_in(r, b);
+            v3_set(&ray.o, a, v3_get(b.lo, a) - 0.5f * radius);
+            ray.d = v3(0, 0, 0);
+            v3_set(&ray.d, a, 1.0f);
+            break;
+        }
+        default: /* a segment (shadow-ray-like tmax) from inside */
+            ray.o = point_in(r, b);
+            ray.d = rnd_dir(r);
+            tmax = rt_test_randf(r) * radius;
+            break;
+        }
+        bad += compare_ray(tree, t, ray, tmin, tmax, i % 4 == 0);
+    }
+    return bad;
+}
+
+/* Build, validate, compare n rays; frees the tree. */
+static void check_scene(const char *name, const RtTriArrays *t, int rays, uint64_t seed)
+{
+    RtKdTree tree = {0};
+    RtKdStats st = build(t, 2, &tree);
+    expect_valid(&tree, t);
+    RtTestRng r = {seed};
+    int bad = compare_rays(&tree, t, &r, rays);
+    print_message("%s: %u tris, %u nodes, %u leaves, depth %u, SAH %.2f, %d rays, %d mismatches\n",
+                  name, t->count, st.nodes, st.leaves, st.depth, st.sah_cost, rays, bad);
+    rt_kd_tree_free(&tree);
+    assert_int_equal(bad, 0);
+}
+
+/* ---- sizes 0, 1, 2 ----------------------------------------------------- */
+
+static void kd_zero_triangles_build_one_empty_leaf(void **state)
+{
+    (void)state;
+    RtTriArrays t = {0};
+    RtKdTree tree = {0};
+    RtKdStats st = build(&t, 2, &tree);
+    assert_int_equal(tree.node_count, 1);
+    assert_int_equal(tree.leaf_count, 1);
+    assert_int_equal(tree.index_count, 0);
+    assert_true(kd_is_leaf(tree.nodes[0]));
+    assert_int_equal(kd_leaf_count(tree.nodes[0]), 0);
+    assert_true(aabb_is_empty(tree.bounds));
+    assert_true(aabb_is_empty(tree.leaf_boxes[0]));
+    assert_int_equal(st.nodes, 1);
+    assert_int_equal(st.empty_leaves, 1);
+    assert_true(st.sah_cost == 0.0);
+    expect_valid(&tree, &t);
+    RtHit h;
+    RtRay ray = {v3(0, 0, -1), v3(0, 0, 1)};
+    assert_false(rt_kd_closest_hit(&tree, &t, ray, 0, INFINITY, 1, &h, NULL));
+    assert_int_equal(h.tri, RT_NO_HIT);
+    assert_false(rt_kd_any_hit(&tree, &t, ray, 0, INFINITY, NULL, NULL));
+    assert_false(rt_brute_closest_hit(&t, ray, 0, INFINITY, 1, NULL, NULL, &h));
+    rt_kd_tree_free(&tree);
+}
+
+static void kd_one_triangle(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
+    RtKdTree tree = {0};
+    build(&s.t, 1, &tree);
+    assert_int_equal(tree.node_count, 1);
+    assert_int_equal(tree.index_count, 1);
+    expect_valid(&tree, &s.t);
+    for (int woop = 0; woop < 2; woop++) {
+        RtHit h;
+        uint32_t steps = 0;
+        RtRay ray = {v3(0.25f, 0.25f, 2), v3(0, 0, -1)};
+        assert_true(rt_kd_closest_hit(&tree, &s.t, ray, 0, INFINITY, woop, &h, &steps));
+        assert_int_equal(h.tri, 0);
+        assert_float_equal(h.t, 2.0f, 1e-6f);
+        assert_int_equal(steps, 1);
+        ray.o = v3(0.75f, 0.75f, 2); /* beside the hypotenuse */
+        assert_false(rt_kd_closest_hit(&tree, &s.t, ray, 0, INFINITY, woop, &h, NULL));
+        ray.o = v3(0.25f, 0.25f, 2); /* beyond tmax */
+        assert_false(rt_kd_closest_hit(&tree, &s.t, ray, 0, 1.5f, woop, &h, NULL));
+    }
+    check_scene("one triangle", &s.t, 500, 11);
+    soup_free(&s);
+}
+
+static void kd_two_triangles(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
+    soup_add(&s, v3(0, 0, 1), v3(1, 0, 1), v3(0, 1, 1));
+    RtKdTree tree = {0};
+    build(&s.t, 1, &tree);
+    expect_valid(&tree, &s.t);
+    RtHit h;
+    RtRay up = {v3(0.2f, 0.2f, -1), v3(0, 0, 1)}, down = {v3(0.2f, 0.2f, 2), v3(0, 0, -1)};
+    assert_true(rt_kd_closest_hit(&tree, &s.t, up, 0, INFINITY, 1, &h, NULL));
+    assert_int_equal(h.tri, 0);
+    assert_true(rt_kd_closest_hit(&tree, &s.t, down, 0, INFINITY, 0, &h, NULL));
+    assert_int_equal(h.tri, 1);
+    rt_kd_tree_free(&tree);
+    check_scene("two triangles", &s.t, 500, 12);
+    soup_free(&s);
+}
+
+static void kd_degenerate_triangles_stay_out(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {5};
+    make_uniform(&s, &r, 300);
+    soup_add(&s, v3(0.5f, 0.5f, 0.5f), v3(0.5f, 0.5f, 0.5f), v3(0.6f, 0.5f, 0.5f)); /* zero area */
+    soup_add(&s, v3(0, 0, 0), v3(1, 1, 1), v3(2, 2, 2));                              /* collinear */
+    soup_add(&s, v3(NAN, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
+    soup_add(&s, v3(0, 0, 0), v3(INFINITY, 0, 0), v3(0, 1, 0));
+    soup_add(&s, v3(0, 0, 0), v3(1e30f, 0, 0), v3(0, 1e30f, 0)); /* its area overflows */
+    RtKdTree tree = {0};
+    RtKdStats st = build(&s.t, 2, &tree);
+    assert_int_equal(st.degenerate, 5);
+    assert_int_equal(st.triangles, s.t.count);
+    for (uint32_t i = 0; i < tree.index_count; i++)
+        assert_false(rt_kd_tri_degenerate(&s.t, tree.tri_index[i]));
+    assert_true(isfinite(tree.bounds.hi.x) && tree.bounds.hi.x < 2.0f);
+    rt_kd_tree_free(&tree);
+    check_scene("degenerate", &s.t, 2000, 13);
+    /* All degenerate: an empty tree. */
+    Soup d = {0};
+    soup_add(&d, v3(0, 0, 0), v3(0, 0, 0), v3(0, 0, 0));
+    build(&d.t, 1, &tree);
+    assert_int_equal(tree.node_count, 1);
+    assert_true(aabb_is_empty(tree.bounds));
+    expect_valid(&tree, &d.t);
+    rt_kd_tree_free(&tree);
+    soup_free(&d);
+    soup_free(&s);
+}
+
+/* ---- random soups against brute force ------------------------------------ */
+
+static void kd_uniform_soup_matches_brute_force(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {21};
+    make_uniform(&s, &r, 3000);
+    check_scene("uniform", &s.t, 12000, 22);
+    soup_free(&s);
+}
+
+static void kd_clustered_soup_matches_brute_force(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {31};
+    make_clustered(&s, &r, 3000);
+    check_scene("clustered", &s.t, 12000, 32);
+    soup_free(&s);
+}
+
+static void kd_long_thin_triangles_match_brute_force(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {41};
+    make_long_thin(&s, &r, 800);
+    make_uniform(&s, &r, 800);
+    check_scene("long thin", &s.t, 10000, 42);
+    soup_free(&s);
+}
+
+static void kd_axis_aligned_triangles_in_candidate_planes(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {51};
+    make_axis_aligned(&s, &r, 2500);
+    check_scene("axis-aligned", &s.t, 12000, 52);
+    soup_free(&s);
+}
+
+static void kd_all_triangles_coplanar(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {61};
+    for (int i = 0; i < 1500; i++) {
+        RtVec3 v[3];
+        for (int k = 0; k < 3; k++) v[k] = v3(rt_test_randf(&r), rt_test_randf(&r) * 0.3f, 0.5f);
+        soup_add(&s, v[0], v[1], v[2]);
+    }
+    RtKdTree tree = {0};
+    build(&s.t, 2, &tree);
+    assert_true(tree.bounds.lo.z == 0.5f && tree.bounds.hi.z == 0.5f); /* a flat root cell */
+    rt_kd_tree_free(&tree);
+    check_scene("coplanar", &s.t, 8000, 62);
+    soup_free(&s);
+}
+
+static void kd_duplicates_and_shared_boxes(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {71};
+    for (int i = 0; i < 400; i++) soup_add(&s, v3(0.2f, 0.2f, 0.2f), v3(0.8f, 0.3f, 0.5f), v3(0.4f, 0.9f, 0.7f));
+    for (int i = 0; i < 300; i++) { /* pairs and triples with one bounding box */
+        RtVec3 lo = rnd_vec(&r), hi = v3_add(lo, v3(0.05f, 0.05f, 0.05f));
+        soup_add(&s, lo, hi, v3(hi.x, lo.y, lo.z));
+        soup_add(&s, lo, hi, v3(lo.x, hi.y, hi.z));
+        soup_add(&s, v3(lo.x, hi.y, lo.z), v3(hi.x, lo.y, hi.z), v3(lo.x, lo.y, hi.z));
+    }
+    make_uniform(&s, &r, 500);
+    check_scene("duplicates", &s.t, 8000, 72);
+    soup_free(&s);
+}
+
+/* Shared edges and vertices on split planes, rays exactly through them. */
+static void kd_grid_mesh_edge_and_vertex_hits(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    const int g = 16;
+    make_grid(&s, g, 2, 0.0f);
+    make_grid(&s, g, 2, 0.5f);
+    make_grid(&s, g, 0, 0.25f);
+    make_grid(&s, g, 1, 1.0f);
+    RtKdTree tree = {0};
+    build(&s.t, 2, &tree);
+    expect_valid(&tree, &s.t);
+    RtTestRng r = {81};
+    int bad = 0, n = 0;
+    for (int i = 0; i <= g; i++)
+        for (int j = 0; j <= g; j++) {
+            /* Exactly at a vertex, the middle of an edge, a diagonal point. */
+            RtVec3 targets[3] = {v3((float)i / g, (float)j / g, 0.0f),
+                                 v3((i + 0.5f) / g, (float)j / g, 0.0f),
+                                 v3((i + 0.5f) / g, (i + 0.5f) / g, 0.0f)};
+            for (int k = 0; k < 3; k++) {
+                RtRay down = {v3(targets[k].x, targets[k].y, 2.0f), v3(0, 0, -1)};
+                bad += compare_ray(&tree, &s.t, down, 0, INFINITY, k == 2);
+                RtVec3 o = v3_add(targets[k], v3_scale(rnd_dir(&r), 2.0f));
+                RtRay slanted = {o, v3_sub(targets[k], o)};
+                bad += compare_ray(&tree, &s.t, slanted, 0, INFINITY, 0);
+                RtRay along = {v3(-1.0f, targets[k].y, 0.0f), v3(1, 0, 0)}; /* in the grid's plane */
+                bad += compare_ray(&tree, &s.t, along, 0, INFINITY, 0);
+                n += 3;
+            }
+        }
+    bad += compare_rays(&tree, &s.t, &r, 12000);
+    print_message("grid: %u tris, %d exact-edge rays + 12000 random, %d mismatches\n", s.t.count,
+                  n, bad);
+    rt_kd_tree_free(&tree);
+    assert_int_equal(bad, 0);
+    soup_free(&s);
+}
+
+static void kd_huge_and_tiny_coordinates(void **state)
+{
+    (void)state;
+    /* Woop's determinant |n|^2 limits the sizes: edges of 1e-7 and 1e8. */
+    const float scales[3] = {1e-6f, 1e9f, 1.0f};
+    const float offsets[3] = {0.0f, 0.0f, 1e5f};
+    for (int k = 0; k < 3; k++) {
+        Soup s = {0};
+        RtTestRng r = {91 + (uint64_t)k};
+        Soup u = {0};
+        make_uniform(&u, &r, 1500);
+        for (uint32_t i = 0; i < u.t.count; i++) {
+            RtVec3 v[3];
+            for (int j = 0; j < 3; j++)
+                v[j] = v3_add(v3_scale(f4_xyz(u.t.verts[3 * i + j]), scales[k]),
+                              v3(offsets[k], offsets[k], offsets[k]));
+            soup_add(&s, v[0], v[1], v[2]);
+        }
+        char name[64];
+        snprintf(name, sizeof name, "scale %g offset %g", scales[k], offsets[k]);
+        check_scene(name, &s.t, 5000, 95 + (uint64_t)k);
+        soup_free(&u);
+        soup_free(&s);
+    }
+}
+
+/* ---- filters, any-hit ----------------------------------------------------- */
+
+static int reject_all(const void *ctx, uint32_t tri, float u, float v)
+{
+    (void)tri;
+    (void)u;
+    (void)v;
+    (*(int *)ctx)++;
+    return 0;
+}
+
+static int reject_below(const void *ctx, uint32_t tri, float u, float v)
+{
+    (void)u;
+    (void)v;
+    return tri >= *(const uint32_t *)ctx;
+}
+
+static void kd_filter_rejects_and_search_goes_on(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    /* A stack of parallel squares: the filter removes the nearest. */
+    for (int z = 0; z < 4; z++) {
+        soup_add(&s, v3(0, 0, (float)z), v3(1, 0, (float)z), v3(1, 1, (float)z));
+        soup_add(&s, v3(0, 0, (float)z), v3(1, 1, (float)z), v3(0, 1, (float)z));
+    }
+    RtKdTree tree = {0};
+    build(&s.t, 1, &tree);
+    RtRay ray = {v3(0.7f, 0.2f, -1), v3(0, 0, 1)};
+    RtHit h;
+    for (int woop = 0; woop < 2; woop++) {
+        assert_true(rt_kd_closest_hit(&tree, &s.t, ray, 0, INFINITY, woop, &h, NULL));
+        assert_int_equal(h.tri, 0);
+        uint32_t below = 2; /* cut out the nearest square: the next one is hit */
+        assert_true(rt_kd_closest_hit_filtered(&tree, &s.t, ray, 0, INFINITY, woop, reject_below,
+                                               &below, &h, NULL));
+        assert_int_equal(h.tri, 2);
+        assert_float_equal(h.t, 2.0f, 1e-6f);
+        below = 8;
+        assert_false(rt_kd_closest_hit_filtered(&tree, &s.t, ray, 0, INFINITY, woop, reject_below,
+                                                &below, &h, NULL));
+    }
+    uint32_t below = 6;
+    assert_true(rt_kd_any_hit(&tree, &s.t, ray, 0, INFINITY, reject_below, &below));
+    assert_false(rt_kd_any_hit(&tree, &s.t, ray, 0, 3.5f, reject_below, &below));
+    /* A filter that rejects everything finds nothing, but was asked. */
+    int calls = 0;
+    assert_false(rt_kd_closest_hit_filtered(&tree, &s.t, ray, 0, INFINITY, 1, reject_all, &calls,
+                                            &h, NULL));
+    assert_true(calls >= 4);
+    calls = 0;
+    assert_false(rt_kd_any_hit(&tree, &s.t, ray, 0, INFINITY, reject_all, &calls));
+    assert_true(calls >= 4);
+    rt_kd_tree_free(&tree);
+    soup_free(&s);
+}
+
+/* ---- determinism, SAH ---------------------------------------------------- */
+
+static int same_tree(const RtKdTree *a, const RtKdTree *b)
+{
+    return a->node_count == b->node_count && a->leaf_count == b->leaf_count &&
+           a->index_count == b->index_count &&
+           !memcmp(a->nodes, b->nodes, a->node_count * sizeof *a->nodes) &&
+           !memcmp(a->leaves, b->leaves, a->leaf_count * sizeof *a->leaves) &&
+           !memcmp(a->leaf_boxes, b->leaf_boxes, a->leaf_count * sizeof *a->leaf_boxes) &&
+           !memcmp(a->tri_index, b->tri_index, a->index_count * sizeof *a->tri_index) &&
+           !memcmp(&a->bounds, &b->bounds, sizeof a->bounds);
+}
+
+static void kd_same_tree_with_1_2_and_3_threads(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {101};
+    make_uniform(&s, &r, 12000);
+    make_clustered(&s, &r, 6000);
+    make_axis_aligned(&s, &r, 3000);
+    make_long_thin(&s, &r, 500);
+    RtKdTree t1 = {0}, t2 = {0}, t3 = {0};
+    build(&s.t, 1, &t1);
+    build(&s.t, 2, &t2);
+    build(&s.t, 3, &t3);
+    assert_true(same_tree(&t1, &t2));
+    assert_true(same_tree(&t1, &t3));
+    expect_valid(&t2, &s.t);
+    /* Rebuilding into a used tree reuses its arrays and gives the same tree. */
+    build(&s.t, 2, &t3);
+    assert_true(same_tree(&t1, &t3));
+    rt_kd_tree_free(&t1);
+    rt_kd_tree_free(&t2);
+    rt_kd_tree_free(&t3);
+    soup_free(&s);
+}
+
+static void kd_sah_cost_below_single_leaf(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {111};
+    make_uniform(&s, &r, 2000);
+    RtKdTree tree = {0};
+    RtKdStats st = build(&s.t, 2, &tree);
+    /* One leaf holding everything, in the shared layout. */
+    RtKdNode node = kd_make_leaf(0, s.t.count);
+    RtKdLeaf leaf = {0, s.t.count};
+    uint32_t *idx = malloc(s.t.count * sizeof *idx);
+    for (uint32_t i = 0; i < s.t.count; i++) idx[i] = i;
+    RtKdTree one = {&node, &leaf, &tree.bounds, idx, 1, 1, s.t.count, 1, 1, s.t.count, tree.bounds};
+    expect_valid(&one, &s.t);
+    RtKdStats so;
+    rt_kd_tree_stats(&one, 1.0f, 1.5f, &so);
+    assert_true(so.sah_cost == 1.5 * s.t.count);
+    print_message("SAH: tree %.2f vs one leaf %.2f (%u nodes, avg %.2f tris/leaf, build %.1f ms)\n",
+                  st.sah_cost, so.sah_cost, st.nodes, st.avg_tris_per_leaf, st.build_ms);
+    assert_true(st.sah_cost < so.sah_cost / 10);
+    assert_int_equal(st.references, tree.index_count);
+    free(idx);
+    rt_kd_tree_free(&tree);
+    soup_free(&s);
+}
+
+/* The SAH cost of a hand-made tree: root [0,2]x[0,1]x[0,1] (area 10) split
+ * at x = 1 into two unit cubes (area 6), two triangles left, one right:
+ * 1 * 10/10 + 1.5 * 2 * 6/10 + 1.5 * 1 * 6/10 = 3.7. */
+static void kd_stats_of_a_hand_made_tree(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 1));
+    soup_add(&s, v3(0, 1, 0), v3(1, 1, 1), v3(0, 0, 1));
+    soup_add(&s, v3(2, 0, 0), v3(2, 1, 0), v3(2, 1, 1)); /* in the right cell's far face */
+    RtKdNode nodes[3] = {kd_make_interior(0, 1.0f, 1), kd_make_leaf(0, 2), kd_make_leaf(1, 1)};
+    RtKdLeaf leaves[2] = {{0, 2}, {2, 1}};
+    RtAabb boxes[2] = {{{0, 0, 0}, {1, 1, 1}}, {{2, 0, 0}, {2, 1, 1}}};
+    uint32_t idx[3] = {0, 1, 2};
+    RtAabb bounds = {{0, 0, 0}, {2, 1, 1}};
+    RtKdTree t = {nodes, leaves, boxes, idx, 3, 2, 3, 3, 2, 3, bounds};
+    expect_valid(&t, &s.t);
+    RtKdStats st;
+    rt_kd_tree_stats(&t, 1.0f, 1.5f, &st);
+    assert_int_equal(st.nodes, 3);
+    assert_int_equal(st.leaves, 2);
+    assert_int_equal(st.empty_leaves, 0);
+    assert_int_equal(st.depth, 1);
+    assert_int_equal(st.references, 3);
+    assert_float_equal(st.avg_tris_per_leaf, 1.5, 1e-9);
+    assert_float_equal(st.sah_cost, 1.0 + 1.5 * 2 * 0.6 + 1.5 * 1 * 0.6, 1e-9);
+    soup_free(&s);
+}
+
+/* ---- the validator on broken trees ---------------------------------------- */
+
+static void expect_invalid(const RtKdTree *t, const RtTriArrays *tris, const char *what)
+{
+    RtError err = {0};
+    RtStatus s = rt_kd_validate(t, tris, &err);
+    if (s == RT_OK) fail_msg("validate accepted a tree with %s", what);
+    assert_int_equal(s, RT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "KD:"));
+}
+
+static void kd_validate_rejects_broken_trees(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {121};
+    make_uniform(&s, &r, 400);
+    RtKdTree tree = {0};
+    build(&s.t, 1, &tree);
+    expect_valid(&tree, &s.t);
+    /* A copy to break, one way at a time. */
+    RtKdTree b = tree;
+    b.nodes = malloc(tree.node_count * sizeof *b.nodes);
+    b.leaves = malloc(tree.leaf_count * sizeof *b.leaves);
+    b.tri_index = malloc(tree.index_count * sizeof *b.tri_index);
+    /* A leaf whose last triangle's centroid lies well inside its box (so
+     * inside its cell): dropping that reference must be caught. */
+    uint32_t full = 0;
+    for (uint32_t i = 0; i < tree.node_count && !full; i++) {
+        RtKdNode n = tree.nodes[i];
+        if (!kd_is_leaf(n) || kd_leaf_count(n) < 2) continue;
+        RtKdLeaf lf = tree.leaves[kd_leaf_id(n)];
+        RtAabb bx = tree.leaf_boxes[kd_leaf_id(n)];
+        uint32_t t = tree.tri_index[lf.first + lf.count - 1];
+        RtVec3 c = v3_scale(v3_add(v3_add(f4_xyz(s.t.verts[3 * t]), f4_xyz(s.t.verts[3 * t + 1])),
+                                   f4_xyz(s.t.verts[3 * t + 2])), 1.0f / 3);
+        int inside = 1;
+        for (int a = 0; a < 3; a++)
+            inside &= v3_get(c, a) > v3_get(bx.lo, a) + 1e-3f && v3_get(c, a) < v3_get(bx.hi, a) - 1e-3f;
+        if (inside) full = i;
+    }
+    assert_true(full > 0);
+#define RESET()                                                                                  \
+    do {                                                                                         \
+        memcpy(b.nodes, tree.nodes, tree.node_count * sizeof *b.nodes);                          \
+        memcpy(b.leaves, tree.leaves, tree.leaf_count * sizeof *b.leaves);                       \
+        memcpy(b.tri_index, tree.tri_index, tree.index_count * sizeof *b.tri_index);             \
+    } while (0)
+    RESET();
+    expect_valid(&b, &s.t);
+    /* A leaf forgets a triangle. */
+    uint32_t lid = kd_leaf_id(b.nodes[full]);
+    b.leaves[lid].count--;
+    b.nodes[full] = kd_make_leaf(lid, b.leaves[lid].count);
+    expect_invalid(&b, &s.t, "a missing reference");
+    RESET();
+    b.leaves[lid].count--; /* the node's copy of the count disagrees */
+    expect_invalid(&b, &s.t, "a count mismatch");
+    RESET();
+    b.tri_index[b.leaves[lid].first] = s.t.count + 5;
+    expect_invalid(&b, &s.t, "a triangle id out of range");
+    RESET();
+    b.nodes[0] = kd_make_interior(kd_axis(b.nodes[0]), kd_split(b.nodes[0]), tree.node_count - 1);
+    expect_invalid(&b, &s.t, "children out of range");
+    RESET();
+    b.nodes[0] = kd_make_interior(kd_axis(b.nodes[0]), 7.0f, kd_left(b.nodes[0]));
+    expect_invalid(&b, &s.t, "a split outside its cell");
+    RESET();
+    uint32_t l = kd_left(b.nodes[0]);
+    if (!kd_is_leaf(b.nodes[l])) {
+        b.nodes[l] = kd_make_interior(kd_axis(b.nodes[l]), kd_split(b.nodes[l]), 0);
+        expect_invalid(&b, &s.t, "a cycle");
+    }
+    RESET();
+    b.tri_index[b.leaves[lid].first] = 0; /* probably far from this leaf */
+    {
+        RtError err = {0};
+        (void)rt_kd_validate(&b, &s.t, &err); /* must not crash either way */
+    }
+    free(b.nodes);
+    free(b.leaves);
+    free(b.tri_index);
+    rt_kd_tree_free(&tree);
+    soup_free(&s);
+#undef RESET
+}
+
+/* A reference to a triangle whose bounding box, but not the triangle, meets
+ * the leaf's cell: an error unless RT_KD_VALIDATE_LOOSE_REFS. */
+static void kd_validate_loose_references(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(1, 1, 0)); /* below the diagonal x = y */
+    /* y < 0.6 | y > 0.6 split at x = 0.4: cell [0,0.4]x[0.6,1] misses it. */
+    RtKdNode nodes[5] = {kd_make_interior(1, 0.6f, 1), kd_make_leaf(0, 1), kd_make_interior(0, 0.4f, 3),
+                         kd_make_leaf(1, 1), kd_make_leaf(2, 1)};
+    RtKdLeaf leaves[3] = {{0, 1}, {0, 1}, {0, 1}};
+    RtAabb boxes[3] = {{{0, 0, 0}, {1, 0.6f, 0}}, {{0.4f, 0.6f, 0}, {0.4f, 0.6f, 0}},
+                       {{0.6f, 0.6f, 0}, {1, 1, 0}}};
+    uint32_t idx[1] = {0};
+    RtAabb bounds = {{0, 0, 0}, {1, 1, 0}};
+    RtKdTree t = {nodes, leaves, boxes, idx, 5, 3, 1, 5, 3, 1, bounds};
+    RtError err = {0};
+    assert_int_equal(rt_kd_validate(&t, &s.t, &err), RT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "does not overlap"));
+    assert_int_equal(rt_kd_validate_flags(&t, &s.t, RT_KD_VALIDATE_LOOSE_REFS, &err), RT_OK);
+    /* Dropping the right-hand leaf's reference loses part of the triangle. */
+    nodes[4] = kd_make_leaf(2, 0);
+    leaves[2].count = 0;
+    assert_int_equal(rt_kd_validate_flags(&t, &s.t, RT_KD_VALIDATE_LOOSE_REFS, &err), RT_ERR_PARSE);
+    soup_free(&s);
+}
+
+/* ---- overlap and clipping ------------------------------------------------- */
+
+static void kd_triangle_box_overlap(void **state)
+{
+    (void)state;
+    RtAabb unit = {{0, 0, 0}, {1, 1, 1}};
+    /* Inside, crossing, touching a face, an edge, a corner. */
+    assert_true(rt_tri_box_overlap(v3(0.2f, 0.2f, 0.2f), v3(0.8f, 0.2f, 0.2f), v3(0.2f, 0.8f, 0.2f), unit));
+    assert_true(rt_tri_box_overlap(v3(-1, 0.5f, 0.5f), v3(2, 0.5f, 0.5f), v3(0.5f, 0.5f, 3), unit));
+    assert_true(rt_tri_box_overlap(v3(1, 0.2f, 0.2f), v3(2, 0.2f, 0.2f), v3(2, 0.8f, 0.2f), unit));
+    assert_true(rt_tri_box_overlap(v3(1, 1, 0.5f), v3(2, 1, 0.5f), v3(2, 2, 0.5f), unit));
+    assert_true(rt_tri_box_overlap(v3(1, 1, 1), v3(2, 1, 1), v3(2, 2, 2), unit));
+    /* Bounding boxes overlap, the triangles do not: beyond a corner (the
+     * triangle's normal separates), beyond a face. */
+    assert_false(rt_tri_box_overlap(v3(2.5f, 0, 0.5f), v3(0, 2.5f, 0.5f), v3(2.5f, 2.5f, 0.5f), unit));
+    assert_false(rt_tri_box_overlap(v3(1.01f, -5, -5), v3(1.01f, 5, -5), v3(1.01f, 0, 5), unit));
+    /* Flat boxes (a split plane's face) and a point box. */
+    RtAabb flat = {{0, 0, 0.5f}, {1, 1, 0.5f}};
+    assert_true(rt_tri_box_overlap(v3(0.5f, 0.5f, 0), v3(0.6f, 0.5f, 1), v3(0.5f, 0.6f, 1), flat));
+    assert_true(rt_tri_box_overlap(v3(0.2f, 0.2f, 0.5f), v3(2, 0.2f, 0.5f), v3(0.2f, 2, 0.5f), flat));
+    assert_false(rt_tri_box_overlap(v3(0.2f, 0.2f, 0.6f), v3(2, 0.2f, 0.6f), v3(0.2f, 2, 0.6f), flat));
+    RtAabb point = {{0.25f, 0.25f, 0}, {0.25f, 0.25f, 0}};
+    assert_true(rt_tri_box_overlap(v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0), point));
+    RtAabb off = {{0.75f, 0.75f, 0}, {0.75f, 0.75f, 0}};
+    assert_false(rt_tri_box_overlap(v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0), off));
+    assert_false(rt_tri_box_overlap(v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0), aabb_empty()));
+    /* Against clipping, an independent exact test: they agree on random
+     * triangles and boxes (all 13 axes get their turn). */
+    RtTestRng r = {151};
+    int both = 0;
+    for (int i = 0; i < 20000; i++) {
+        RtVec3 c = rnd_vec(&r), e = v3_scale(rnd_vec(&r), 0.4f);
+        RtAabb box = {v3_sub(c, e), v3_add(c, e)};
+        RtVec3 v[3];
+        for (int k = 0; k < 3; k++) v[k] = v3_sub(v3_scale(rnd_vec(&r), 2.0f), v3(0.5f, 0.5f, 0.5f));
+        RtAabb part;
+        int sat = rt_tri_box_overlap(v[0], v[1], v[2], box);
+        int clip = rt_tri_clip_box(v[0], v[1], v[2], box, &part);
+        if (sat != clip) fail_msg("case %d: SAT %d, clipping %d", i, sat, clip);
+        both += sat;
+    }
+    assert_true(both > 2000 && both < 18000);
+}
+
+static void kd_clip_box_is_the_perfect_split_box(void **state)
+{
+    (void)state;
+    RtVec3 a = v3(0, 0, 0), b = v3(2, 0, 0), c = v3(0, 2, 0);
+    RtAabb out;
+    RtAabb lower = {{0, 0, -1}, {1, 1, 1}};
+    assert_true(rt_tri_clip_box(a, b, c, lower, &out));
+    assert_true(out.lo.x == 0 && out.hi.x == 1 && out.lo.y == 0 && out.hi.y == 1);
+    assert_true(out.lo.z == 0 && out.hi.z == 0);
+    /* x >= 1.5: the part is x in [1.5, 2], y in [0, 0.5]. */
+    RtAabb right = {{1.5f, -1, -1}, {3, 3, 1}};
+    assert_true(rt_tri_clip_box(a, b, c, right, &out));
+    assert_true(out.lo.x == 1.5f && out.hi.x == 2.0f && out.lo.y == 0.0f && out.hi.y == 0.5f);
+    /* Touching the hypotenuse at one point, and missing it. */
+    RtAabb corner = {{1, 1, -1}, {2, 2, 1}};
+    assert_true(rt_tri_clip_box(a, b, c, corner, &out));
+    assert_true(out.lo.x == 1 && out.hi.x == 1 && out.lo.y == 1 && out.hi.y == 1);
+    RtAabb beyond = {{1.5f, 1.5f, -1}, {2, 2, 1}};
+    assert_false(rt_tri_clip_box(a, b, c, beyond, &out));
+    /* Outward rounding: x + y <= 2 cut at y = 0.1 gives x up to 1.9. */
+    RtAabb band = {{-1, 0.1f, -1}, {3, 0.2f, 1}};
+    assert_true(rt_tri_clip_box(a, b, c, band, &out));
+    assert_true((double)out.hi.x >= 2.0 - (double)0.1f);
+}
+
+/* ---- parameters ------------------------------------------------------------ */
+
+static void kd_bad_params_are_rejected(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
+    RtKdTree tree = {0};
+    RtError err = {0};
+    RtKdCpuParams p = rt_kd_cpu_params_default();
+    assert_true(p.c_trav == 1.0f && p.c_isect == 1.5f && p.empty_bonus == 0.2f && p.max_leaf == 1);
+    p.c_isect = 0;
+    assert_int_equal(rt_kd_build_cpu(&p, &s.t, &tree, NULL, &err), RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "c_isect"));
+    p = rt_kd_cpu_params_default();
+    p.empty_bonus = 1.0f;
+    assert_int_equal(rt_kd_build_cpu(&p, &s.t, &tree, NULL, &err), RT_ERR_ARG);
+    p = rt_kd_cpu_params_default();
+    p.max_leaf = 0;
+    assert_int_equal(rt_kd_build_cpu(&p, &s.t, &tree, NULL, &err), RT_ERR_ARG);
+    p = rt_kd_cpu_params_default();
+    p.max_depth = 1000;
+    assert_int_equal(rt_kd_build_cpu(&p, &s.t, &tree, NULL, &err), RT_ERR_ARG);
+    /* NULL params: the defaults; max_depth and max_leaf are honoured. */
+    assert_int_equal(rt_kd_build_cpu(NULL, &s.t, &tree, NULL, &err), RT_OK);
+    Soup u = {0};
+    RtTestRng r = {131};
+    make_uniform(&u, &r, 500);
+    p = rt_kd_cpu_params_default();
+    p.max_depth = 3;
+    p.max_leaf = 8;
+    RtKdStats st;
+    assert_int_equal(rt_kd_build_cpu(&p, &u.t, &tree, &st, &err), RT_OK);
+    assert_true(st.depth <= 3);
+    expect_valid(&tree, &u.t);
+    rt_kd_tree_free(&tree);
+    soup_free(&u);
+    soup_free(&s);
+}
+
+/* ---- real scenes ------------------------------------------------------------ */
+
+static void check_asset(const char *rel, int rays)
+{
+    char buf[1024];
+    const char *path = rt_test_asset(rel, buf);
+    if (!path) skip();
+    RtScene scene;
+    RtError err = {0};
+    if (rt_scene_load(path, &scene, &err) != RT_OK) fail_msg("load %s: %s", path, err.msg);
+    RtTriArrays t;
+    uint32_t degenerate = 0;
+    assert_int_equal(rt_tri_arrays_make(&scene, &t, &degenerate), RT_OK);
+    RtKdTree tree = {0};
+    RtKdStats st1 = build(&t, 1, &tree);
+    RtKdStats st = build(&t, 2, &tree);
+    print_message("%s: %u tris (%u degenerate): %u nodes, %u leaves (%u empty), depth %u, "
+                  "%llu refs, %.2f tris/leaf, SAH %.2f, build %.0f ms (1 thread), %.0f ms (2)\n",
+                  rel, st.triangles, st.degenerate, st.nodes, st.leaves, st.empty_leaves, st.depth,
+                  (unsigned long long)st.references, st.avg_tris_per_leaf, st.sah_cost,
+                  st1.build_ms, st.build_ms);
+    assert_int_equal(st.degenerate, degenerate);
+    expect_valid(&tree, &t);
+    RtTestRng r = {141};
+    int bad = compare_rays(&tree, &t, &r, rays);
+    print_message("%s: %d rays, %d mismatches\n", rel, rays, bad);
+    assert_int_equal(bad, 0);
+    rt_kd_tree_free(&tree);
+    rt_tri_arrays_free(&t);
+    rt_scene_free(&scene);
+}
+
+static void kd_bunny_matches_brute_force(void **state)
+{
+    (void)state;
+    check_asset("models/bunny.obj", 2000);
+}
+
+static void kd_sponza_stats_and_brute_force(void **state)
+{
+    (void)state;
+    check_asset("sponza/sponza.obj", 2000);
+}
+
+int main(void)
+{
+    rt_log_set_level(RT_LOG_ERROR);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(kd_zero_triangles_build_one_empty_leaf),
+        cmocka_unit_test(kd_one_triangle),
+        cmocka_unit_test(kd_two_triangles),
+        cmocka_unit_test(kd_degenerate_triangles_stay_out),
+        cmocka_unit_test(kd_uniform_soup_matches_brute_force),
+        cmocka_unit_test(kd_clustered_soup_matches_brute_force),
+        cmocka_unit_test(kd_long_thin_triangles_match_brute_force),
+        cmocka_unit_test(kd_axis_aligned_triangles_in_candidate_planes),
+        cmocka_unit_test(kd_all_triangles_coplanar),
+        cmocka_unit_test(kd_duplicates_and_shared_boxes),
+        cmocka_unit_test(kd_grid_mesh_edge_and_vertex_hits),
+        cmocka_unit_test(kd_huge_and_tiny_coordinates),
+        cmocka_unit_test(kd_filter_rejects_and_search_goes_on),
+        cmocka_unit_test(kd_same_tree_with_1_2_and_3_threads),
+        cmocka_unit_test(kd_sah_cost_below_single_leaf),
+        cmocka_unit_test(kd_stats_of_a_hand_made_tree),
+        cmocka_unit_test(kd_validate_rejects_broken_trees),
+        cmocka_unit_test(kd_validate_loose_references),
+        cmocka_unit_test(kd_triangle_box_overlap),
+        cmocka_unit_test(kd_clip_box_is_the_perfect_split_box),
+        cmocka_unit_test(kd_bad_params_are_rejected),
+        cmocka_unit_test(kd_bunny_matches_brute_force),
+        cmocka_unit_test(kd_sponza_stats_and_brute_force),
+    };
+    int failed = cmocka_run_group_tests_name("kd_cpu", tests, NULL, NULL);
+    print_message("kd_cpu: %llu rays compared with brute force (each with Woop and MT)\n",
+                  (unsigned long long)g_rays);
+    return failed;
+}
