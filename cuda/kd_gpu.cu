@@ -27,6 +27,21 @@ const RtKdGpuVariant rt_kd_gpu_ladder[6] = {
     {"All", 5, "+ small-stage bit counting by __popc"},
 };
 
+const RtKdGpuVariant rt_kd_gpu_assoc_variants[2] = {
+    {"box inclusion", RT_KD_GPU_BOX_INCLUSION, "a straddler's AABB decides; fast, refs may miss their cell (Hoedt's BI)"},
+    {"clipping", RT_KD_GPU_CLIP, "a straddler is clipped to each child's cell and keeps the clipped box (Zhou)"},
+};
+const RtKdGpuVariant rt_kd_gpu_small_variants[3] = {
+    {"none", RT_KD_GPU_SMALL_NONE, "leaves straight from the large stage (Hoedt's no lower tree)"},
+    {"SAH", RT_KD_GPU_SMALL_SAH, "SAH with cell areas over the AABB-face candidates (Zhou)"},
+    {"SSAH", RT_KD_GPU_SMALL_SSAH, "Hoedt's simplified SAH: C_trav + C_i (nl^2 + nr^2) / n"},
+};
+const RtKdGpuVariant rt_kd_gpu_empty_cut_variants[3] = {
+    {"C_e 15%", 15, "cut empty space above 15 % of the extent"},
+    {"C_e 25%", 25, "Zhou's value (default)"},
+    {"C_e 35%", 35, "Hoedt's recommendation"},
+};
+
 extern "C" void rt_kd_gpu_params_ladder(RtKdGpuParams *p, int steps)
 {
     p->chang_a = steps >= 1;
@@ -47,6 +62,7 @@ extern "C" RtKdGpuParams rt_kd_gpu_params_default(void)
     p.small_threshold = 64;
     p.c_trav = 1.0f;
     p.c_isect = 1.5f;
+    p.small_fused = 1;
     p.max_depth = 0;
     p.timed = 0;
     return p;
@@ -61,7 +77,7 @@ typedef struct KdArr {
 enum {
     A_TRI_LO, A_TRI_HI, A_REFS0, A_REFS1, A_ACT0, A_ACT1, A_CH0, A_CH1, A_CHBOX, A_FLAGS, A_SCAN,
     A_SROOTS, A_SIDX, A_SBOX, A_CSPLIT, A_CMASK, A_SN0, A_SN1, A_NODES, A_LEAVES, A_LBOX, A_TIDX,
-    A_CUB, A_COUNT
+    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_COUNT
 };
 
 struct RtKdGpu {
@@ -175,6 +191,10 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_FLAGS, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
         {A_SCAN, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
         {A_CUB, p->chang_a ? 0 : kd_large_scan_bytes(2 * g->ref_cap + 1)},
+        {A_RLO0, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RHI0, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RLO1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RHI1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
         {A_SBOX, g->sref_cap * sizeof(RtAabb)}, {A_CSPLIT, 6 * (size_t)g->sref_cap * sizeof(float)},
         {A_CMASK, 6 * (size_t)g->sref_cap * sizeof(ulonglong2)},
@@ -193,6 +213,10 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     b->refs[0] = (uint32_t *)g->arr[A_REFS0].p;
     b->refs[1] = (uint32_t *)g->arr[A_REFS1].p;
     b->ref_cap = g->ref_cap;
+    b->ref_lo[0] = (float4 *)g->arr[A_RLO0].p;
+    b->ref_hi[0] = (float4 *)g->arr[A_RHI0].p;
+    b->ref_lo[1] = (float4 *)g->arr[A_RLO1].p;
+    b->ref_hi[1] = (float4 *)g->arr[A_RHI1].p;
     b->active[0] = (KdLargeNode *)g->arr[A_ACT0].p;
     b->active[1] = (KdLargeNode *)g->arr[A_ACT1].p;
     b->active_cap = g->active_cap;
@@ -270,9 +294,14 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
     /* ---- small-node stage -------------------------------------------- */
     if ((st = kd_small_prepare(log, b, c, g->h_ctr->small_roots, err)) != RT_OK) return st;
     int slevel = 0;
+    if (p->small_fused && p->small_mode != RT_KD_GPU_SMALL_NONE) {
+        if ((st = kd_small_fused(log, b, c, p->chang_e, g->h_ctr->small_roots, err)) != RT_OK) return st;
+        slevel = -1; /* the loop below only reads the counters back */
+    }
     for (;;) {
         if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
         if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
+        if (slevel < 0) break;
         uint32_t active = g->h_ctr->small_active[slevel];
         if (active == 0) break;
         if (slevel + 1 >= KD_MAX_LEVELS)
@@ -280,7 +309,7 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
         if ((st = kd_small_level(log, b, c, p->chang_e, slevel, active, err)) != RT_OK) return st;
         slevel++;
     }
-    s->small_levels = (uint32_t)slevel;
+    s->small_levels = slevel < 0 ? 1 : (uint32_t)slevel;
     CUDA_CHECK(err, cudaEventRecord(g->ev[2], g->stream));
     /* the output arrays are dense already: nothing to compact */
     CUDA_CHECK(err, cudaEventRecord(g->ev[3], g->stream));
@@ -312,6 +341,7 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
     c.c_isect = p.c_isect;
     c.small_threshold = p.small_threshold;
     c.small_mode = (int)p.small_mode;
+    c.clip = p.assoc == RT_KD_GPU_CLIP;
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
     c.max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
 

@@ -18,6 +18,8 @@ typedef struct RtKdGpu RtKdGpu;
 /* How triangles that straddle a large-node split are associated. */
 typedef enum RtKdGpuAssoc {
     RT_KD_GPU_BOX_INCLUSION = 0, /* the triangle's AABB decides (Hoedt's BI): fast, loose refs */
+    RT_KD_GPU_CLIP,              /* Zhou: a straddling triangle is clipped to each child's cell and
+                                    keeps the clipped part's box (tight; refs that miss are dropped) */
 } RtKdGpuAssoc;
 
 /* What the small-node stage does with the large stage's small nodes. */
@@ -38,6 +40,8 @@ typedef struct RtKdGpuParams {
     RtKdGpuAssoc assoc;   /* straddling triangles (box inclusion) */
     RtKdGpuSmallMode small_mode; /* SAH */
     uint32_t small_threshold;    /* a node at or below this many triangles is small: 32 or 64 (64) */
+    int small_fused;             /* 1: small stage as one launch, a warp per root depth first (ours);
+                                    0: Zhou's level-by-level launches (one host round trip per level) */
     float c_trav, c_isect;       /* SAH costs, as the CPU oracle's defaults (1.0, 1.5) */
     int max_depth;               /* 0 = 8 + 1.3 log2(N), at most 100 */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
@@ -51,6 +55,10 @@ typedef struct RtKdGpuVariant {
 } RtKdGpuVariant;
 /* Chang's ladder: Original, [A], [A]-[B], ..., All (value = steps enabled). */
 extern const RtKdGpuVariant rt_kd_gpu_ladder[6];
+/* The other variant groups (value = the field's value; C_e in percent). */
+extern const RtKdGpuVariant rt_kd_gpu_assoc_variants[2];
+extern const RtKdGpuVariant rt_kd_gpu_small_variants[3];
+extern const RtKdGpuVariant rt_kd_gpu_empty_cut_variants[3];
 /* Applies ladder row `steps` (0..5) to p: steps 0 = Original, 5 = All. */
 void rt_kd_gpu_params_ladder(RtKdGpuParams *p, int steps);
 

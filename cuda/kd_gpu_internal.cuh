@@ -79,6 +79,7 @@ struct KdBufs {
     uint32_t tri_count;
     float4 *tri_lo, *tri_hi;           /* per-triangle AABB */
     uint32_t *refs[2];                 /* large stage ref lists (ping-pong by level) */
+    float4 *ref_lo[2], *ref_hi[2];     /* clipping: each ref's (clipped) box, parallel to refs */
     uint32_t ref_cap;
     KdLargeNode *active[2];
     uint32_t active_cap;
@@ -90,7 +91,7 @@ struct KdBufs {
     KdSmallRoot *sroots;
     uint32_t sroot_cap;
     uint32_t *small_idx;               /* refs of the small roots */
-    RtAabb *small_box;                 /* their AABBs clipped to the root cell */
+    RtAabb *small_box;                 /* their (clipped) boxes, inside the root cell */
     float *cand_split;                 /* 6 candidates per small ref */
     ulonglong2 *cand_mask;             /* (left, right) masks over the root's refs */
     uint32_t sref_cap;
@@ -111,6 +112,7 @@ struct KdConf {
     uint32_t small_threshold;
     int max_depth;
     int small_mode;
+    int clip;                          /* RT_KD_GPU_CLIP */
 };
 
 /* ---- order-preserving float <-> int for atomicMin/atomicMax ---------------- */
@@ -276,6 +278,9 @@ size_t kd_large_scan_bytes(uint32_t n);
 /* Small-node stage: candidates and level-0 small nodes from the small roots. */
 RtStatus kd_small_prepare(RtLaunchLog *log, const KdBufs &b, const KdConf &c, uint32_t roots,
                           RtError *err);
+/* The whole small stage in one launch: a warp per small root, depth first. */
+RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, uint32_t roots,
+                        RtError *err);
 /* One level of the small stage (popc: Chang [E]). */
 RtStatus kd_small_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, int level,
                         uint32_t active, RtError *err);

@@ -39,7 +39,7 @@ __device__ __forceinline__ int kd_tri_degenerate(const KdBufs &b, uint32_t i)
     return !nonzero;
 }
 
-__global__ void kd_tri_box_kernel(KdBufs b)
+__global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
 {
     __shared__ float sh[KD_CHUNK];
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -59,7 +59,14 @@ __global__ void kd_tri_box_kernel(KdBufs b)
     uint32_t base = 0;
     if (lane == 0 && m) base = atomicAdd(&b.ctr->valid, (uint32_t)__popc(m));
     base = __shfl_sync(0xffffffffu, base, 0);
-    if (valid) b.refs[0][base + __popc(m & ((1u << lane) - 1u))] = i;
+    if (valid) {
+        uint32_t pos = base + __popc(m & ((1u << lane) - 1u));
+        b.refs[0][pos] = i;
+        if (c.clip) {
+            b.ref_lo[0][pos] = b.tri_lo[i];
+            b.ref_hi[0][pos] = b.tri_hi[i];
+        }
+    }
     float lo[3] = {box.lo.x, box.lo.y, box.lo.z}, hi[3] = {box.hi.x, box.hi.y, box.hi.z};
     for (int a = 0; a < 3; a++) {
         float mn = kd_block_reduce<true>(lo[a], KdMin(), sh);
@@ -127,32 +134,91 @@ __global__ void kd_root_kernel(KdBufs b, KdConf c)
         ctr->small_refs = n;
         ctr->nodes = 1;
     }
-    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x) b.small_idx[k] = b.refs[0][k];
+    for (uint32_t k = threadIdx.x; k < n; k += blockDim.x) {
+        uint32_t tri = b.refs[0][k];
+        b.small_idx[k] = tri;
+        float4 lo = b.tri_lo[tri], hi = b.tri_hi[tri];
+        RtAabb box;
+        box.lo = v3(lo.x, lo.y, lo.z);
+        box.hi = v3(hi.x, hi.y, hi.z);
+        b.small_box[k] = box;
+    }
 }
 
 RtStatus kd_large_init(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err)
 {
     RtStatus st = rt_launch(log, "kd_tri_box", dim3((b.tri_count + KD_CHUNK - 1) / KD_CHUNK),
-                            dim3(KD_CHUNK), 0, kd_tri_box_kernel, err, b);
+                            dim3(KD_CHUNK), 0, kd_tri_box_kernel, err, b, c);
     if (st != RT_OK) return st;
     return rt_launch(log, "kd_root", dim3(1), dim3(KD_CHUNK), 0, kd_root_kernel, err, b, c);
 }
 
 /* ==== step 1: node boxes ================================================= */
 
-/* The ref's AABB clipped to its node's cell: a straddling triangle's box
- * reaches outside the cell, and the tight box must stay inside it. */
-__device__ __forceinline__ RtAabb kd_ref_box(const KdBufs &b, uint32_t tri, const RtAabb &cell)
+/* A ref's box: the triangle's AABB (box inclusion) or, with clipping, the
+ * box of the triangle's part inside the ref's cell, stored with the ref. */
+__device__ __forceinline__ RtAabb kd_ref_aabb(const KdBufs &b, const KdConf &c, int list, uint32_t pos,
+                                              uint32_t tri)
 {
-    float4 lo = b.tri_lo[tri], hi = b.tri_hi[tri];
+    float4 lo = c.clip ? b.ref_lo[list][pos] : b.tri_lo[tri];
+    float4 hi = c.clip ? b.ref_hi[list][pos] : b.tri_hi[tri];
     RtAabb r;
     r.lo = v3(lo.x, lo.y, lo.z);
     r.hi = v3(hi.x, hi.y, hi.z);
+    return r;
+}
+
+/* Bounds of the part of triangle tri inside the closed box cell
+ * (Sutherland-Hodgman in double, rounded outward to float, clamped to the
+ * cell), or an empty box when the triangle misses the cell. */
+__device__ RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
+{
+    double p[9][3], q[9][3];
+    int n = 3;
+    for (int k = 0; k < 3; k++) {
+        float4 v = b.verts[3 * (size_t)tri + k];
+        p[k][0] = v.x;
+        p[k][1] = v.y;
+        p[k][2] = v.z;
+    }
+    for (int a = 0; a < 3 && n > 0; a++) {
+        for (int side = 0; side < 2 && n > 0; side++) {
+            double bound = side ? v3_get(cell.hi, a) : v3_get(cell.lo, a);
+            int m = 0;
+            for (int i = 0; i < n; i++) {
+                const double *P = p[i], *Q = p[i + 1 == n ? 0 : i + 1];
+                double dp = side ? bound - P[a] : P[a] - bound, dq = side ? bound - Q[a] : Q[a] - bound;
+                if (dp >= 0.0 && m < 9) {
+                    q[m][0] = P[0], q[m][1] = P[1], q[m][2] = P[2];
+                    m++;
+                }
+                if ((dp >= 0.0) != (dq >= 0.0) && m < 9) {
+                    double t = dp / (dp - dq);
+                    for (int k = 0; k < 3; k++) q[m][k] = P[k] + t * (Q[k] - P[k]);
+                    q[m][a] = bound;
+                    m++;
+                }
+            }
+            n = m;
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < 3; k++) p[i][k] = q[i][k];
+        }
+    }
+    if (n == 0) return aabb_empty();
+    double lo[3] = {p[0][0], p[0][1], p[0][2]}, hi[3] = {p[0][0], p[0][1], p[0][2]};
+    for (int i = 1; i < n; i++)
+        for (int k = 0; k < 3; k++) {
+            lo[k] = fmin(lo[k], p[i][k]);
+            hi[k] = fmax(hi[k], p[i][k]);
+        }
+    RtAabb r;
+    r.lo = v3(__double2float_rd(lo[0]), __double2float_rd(lo[1]), __double2float_rd(lo[2]));
+    r.hi = v3(__double2float_ru(hi[0]), __double2float_ru(hi[1]), __double2float_ru(hi[2]));
     return kd_box_clip(r, cell);
 }
 
 template <bool SHFL, bool ATOMIC>
-__global__ void kd_large_bbox_kernel(KdBufs b, int level)
+__global__ void kd_large_bbox_kernel(KdBufs b, KdConf c, int level)
 {
     __shared__ float sh[KD_CHUNK];
     const int src = level & 1;
@@ -160,7 +226,10 @@ __global__ void kd_large_bbox_kernel(KdBufs b, int level)
     KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
     RtAabb box = aabb_empty();
-    if (i < nd->count) box = kd_ref_box(b, b.refs[src][nd->first + i], nd->cell);
+    if (i < nd->count) {
+        uint32_t pos = nd->first + i;
+        box = kd_box_clip(kd_ref_aabb(b, c, src, pos, b.refs[src][pos]), nd->cell);
+    }
     float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
     for (int k = 0; k < 3; k++) {
         v[k] = kd_block_reduce<SHFL>(v[k], KdMin(), sh);
@@ -270,25 +339,50 @@ __global__ void kd_large_split_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 
 /* ==== step 3: triangle sorting =========================================== */
 
-__device__ __forceinline__ void kd_classify_ref(const KdBufs &b, const KdLargeNode *nd, uint32_t tri,
-                                                uint32_t *l, uint32_t *r)
+/* Which children ref (pos, tri) of node nd goes to, and with clipping the
+ * boxes it takes there. Box inclusion: the ref's box against the plane.
+ * Clipping: a straddler is clipped to each child's cell and dropped where
+ * the triangle itself misses it (never from both: a ref is never lost). */
+__device__ __forceinline__ void kd_sort_ref(const KdBufs &b, const KdConf &c, const KdLargeNode *nd, int src,
+                                            uint32_t pos, uint32_t tri, uint32_t *l, uint32_t *r, RtAabb box[2])
 {
+    box[0] = box[1] = kd_ref_aabb(b, c, src, pos, tri);
     if (nd->axis < 0) {
         *l = 1;
         *r = 0;
         return;
     }
-    float4 lo = b.tri_lo[tri], hi = b.tri_hi[tri];
-    float tl = nd->axis == 0 ? lo.x : (nd->axis == 1 ? lo.y : lo.z);
-    float th = nd->axis == 0 ? hi.x : (nd->axis == 1 ? hi.y : hi.z);
-    kd_classify(tl, th, nd->split, l, r);
+    kd_classify(v3_get(box[0].lo, nd->axis), v3_get(box[0].hi, nd->axis), nd->split, l, r);
+    if (!c.clip || !*l || !*r) return;
+    RtAabb cl = nd->cell, cr = nd->cell;
+    v3_set(&cl.hi, nd->axis, nd->split);
+    v3_set(&cr.lo, nd->axis, nd->split);
+    box[0] = kd_tri_clip(b, tri, cl);
+    box[1] = kd_tri_clip(b, tri, cr);
+    *l = !aabb_is_empty(box[0]);
+    *r = !aabb_is_empty(box[1]);
+    if (!*l && !*r) { /* rounding: keep the box-inclusion answer */
+        *l = *r = 1;
+        box[0] = kd_box_clip(kd_ref_aabb(b, c, src, pos, tri), cl);
+        box[1] = kd_box_clip(kd_ref_aabb(b, c, src, pos, tri), cr);
+    }
+}
+
+__device__ __forceinline__ void kd_put_ref(const KdBufs &b, const KdConf &c, int dst, uint32_t at, uint32_t tri,
+                                           const RtAabb &box)
+{
+    b.refs[dst][at] = tri;
+    if (c.clip) {
+        b.ref_lo[dst][at] = make_float4(box.lo.x, box.lo.y, box.lo.z, 0.0f);
+        b.ref_hi[dst][at] = make_float4(box.hi.x, box.hi.y, box.hi.z, 0.0f);
+    }
 }
 
 /* Implementation II (Chang [A]): one kernel; per-block scan of the two flag
  * sets ([B]: ballot/popc/shfl), then two atomicAdd per block fetch the
  * chunk's offsets in the children. */
 template <bool BALLOT>
-__global__ void kd_large_sort_kernel(KdBufs b, int level)
+__global__ void kd_large_sort_kernel(KdBufs b, KdConf c, int level)
 {
     __shared__ uint32_t sh[2 * KD_CHUNK];
     __shared__ uint32_t off[2];
@@ -296,9 +390,10 @@ __global__ void kd_large_sort_kernel(KdBufs b, int level)
     uint2 ch = b.chunks[src][blockIdx.x];
     KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x, tri = 0, fl = 0, fr = 0;
+    RtAabb box[2];
     if (i < nd->count) {
         tri = b.refs[src][nd->first + i];
-        kd_classify_ref(b, nd, tri, &fl, &fr);
+        kd_sort_ref(b, c, nd, src, nd->first + i, tri, &fl, &fr, box);
     }
     uint32_t xl, xr, tl, tr;
     kd_block_scan2<BALLOT>(fl, fr, &xl, &xr, &tl, &tr, sh);
@@ -308,13 +403,12 @@ __global__ void kd_large_sort_kernel(KdBufs b, int level)
     }
     __syncthreads();
     if (nd->kid_base[0] == UINT32_MAX) return; /* ref list overflowed: the build is redone */
-    uint32_t *next = b.refs[src ^ 1];
-    if (fl) next[nd->kid_base[0] + off[0] + xl] = tri;
-    if (fr) next[nd->kid_base[1] + off[1] + xr] = tri;
+    if (fl) kd_put_ref(b, c, src ^ 1, nd->kid_base[0] + off[0] + xl, tri, box[0]);
+    if (fr) kd_put_ref(b, c, src ^ 1, nd->kid_base[1] + off[1] + xr, tri, box[1]);
 }
 
 /* Implementation I: bit flags (left at p, right at refs + p) ... */
-__global__ void kd_large_flags_kernel(KdBufs b, int level, uint32_t refs)
+__global__ void kd_large_flags_kernel(KdBufs b, KdConf c, int level, uint32_t refs)
 {
     const int src = level & 1;
     uint2 ch = b.chunks[src][blockIdx.x];
@@ -322,25 +416,27 @@ __global__ void kd_large_flags_kernel(KdBufs b, int level, uint32_t refs)
     uint32_t i = ch.y + threadIdx.x;
     if (i >= nd->count) return;
     uint32_t fl, fr, p = nd->first + i;
-    kd_classify_ref(b, nd, b.refs[src][p], &fl, &fr);
+    RtAabb box[2];
+    kd_sort_ref(b, c, nd, src, p, b.refs[src][p], &fl, &fr, box);
     b.flags[p] = fl;
     b.flags[refs + p] = fr;
 }
 
 /* ... an exclusive scan over all 2 refs + 1 flags (CUB) gives every ref its
  * rank in its child, order-preserving; the scatter writes it there. */
-__global__ void kd_large_scatter_kernel(KdBufs b, int level, uint32_t refs)
+__global__ void kd_large_scatter_kernel(KdBufs b, KdConf c, int level, uint32_t refs)
 {
     const int src = level & 1;
     uint2 ch = b.chunks[src][blockIdx.x];
     const KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
     if (i >= nd->count || nd->kid_base[0] == UINT32_MAX) return;
-    uint32_t p = nd->first + i, tri = b.refs[src][p];
-    uint32_t *next = b.refs[src ^ 1];
-    if (b.flags[p]) next[nd->kid_base[0] + b.scan[p] - b.scan[nd->first]] = tri;
+    uint32_t p = nd->first + i, tri = b.refs[src][p], fl, fr;
+    RtAabb box[2];
+    if (c.clip) kd_sort_ref(b, c, nd, src, p, tri, &fl, &fr, box); /* the boxes again */
+    if (b.flags[p]) kd_put_ref(b, c, src ^ 1, nd->kid_base[0] + b.scan[p] - b.scan[nd->first], tri, box[0]);
     if (b.flags[refs + p])
-        next[nd->kid_base[1] + b.scan[refs + p] - b.scan[refs + nd->first]] = tri;
+        kd_put_ref(b, c, src ^ 1, nd->kid_base[1] + b.scan[refs + p] - b.scan[refs + nd->first], tri, box[1]);
 }
 
 size_t kd_large_scan_bytes(uint32_t n)
@@ -365,14 +461,34 @@ __global__ void kd_large_route_kernel(KdBufs b, KdConf c, int level, uint32_t ac
     KdCounters *ctr = b.ctr;
     if (nd->kid_base[0] == UINT32_MAX) return;
     int nkids = nd->axis >= 0 ? 2 : 1;
+    uint32_t kn[2] = {0, 0};
     for (int k = 0; k < nkids; k++) {
-        uint32_t n;
         if (IMPL1) {
             uint32_t o = k ? refs : 0;
-            n = b.scan[o + nd->first + nd->count] - b.scan[o + nd->first];
+            kn[k] = b.scan[o + nd->first + nd->count] - b.scan[o + nd->first];
         } else {
-            n = nd->kid_cursor[k];
+            kn[k] = nd->kid_cursor[k];
         }
+    }
+    /* Progress guard (ours; Zhou has none): when the median split only
+     * duplicated refs (its local SAH is no better than a leaf: clumps of
+     * overlapping triangles), splitting on would multiply the refs level
+     * after level. Both children then go to the small stage, which splits
+     * them by SAH (<= 64 refs) or makes them leaves. */
+    bool stuck = false;
+    if (nd->axis >= 0) {
+        RtVec3 d = v3_sub(nd->cell.hi, nd->cell.lo);
+        float area = 2.0f * (d.x * d.y + d.y * d.z + d.z * d.x);
+        float dl[3] = {d.x, d.y, d.z}, dr[3] = {d.x, d.y, d.z};
+        dl[nd->axis] = nd->split - v3_get(nd->cell.lo, nd->axis);
+        dr[nd->axis] = v3_get(nd->cell.hi, nd->axis) - nd->split;
+        float al = 2.0f * (dl[0] * dl[1] + dl[1] * dl[2] + dl[2] * dl[0]);
+        float ar = 2.0f * (dr[0] * dr[1] + dr[1] * dr[2] + dr[2] * dr[0]);
+        stuck = area > 0.0f &&
+                c.c_trav + c.c_isect * (al * (float)kn[0] + ar * (float)kn[1]) / area >= c.c_isect * (float)nd->count;
+    }
+    for (int k = 0; k < nkids; k++) {
+        uint32_t n = kn[k];
         RtAabb cell = nd->cell;
         uint32_t node = nd->node, depth = nd->depth;
         if (nd->axis >= 0) {
@@ -382,7 +498,7 @@ __global__ void kd_large_route_kernel(KdBufs b, KdConf c, int level, uint32_t ac
             depth++;
         }
         const uint32_t *from = b.refs[src ^ 1] + nd->kid_base[k];
-        bool small = nd->axis < 0 || n <= c.small_threshold || (int)depth + 1 >= c.max_depth;
+        bool small = nd->axis < 0 || stuck || n <= c.small_threshold || (int)depth + 1 >= c.max_depth;
         if (small) {
             uint32_t slot = 0, first = 0;
             if (lane == 0) {
@@ -392,7 +508,11 @@ __global__ void kd_large_route_kernel(KdBufs b, KdConf c, int level, uint32_t ac
             slot = __shfl_sync(0xffffffffu, slot, 0);
             first = __shfl_sync(0xffffffffu, first, 0);
             if (slot == UINT32_MAX || first == UINT32_MAX) continue;
-            for (uint32_t j = lane; j < n; j += 32) b.small_idx[first + j] = from[j];
+            for (uint32_t j = lane; j < n; j += 32) {
+                uint32_t at = nd->kid_base[k] + j, tri = from[j];
+                b.small_idx[first + j] = tri;
+                b.small_box[first + j] = kd_box_clip(kd_ref_aabb(b, c, src ^ 1, at, tri), cell);
+            }
             if (lane == 0) {
                 KdSmallRoot r;
                 r.cell = cell;
@@ -439,11 +559,11 @@ RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, cons
     const dim3 blk(KD_CHUNK), grid_chunks(chunks);
     /* 1. node boxes */
     if (p.chang_c) {
-        st = p.chang_d ? rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<true, true>, err, b, level)
-                       : rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<false, true>, err, b, level);
+        st = p.chang_d ? rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<true, true>, err, b, c, level)
+                       : rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<false, true>, err, b, c, level);
     } else {
-        st = p.chang_d ? rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<true, false>, err, b, level)
-                       : rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<false, false>, err, b, level);
+        st = p.chang_d ? rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<true, false>, err, b, c, level)
+                       : rt_launch(log, "kd_large_bbox", grid_chunks, blk, 0, kd_large_bbox_kernel<false, false>, err, b, c, level);
         if (st == RT_OK)
             st = p.chang_d ? rt_launch(log, "kd_large_segreduce", dim3(active), blk, 0, kd_large_segreduce_kernel<true>, err, b, level)
                            : rt_launch(log, "kd_large_segreduce", dim3(active), blk, 0, kd_large_segreduce_kernel<false>, err, b, level);
@@ -454,17 +574,17 @@ RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, cons
     if (st != RT_OK) return st;
     /* 3. sort */
     if (p.chang_a) {
-        st = p.chang_b ? rt_launch(log, "kd_large_sort", grid_chunks, blk, 0, kd_large_sort_kernel<true>, err, b, level)
-                       : rt_launch(log, "kd_large_sort", grid_chunks, blk, 0, kd_large_sort_kernel<false>, err, b, level);
+        st = p.chang_b ? rt_launch(log, "kd_large_sort", grid_chunks, blk, 0, kd_large_sort_kernel<true>, err, b, c, level)
+                       : rt_launch(log, "kd_large_sort", grid_chunks, blk, 0, kd_large_sort_kernel<false>, err, b, c, level);
     } else {
         CUDA_CHECK(err, cudaMemsetAsync(b.flags, 0, (2 * (size_t)refs + 1) * sizeof(uint32_t), log->stream));
-        st = rt_launch(log, "kd_large_flags", grid_chunks, blk, 0, kd_large_flags_kernel, err, b, level, refs);
+        st = rt_launch(log, "kd_large_flags", grid_chunks, blk, 0, kd_large_flags_kernel, err, b, c, level, refs);
         if (st != RT_OK) return st;
         size_t bytes = cub_tmp_bytes;
         CUDA_CHECK(err, cub::DeviceScan::ExclusiveSum(cub_tmp, bytes, b.flags, b.scan, (int)(2 * refs + 1), log->stream));
         log->entries[rt_launch_entry(log, "cub_exclusive_sum")].count++;
         log->launches++;
-        st = rt_launch(log, "kd_large_scatter", grid_chunks, blk, 0, kd_large_scatter_kernel, err, b, level, refs);
+        st = rt_launch(log, "kd_large_scatter", grid_chunks, blk, 0, kd_large_scatter_kernel, err, b, c, level, refs);
     }
     if (st != RT_OK) return st;
     /* 4. route */

@@ -158,11 +158,11 @@ __device__ static int isect_tri(const RtGpuSceneView &sc, uint32_t id, RtVec3 o,
             float4 r = __ldg(&w[k]);
             rows[k] = f4(r.x, r.y, r.z, r.w);
         }
-        return rt_isect_woop(rows, o, d, tmin, tmax, t, u, v);
+        return ex_isect_woop(rows, o, d, tmin, tmax, t, u, v);
     }
     const float4 *p = (const float4 *)&sc.verts[3 * (size_t)id];
     float4 a = __ldg(&p[0]), b = __ldg(&p[1]), c = __ldg(&p[2]);
-    return rt_isect_mt(v3(a.x, a.y, a.z), v3(b.x, b.y, b.z), v3(c.x, c.y, c.z), o, d, tmin, tmax,
+    return ex_isect_mt(v3(a.x, a.y, a.z), v3(b.x, b.y, b.z), v3(c.x, c.y, c.z), o, d, tmin, tmax,
                        t, u, v);
 }
 
@@ -233,6 +233,7 @@ __device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
      * a packet (pushed together), intervals are per ray */
     uint32_t stk_node[RT_TRACE_STACK_MAX];
     float stk_lo[RT_TRACE_STACK_MAX], stk_hi[RT_TRACE_STACK_MAX];
+    bool stk_pin[RT_TRACE_STACK_MAX];
     int stk_top = 0, stk_count = 0;
     const int stk_size = cfg.stack_size;
 
@@ -272,8 +273,11 @@ __device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
                     } else if (ts < lo - eps) {
                         lo_s = lo; hi_s = hi;
                     } else if (ts <= lo) {
-                        /* origin on (or just past) the plane: the side the
-                         * direction points into, then the plane from behind */
+                        /* The ray is at the plane on entry (its origin, or a
+                         * restart at this plane): the far side first, then
+                         * the plane itself from the near side ([lo, lo]: a
+                         * flat cell holding triangles in the plane), as
+                         * kd_traverse_cpu.c does. */
                         lo_f = lo; hi_f = lo;
                         lo_s = lo; hi_s = hi;
                         pref_first = false;
@@ -310,19 +314,31 @@ __device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
             bool need_go = go_l ? need_l : need_r, need_other = go_l ? need_r : need_l;
             float lo_go = go_l ? lo_l : lo_r, hi_go = go_l ? hi_l : hi_r;
             float lo_ot = go_l ? lo_r : lo_l, hi_ot = go_l ? hi_r : hi_l;
-            bool both = warp_any<kPacket>(need_other);
-            if (kTrav == RT_TRAV_SHORT_STACK && both) {
-                stk_top = stk_top + 1 == stk_size ? 0 : stk_top + 1;
-                stk_node[stk_top] = other;
-                stk_lo[stk_top] = need_other ? lo_ot : INFINITY;
-                stk_hi[stk_top] = need_other ? hi_ot : -INFINITY;
+            /* A packet never takes a ray to its far child before its near
+             * one: the ray sits out (its near child is pushed below, the far
+             * one comes back through a restart from t_done). Otherwise the
+             * rays in the minority at every level could all be out of order,
+             * and no ray's t_done would move: a livelock. */
+            if (kPacket && need_other && need_go && pref_l != go_l) need_go = false;
+            /* A sibling that does not start after the child taken (the
+             * plane seen from behind, a ray lying in the plane) is "pinned":
+             * once t_done passes it, no restart can reach it again. The
+             * short stack pushes every pending sibling; kd-restart pushes
+             * only pinned ones and those of rays sitting out. When the
+             * circular stack is full, a pinned entry is never overwritten
+             * by one a restart can recover: that one is dropped instead. */
+            bool pin = warp_any<kPacket>(need_other && lo_ot <= lo_go);
+            bool stack_it = warp_any<kPacket>(
+                kTrav == RT_TRAV_SHORT_STACK ? need_other
+                                             : need_other && (lo_ot <= lo_go || !need_go));
+            int slot = stk_top + 1 == stk_size ? 0 : stk_top + 1;
+            if (stack_it && !(stk_count == stk_size && stk_pin[slot] && !pin)) {
+                stk_top = slot;
+                stk_node[slot] = other;
+                stk_pin[slot] = pin;
+                stk_lo[slot] = need_other ? lo_ot : INFINITY;
+                stk_hi[slot] = need_other ? hi_ot : -INFINITY;
                 if (stk_count < stk_size) stk_count++;
-            }
-            if (kTrav == RT_TRAV_RESTART && kPacket && need_other && need_go && pref_l != go_l) {
-                /* No stack: a ray that needs the other child first must not
-                 * search this one out of order (its t_done could not move);
-                 * it waits for a later restart. */
-                need_go = false;
             }
             node = go_l ? left : left + 1u;
             lo = need_go ? lo_go : INFINITY;

@@ -18,6 +18,7 @@
  */
 #include "kd_cpu.h"
 
+#include <float.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,16 +28,12 @@
  * per level; W&H trees of millions of triangles stay below 40 levels. */
 #define KD_MAX_DEPTH 64
 /* A split plane keeps at least this fraction of the scene's largest extent
- * from both faces of its cell. Thinner slivers (around vertices shared by
- * many triangles) bought no tracing speed on Sponza or the bunny, yet made
- * 46% and 27% of the nodes and spent the depth limit; without them the SAH
- * cost is lower too (docs/kdtree.md). */
+ * from both faces of its cell (the faces themselves stay candidates, for
+ * planar triangles). Thinner slivers, around vertices that many triangles
+ * share, bought no tracing speed on Sponza or the bunny yet made 60% and 25%
+ * of their nodes and used up the depth limit; without them the SAH cost is
+ * lower as well (docs/kdtree.md has the numbers). */
 #define KD_MIN_GAP (1.0 / 4096.0)
-/* Nodes of at most this many triangles switch from event lists to per-node
- * events built from their triangles' boxes: sorting 2 * 24 events beats
- * filtering and merging the parent's lists (measured on Sponza; the tree is
- * the same either way). */
-#define KD_SMALL 24u
 /* Subtrees below this many triangles are not worth a task of their own. */
 #define KD_TASK_MIN_TRIS 256u
 /* Tasks per thread the top of the tree is cut into, for load balance. */
@@ -123,16 +120,29 @@ static int clip_plane(const double (*in)[3], int n, double (*out)[3], int axis, 
     return m;
 }
 
+/* One float step toward -inf / +inf (finite f; nextafterf without the
+ * library call, which showed in profiles). */
+static float step_down(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if (f == 0.0f) u = 0x80000001u; /* -denorm_min */
+    else u += f > 0.0f ? -1u : 1u;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static float step_up(float f) { return -step_down(-f); }
+
 /* Outward rounding keeps the float box a superset of the exact one. */
 static float round_down(double d)
 {
     float f = (float)d;
-    return (double)f > d ? nextafterf(f, -INFINITY) : f;
+    return (double)f > d ? step_down(f) : f;
 }
 static float round_up(double d)
 {
     float f = (float)d;
-    return (double)f < d ? nextafterf(f, INFINITY) : f;
+    return (double)f < d ? step_up(f) : f;
 }
 static float min3f(float a, float b, float c) { return a < b ? (a < c ? a : c) : (b < c ? b : c); }
 static float max3f(float a, float b, float c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
@@ -401,19 +411,11 @@ static void arena_free(KdArena *a)
 
 /* ---- build state -------------------------------------------------------- */
 
-/* A triangle of a small node: its (clipped) box. */
-typedef struct KdItem {
-    RtAabb box;
-    uint32_t tri;
-} KdItem;
-
-/* A node under construction, in one of three forms: sorted event lists
- * (large nodes), items (small nodes: events are regenerated per node, which
- * beats carrying lists below KD_SMALL triangles), or a leaf already made. */
+/* A node under construction: its sorted event lists and its cell, or a
+ * leaf already made from its parent's lists. */
 typedef struct KdSet {
     KdEvent *ev[3];
     uint32_t n[3];
-    KdItem *items; /* non-NULL: the small form, tris items */
     uint32_t tris;
     RtAabb cell;
     int depth;
@@ -464,7 +466,6 @@ typedef struct KdWorker {
     struct KdBuilder *b;
     int id;
     uint8_t *side; /* per triangle id: its side at the split being made */
-    uint32_t *slot; /* per triangle id: its item in a small child being made */
     KdArena arena;
     KdLocalNode *nodes;
     uint32_t node_n, node_cap;
@@ -617,10 +618,11 @@ static void classify(KdWorker *w, const KdSet *s, const KdSplit *sp, uint32_t *n
     const uint32_t n = s->n[sp->axis], pk = pos_key(sp->pos);
     const uint8_t planar_side = sp->planar_left ? SIDE_LEFT : SIDE_RIGHT;
     uint8_t *side = w->side;
-    /* Branch-free over the type and the side of the plane: the new side of
-     * a triangle by (type, key <, =, > plane); 0 keeps it (an end right of
-     * the plane: a straddler stays BOTH, a right one RIGHT). A start always
-     * precedes its end, so an end left of the plane turns BOTH into LEFT. */
+    /* Branch-free: a triangle's new side by (event type, key <, =, > plane).
+     * 0 keeps the side its start gave (an end right of the plane: BOTH or
+     * RIGHT stays). A start precedes its end in the list, so an end left of
+     * the plane turns the BOTH of its start into LEFT. Starts left of the
+     * plane are the straddler candidates. */
     const uint8_t table[3][3] = {
         [EV_END] = {SIDE_LEFT, SIDE_LEFT, 0},
         [EV_PLANAR] = {SIDE_LEFT, planar_side, SIDE_RIGHT},
@@ -636,8 +638,8 @@ static void classify(KdWorker *w, const KdSet *s, const KdSplit *sp, uint32_t *n
         cand[nc] = t;
         nc += sd == SIDE_BOTH;
     }
-    /* Starts left of the plane whose end came left too are LEFT now. */
     const uint32_t nl = cnt[SIDE_LEFT], nr = cnt[SIDE_RIGHT];
+    /* Candidates whose end came left of the plane too are LEFT now. */
     uint32_t m = 0;
     for (uint32_t i = 0; i < nc; i++) {
         cand[m] = cand[i];
@@ -683,33 +685,6 @@ static uint32_t leaf_from_parent(KdWorker *w, const KdSet *s, unsigned want, uin
     return node;
 }
 
-/* The items of a small child, from the parent's lists (side-only triangles;
- * w->slot maps a triangle to its item) and the straddlers' clipped boxes. */
-static void items_from_parent(KdWorker *w, const KdSet *s, unsigned want, KdItem *out,
-                              const uint32_t *strad, const RtAabb *box, uint32_t ns)
-{
-    const uint8_t *side = w->side;
-    uint32_t *slot = w->slot, m = 0;
-    for (int a = 0; a < 3; a++) {
-        const KdEvent *e = s->ev[a];
-        for (uint32_t i = 0; i < s->n[a]; i++) {
-            const uint32_t t = ev_tri(e[i]);
-            if (side[t] != want) continue;
-            const unsigned type = ev_type(e[i]);
-            const float pos = key_pos(ev_key(e[i]));
-            if (a == 0 && type != EV_END) { /* a triangle's first event */
-                slot[t] = m;
-                out[m++].tri = t;
-            }
-            KdItem *it = &out[slot[t]];
-            if (type != EV_END) v3_set(&it->box.lo, a, pos);
-            if (type != EV_START) v3_set(&it->box.hi, a, pos);
-        }
-    }
-    for (uint32_t i = 0; i < ns; i++)
-        if (!aabb_is_empty(box[i])) out[m++] = (KdItem){box[i], strad[i]};
-}
-
 /* Splits s into l and r. With mem == NULL the children's lists come from the
  * worker's arena (depth-first subtree); otherwise from malloc, returned in
  * mem[0..1] (queued tasks outlive the arena's order). A child that must be a
@@ -747,8 +722,7 @@ static RtStatus partition(KdWorker *w, const KdSet *s, const KdSplit *sp, KdSet 
         }
     }
 
-    /* Each child: a leaf now (too few triangles or too deep), items (small)
-     * or event lists. */
+    /* Each child: a leaf now (too few triangles or too deep) or lists. */
     int lists[2];
     for (int c = 0; c < 2; c++) {
         const unsigned want = c ? SIDE_RIGHT : SIDE_LEFT;
@@ -759,17 +733,6 @@ static RtStatus partition(KdWorker *w, const KdSet *s, const KdSplit *sp, KdSet 
         if (ch->tris <= b->max_leaf || ch->depth >= b->max_depth) {
             ch->leaf = leaf_from_parent(w, s, want, ch->tris, strad, box[c], ns);
             if (ch->leaf == UINT32_MAX) return RT_ERR_OOM;
-        } else if (ch->tris <= KD_SMALL) {
-            size_t bytes = (size_t)ch->tris * sizeof(KdItem);
-            ch->items = mem ? (KdItem *)(mem[c] = malloc(bytes)) : arena_alloc(&w->arena, bytes);
-            if (!ch->items) {
-                if (mem) {
-                    free(mem[0]);
-                    mem[0] = NULL;
-                }
-                return RT_ERR_OOM;
-            }
-            items_from_parent(w, s, want, ch->items, strad, box[c], ns);
         } else {
             lists[c] = 1;
         }
@@ -912,154 +875,13 @@ static uint32_t make_leaf(KdWorker *w, const KdSet *s)
     return node;
 }
 
-/* Sorted events of a small node's items, for the first small node of a
- * branch (its descendants inherit theirs): starts and planars, and ends,
- * sorted apart and merged, half the work of one sort over all. */
-static void sort_items(const KdItem *it, uint32_t n, KdEvent *ev[3], uint32_t cnt[3])
-{
-    KdEvent lo[KD_SMALL + 1], hi[KD_SMALL + 1];
-    for (int a = 0; a < 3; a++) {
-        uint32_t nlo = 0, nhi = 0;
-        for (uint32_t i = 0; i < n; i++) {
-            float l = v3_get(it[i].box.lo, a), h = v3_get(it[i].box.hi, a);
-            if (l == h) {
-                lo[nlo++] = ev_make(l, EV_PLANAR, it[i].tri);
-            } else {
-                lo[nlo++] = ev_make(l, EV_START, it[i].tri);
-                hi[nhi++] = ev_make(h, EV_END, it[i].tri);
-            }
-        }
-        insertion_sort(lo, nlo);
-        insertion_sort(hi, nhi);
-        lo[nlo] = hi[nhi] = UINT64_MAX;
-        uint32_t x = 0, y = 0;
-        for (uint32_t q = 0; q < nlo + nhi; q++) ev[a][q] = lo[x] < hi[y] ? lo[x++] : hi[y++];
-        cnt[a] = nlo + nhi;
-    }
-}
-
-/* A small node: items (boxes) plus their sorted events. The same sweep as
- * the lists give; the split classifies the items as W&H's event rules do
- * and hands each child its items and its events (the parent's, filtered,
- * with the straddlers' new ones merged in). */
-static uint32_t build_small(KdWorker *w, const KdSet *s)
-{
-    const KdBuilder *b = w->b;
-    const KdItem *it = s->items;
-    const uint32_t n = s->tris;
-    KdSplit sp;
-    int split = 0;
-    KdEvent own[3][2 * KD_SMALL];
-    KdSet es = *s;
-    if (n > b->max_leaf && s->depth < b->max_depth) {
-        if (!es.ev[0]) {
-            KdEvent *ev[3] = {own[0], own[1], own[2]};
-            sort_items(it, n, ev, es.n);
-            for (int a = 0; a < 3; a++) es.ev[a] = ev[a];
-        }
-        split = find_split(b, &es, &sp);
-    }
-    if (!split) {
-        uint32_t *ids;
-        uint32_t node = new_leaf(w, n, &ids);
-        if (node == UINT32_MAX) return node;
-        RtAabb box = aabb_empty();
-        for (uint32_t i = 0; i < n; i++) {
-            ids[i] = it[i].tri;
-            box = aabb_union(box, it[i].box);
-        }
-        finish_leaf(w, node, n, box);
-        return node;
-    }
-
-    const int k = sp.axis;
-    const float p = sp.pos;
-    KdMark mark = arena_mark(&w->arena);
-    /* Per child: n items and 2n events per axis at most, plus one slack
-     * slot each for the branch-free filter's write ahead. */
-    const size_t stride = 2 * (size_t)n + 1;
-    KdItem *items = arena_alloc(&w->arena, 2 * n * sizeof(KdItem));
-    KdEvent *evs = arena_alloc(&w->arena, 6 * stride * sizeof(KdEvent));
-    if (!items || !evs) {
-        w->failed = 1;
-        return UINT32_MAX;
-    }
-    KdSet ch[2];
-    memset(ch, 0, sizeof ch);
-    for (int c = 0; c < 2; c++) {
-        ch[c].cell = s->cell;
-        ch[c].depth = s->depth + 1;
-        ch[c].items = items + c * n;
-        ch[c].leaf = UINT32_MAX;
-        for (int a = 0; a < 3; a++) ch[c].ev[a] = evs + (size_t)(3 * c + a) * stride;
-    }
-    v3_set(&ch[0].cell.hi, k, p);
-    v3_set(&ch[1].cell.lo, k, p);
-    RtAabb cells[2] = {ch[0].cell, ch[1].cell};
-
-    /* Classify: flat boxes by the planar rule, others by the side their
-     * ends lie on; straddlers are clipped into both. */
-    uint8_t *side = w->side;
-    KdItem strad[2][KD_SMALL];
-    uint32_t m[2] = {0, 0}, ns[2] = {0, 0};
-    for (uint32_t i = 0; i < n; i++) {
-        const float lo = v3_get(it[i].box.lo, k), hi = v3_get(it[i].box.hi, k);
-        int go;
-        if (lo == hi) go = lo < p ? 0 : lo > p ? 1 : (sp.planar_left ? 0 : 1);
-        else go = hi <= p ? 0 : lo >= p ? 1 : 2;
-        side[it[i].tri] = go == 0 ? SIDE_LEFT : go == 1 ? SIDE_RIGHT : SIDE_BOTH;
-        if (go < 2) {
-            ch[go].items[m[go]++] = it[i];
-            continue;
-        }
-        RtAabb bx[2];
-        split_tri(&b->tris->verts[3 * (size_t)it[i].tri], s->cell, k, p, cells, bx);
-        for (int c = 0; c < 2; c++)
-            if (!aabb_is_empty(bx[c])) strad[c][ns[c]++] = (KdItem){bx[c], it[i].tri};
-    }
-    for (int c = 0; c < 2; c++) {
-        memcpy(ch[c].items + m[c], strad[c], ns[c] * sizeof(KdItem));
-        ch[c].tris = m[c] + ns[c];
-    }
-    /* Events: the parent's filtered by side, the straddlers' merged in. */
-    for (int a = 0; a < 3; a++)
-        for (int c = 0; c < 2; c++) {
-            const unsigned want = c ? SIDE_RIGHT : SIDE_LEFT;
-            KdEvent add[2 * KD_SMALL + 1];
-            uint32_t q = 0;
-            for (uint32_t i = 0; i < ns[c]; i++) q += emit_events(add + q, strad[c][i].box, a, strad[c][i].tri);
-            insertion_sort(add, q);
-            add[q] = UINT64_MAX;
-            const KdEvent *t = add, *e = es.ev[a];
-            KdEvent *d = ch[c].ev[a];
-            uint32_t o = 0;
-            for (uint32_t i = 0; i < es.n[a]; i++) {
-                while (*t < e[i]) d[o++] = *t++;
-                d[o] = e[i];
-                o += side[ev_tri(e[i])] == want;
-            }
-            while (*t != UINT64_MAX) d[o++] = *t++;
-            ch[c].n[a] = o;
-        }
-    uint32_t node = new_node(w);
-    uint32_t l = node == UINT32_MAX ? node : build_small(w, &ch[0]);
-    uint32_t r = l == UINT32_MAX ? l : build_small(w, &ch[1]);
-    arena_release(&w->arena, mark);
-    if (r == UINT32_MAX) return UINT32_MAX;
-    w->nodes[node] = (KdLocalNode){(uint32_t)k, p, l, r};
-    return node;
-}
-
 /* Depth-first subtree in the worker's own buffers; the children's lists live
  * in the arena until the subtree is done. Returns the local node. */
-static uint32_t build_small(KdWorker *w, const KdSet *s);
-
 static uint32_t build_subtree(KdWorker *w, const KdSet *s)
 {
     KdSplit sp;
     if (w->failed) return UINT32_MAX;
     if (s->leaf != UINT32_MAX) return s->leaf;
-    if (s->items) return build_small(w, s);
     if (!find_split(w->b, s, &sp)) return make_leaf(w, s);
     KdMark m = arena_mark(&w->arena);
     KdSet l, r;
@@ -1181,27 +1003,37 @@ static void *sort_job(void *arg)
 static RtStatus root_set(const RtTriArrays *tris, int threads, KdSet *s, void **mem,
                          uint32_t *valid)
 {
-    uint32_t n = 0;
-    RtAabb bounds = aabb_empty();
-    for (uint32_t i = 0; i < tris->count; i++) {
-        if (rt_kd_tri_degenerate(tris, i)) continue;
-        const RtFloat4 *v = &tris->verts[3 * (size_t)i];
-        for (int k = 0; k < 3; k++) bounds = aabb_grow(bounds, f4_xyz(v[k]));
-        n++;
-    }
-    KdEvent *ev = *mem = malloc(6 * (size_t)n * sizeof *ev + 1);
+    /* Room for every triangle; degenerate ones leave theirs unused. */
+    KdEvent *ev = *mem = malloc(6 * (size_t)tris->count * sizeof *ev + 1);
     if (!ev) return RT_ERR_OOM;
-    advise_huge(ev, 6 * (size_t)n * sizeof *ev);
+    advise_huge(ev, 6 * (size_t)tris->count * sizeof *ev);
     memset(s, 0, sizeof *s);
     s->leaf = UINT32_MAX;
-    for (int a = 0; a < 3; a++) s->ev[a] = ev + 2 * (size_t)n * a;
+    for (int a = 0; a < 3; a++) s->ev[a] = ev + 2 * (size_t)tris->count * a;
+    uint32_t n = 0;
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     for (uint32_t i = 0; i < tris->count; i++) {
         if (rt_kd_tri_degenerate(tris, i)) continue;
         const RtFloat4 *v = &tris->verts[3 * (size_t)i];
-        RtAabb box = aabb_empty();
-        for (int k = 0; k < 3; k++) box = aabb_grow(box, f4_xyz(v[k]));
-        for (int a = 0; a < 3; a++) s->n[a] += emit_events(s->ev[a] + s->n[a], box, a, i);
+        const float p[3][3] = {{v[0].x, v[0].y, v[0].z}, {v[1].x, v[1].y, v[1].z},
+                               {v[2].x, v[2].y, v[2].z}};
+        for (int a = 0; a < 3; a++) {
+            float l = min3f(p[0][a], p[1][a], p[2][a]), h = max3f(p[0][a], p[1][a], p[2][a]);
+            KdEvent *e = s->ev[a] + s->n[a];
+            if (l == h) {
+                e[0] = ev_make(l, EV_PLANAR, i);
+                s->n[a] += 1;
+            } else {
+                e[0] = ev_make(l, EV_START, i);
+                e[1] = ev_make(h, EV_END, i);
+                s->n[a] += 2;
+            }
+            lo[a] = l < lo[a] ? l : lo[a];
+            hi[a] = h > hi[a] ? h : hi[a];
+        }
+        n++;
     }
+    RtAabb bounds = {{lo[0], lo[1], lo[2]}, {hi[0], hi[1], hi[2]}};
     s->tris = n;
     s->cell = bounds;
     *valid = n;
@@ -1393,6 +1225,7 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
     for (int a = 0; a < 3 && valid; a++)
         extent = fmax(extent, (double)v3_get(root.set.cell.hi, a) - v3_get(root.set.cell.lo, a));
     b.min_gap = KD_MIN_GAP * extent;
+    if (!(b.min_gap > 0.0)) b.min_gap = DBL_MIN; /* faces are never interior planes */
     root.parent = -1;
     root.side = 0;
     /* pbrt's depth rule, 8 + 1.3 log2(N). */
@@ -1412,8 +1245,7 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
         ws[i].id = i;
         ws[i].arena.cur = -1;
         ws[i].side = malloc(tris->count + 1);
-        ws[i].slot = malloc(((size_t)tris->count + 1) * sizeof *ws[i].slot);
-        ok = ws[i].side && ws[i].slot && reserve_output(&ws[i], valid, threads);
+        ok = ws[i].side && reserve_output(&ws[i], valid, threads);
     }
     if (ok) {
         pthread_mutex_init(&b.mu, NULL);
@@ -1444,7 +1276,6 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
     }
     for (int i = 0; ws && i < threads; i++) {
         free(ws[i].side);
-        free(ws[i].slot);
         free(ws[i].nodes);
         free(ws[i].leaves);
         free(ws[i].idx);

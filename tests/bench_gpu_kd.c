@@ -4,7 +4,8 @@
  * host round trips per build, tree statistics and the SAH cost against the
  * CPU oracle. Prints Markdown rows for docs/benchmarks.md.
  *   build/tests/bench_gpu_kd [scene.obj ...]   (default: $RT_TEST_EXT/sponza/sponza.obj)
- * Env: RT_BENCH_RUNS (25), RT_BENCH_MESH (1048576 triangles, 0 = none). */
+ * Env: RT_BENCH_RUNS (25), RT_BENCH_MESH (1048576 triangles, 0 = none),
+ * RT_BENCH_CPU=0 (no CPU oracle), RT_BENCH_VALIDATE=0 (no validation). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,9 +66,12 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
     double t0 = rt_now_ms();
     RtKdCpuParams cp = rt_kd_cpu_params_default();
     RtKdTree ct;
+    memset(&ct, 0, sizeof ct);
     RtKdStats cs;
     double cpu_sah = 0;
-    if (rt_kd_build_cpu(&cp, t, &ct, &cs, &err) == RT_OK) {
+    fprintf(stderr, "bench: %s: CPU oracle build\n", name);
+    const char *want_cpu = getenv("RT_BENCH_CPU");
+    if ((!want_cpu || atoi(want_cpu)) && rt_kd_build_cpu(&cp, t, &ct, &cs, &err) == RT_OK) {
         rt_kd_tree_stats(&ct, cp.c_trav, cp.c_isect, &cs);
         cpu_sah = cs.sah_cost;
         rt_kd_tree_free(&ct);
@@ -76,7 +80,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
            gpu_name, cpu_sah, rt_now_ms() - t0);
     printf("| variant | GPU ms (median) | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int v = 0; v < 8; v++) {
+    for (int v = 0; v < 11; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         const char *vname;
         if (v < 6) {
@@ -85,13 +89,24 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         } else if (v == 6) {
             p.small_mode = RT_KD_GPU_SMALL_NONE;
             vname = "All, no small stage";
-        } else {
+        } else if (v == 7) {
             p.small_mode = RT_KD_GPU_SMALL_SSAH;
             vname = "All, simplified SAH";
+        } else if (v == 8) {
+            p.small_fused = 0;
+            vname = "All, level-by-level small stage";
+        } else if (v == 9) {
+            p.assoc = RT_KD_GPU_CLIP;
+            vname = "All, clipping";
+        } else {
+            p.assoc = RT_KD_GPU_CLIP;
+            p.small_mode = RT_KD_GPU_SMALL_NONE;
+            vname = "All, clipping, no small stage";
         }
         RtKdTree dt;
         RtKdGpuStats st;
         double *gms = malloc(runs * sizeof *gms), *wms = malloc(runs * sizeof *wms);
+        fprintf(stderr, "bench: %s: %s\n", name, vname);
         for (int i = 0; i < 3 + runs; i++) {
             if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) != RT_OK) {
                 fprintf(stderr, "bench: %s\n", err.msg);
@@ -110,7 +125,10 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         }
         rt_kd_tree_stats(&h, p.c_trav, p.c_isect, &ks);
         /* validating a big tree takes seconds: once, for the fastest variant */
-        RtStatus vs = v == 5 ? rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err) : RT_OK;
+        const char *want_val = getenv("RT_BENCH_VALIDATE");
+        RtStatus vs = (v == 5 || v == 9) && (!want_val || atoi(want_val))
+                          ? rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err)
+                          : RT_OK;
         rt_kd_tree_free(&h);
         printf("| %s | %.3f | %.3f | %u | %u | %u | %u | %llu | %u | %.2f | %.3f |%s\n", vname,
                median(gms, runs), median(wms, runs), st.launches, st.round_trips, ks.nodes, ks.leaves,
@@ -142,6 +160,7 @@ int main(int argc, char **argv)
     RtError err;
     RtGpu *gpu;
     RtKdGpu *kd;
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (rt_gpu_create(0, &gpu, &err) != RT_OK || rt_kd_gpu_create(&kd, &err) != RT_OK) {
         printf("bench: skip: no GPU: %s\n", err.msg);
         return 0;

@@ -80,8 +80,10 @@ static RtTriArrays make_scene(SceneKind kind, uint32_t n, uint64_t seed)
             }
         return t;
     }
-    RtVec3 centers[8];
-    for (int c = 0; c < 8; c++) centers[c] = rnd3(&r, 10.0f);
+    /* about 500 triangles per cluster: dense clumps of overlapping triangles */
+    RtVec3 centers[256];
+    uint32_t nc = n / 500 < 8 ? 8 : (n / 500 > 256 ? 256 : n / 500);
+    for (uint32_t c = 0; c < nc; c++) centers[c] = rnd3(&r, 10.0f);
     for (uint32_t i = 0; i < n; i++) {
         RtVec3 a, b, c;
         if (kind == SC_SOUP) {
@@ -94,7 +96,7 @@ static RtTriArrays make_scene(SceneKind kind, uint32_t n, uint64_t seed)
             if (odd == 1) c = v3(NAN, 0, 0);             /* non-finite */
             if (odd == 2) b = c = a;                     /* a point */
         } else if (kind == SC_CLUSTER) {
-            RtVec3 o = centers[rt_test_rand(&r) % 8];
+            RtVec3 o = centers[rt_test_rand(&r) % nc];
             float s = (rt_test_rand(&r) % 4 == 0) ? 0.01f : 0.3f;
             a = v3_add(o, rnd3(&r, 0.5f));
             b = v3_add(a, rnd3(&r, s));
@@ -207,12 +209,20 @@ static double cpu_sah(const RtTriArrays *t)
 {
     RtKdCpuParams cp = rt_kd_cpu_params_default();
     RtKdTree tree;
+    memset(&tree, 0, sizeof tree);
     RtKdStats ks;
     RtError err;
     assert_int_equal(rt_kd_build_cpu(&cp, t, &tree, &ks, &err), RT_OK);
     rt_kd_tree_stats(&tree, cp.c_trav, cp.c_isect, &ks);
     rt_kd_tree_free(&tree);
     return ks.sah_cost;
+}
+
+/* RT_KD_QUICK=1 (compute-sanitizer runs): small scenes only. */
+static int quick(void)
+{
+    const char *q = getenv("RT_KD_QUICK");
+    return q && atoi(q);
 }
 
 /* ---- tests ----------------------------------------------------------------- */
@@ -247,9 +257,13 @@ static void gpu_kd_scenes_match_brute_force(void **state)
     RtTestRng r = {12345};
     for (int i = 0; i < 4; i++) {
         RtTriArrays t = make_scene(sc[i].k, sc[i].n, 10 + i);
-        double gs = build_and_check(&p, &t, 26000, 20 + i, sc[i].name);
+        double gs = build_and_check(&p, &t, quick() ? 2000 : 26000, 20 + i, sc[i].name);
+        RtKdGpuParams pc = p;
+        pc.assoc = RT_KD_GPU_CLIP;
+        double gc = build_and_check(&pc, &t, quick() ? 1000 : 6000, 30 + i, "  ... with clipping");
         double cs = cpu_sah(&t);
-        print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f\n", gs, cs, cs > 0 ? gs / cs : 0.0);
+        print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f (clipping: %.3f)\n", gs, cs,
+                      cs > 0 ? gs / cs : 0.0, cs > 0 ? gc / cs : 0.0);
         free_scene(&t);
     }
     /* random sizes */
@@ -267,16 +281,24 @@ static void gpu_kd_large_mesh_valid(void **state)
 {
     (void)state;
     if (!gpu_ready()) skip();
+    if (quick()) {
+        print_message("skip: RT_KD_QUICK set\n");
+        skip();
+    }
     RtKdGpuParams p = rt_kd_gpu_params_default();
     RtTriArrays t = make_scene(SC_GRID, 200000, 7);
+    RtKdGpuParams pc = p;
+    pc.assoc = RT_KD_GPU_CLIP;
     double gs = build_and_check(&p, &t, 1500, 7, "grid mesh 200K");
+    double gc = build_and_check(&pc, &t, 1500, 7, "  ... with clipping");
     double cs = cpu_sah(&t);
-    print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f\n", gs, cs, gs / cs);
+    print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f (clipping %.3f)\n", gs, cs, gs / cs, gc / cs);
     free_scene(&t);
     t = make_scene(SC_CLUSTER, 60000, 8);
     gs = build_and_check(&p, &t, 1500, 8, "clusters 60K");
+    gc = build_and_check(&pc, &t, 1500, 8, "  ... with clipping");
     cs = cpu_sah(&t);
-    print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f\n", gs, cs, gs / cs);
+    print_message("  SAH GPU/CPU oracle = %.2f / %.2f = %.3f (clipping %.3f)\n", gs, cs, gs / cs, gc / cs);
     free_scene(&t);
 }
 
@@ -284,8 +306,9 @@ static void gpu_kd_every_variant_valid(void **state)
 {
     (void)state;
     if (!gpu_ready()) skip();
-    RtTriArrays sc[2] = {make_scene(SC_SOUP, 3000, 60), make_scene(SC_CLUSTER, 5000, 61)};
-    for (int v = 0; v < 14; v++) {
+    uint32_t n = quick() ? 600 : 3000;
+    RtTriArrays sc[2] = {make_scene(SC_SOUP, n, 60), make_scene(SC_CLUSTER, 5 * n / 3, 61)};
+    for (int v = 0; v < 17; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         char name[96];
         if (v < 6) {
@@ -306,13 +329,24 @@ static void gpu_kd_every_variant_valid(void **state)
             p.empty_cut = 0.35f;
             p.small_mode = RT_KD_GPU_SMALL_NONE;
             snprintf(name, sizeof name, "C_e 35%% + no small stage");
+        } else if (v == 15) {
+            p.assoc = RT_KD_GPU_CLIP;
+            snprintf(name, sizeof name, "clipping (All)");
+        } else if (v == 16) {
+            rt_kd_gpu_params_ladder(&p, 0);
+            p.assoc = RT_KD_GPU_CLIP;
+            p.small_fused = 0;
+            snprintf(name, sizeof name, "clipping (Original)");
+        } else if (v == 13) {
+            p.small_fused = 0;
+            snprintf(name, sizeof name, "level-by-level small stage");
         } else {
             p.small_threshold = 32;
             p.c_trav = 2.0f;
             p.c_isect = 1.0f;
             snprintf(name, sizeof name, "leaf 32, C_trav 2, C_i 1");
         }
-        for (int s = 0; s < 2; s++) build_and_check(&p, &sc[s], 6000, 70 + v * 2 + s, name);
+        for (int s = 0; s < 2; s++) build_and_check(&p, &sc[s], quick() ? 500 : 6000, 70 + v * 2 + s, name);
     }
     free_scene(&sc[0]);
     free_scene(&sc[1]);

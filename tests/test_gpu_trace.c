@@ -16,12 +16,16 @@
 #include "trace.h"
 
 /* Acceptance thresholds (issue 5). */
-#define MATCH_MIN 0.9999   /* hits equal to the brute force */
+#define MATCH_MIN 0.9999   /* hits agreeing with the brute force (shared-edge ties included) */
+#define STRICT_MIN 0.999   /* hits with the very same triangle and t */
 #define PIXEL_MIN 0.99     /* pixels within PIXEL_TOL of the CPU render */
 #define PIXEL_TOL 2        /* of 255, per channel */
-/* t agrees when within this fraction (+ the ray epsilon): the device
- * contracts a*b+c into FMAs, the host does not, so the last bits differ. */
+/* t agrees when within T_REL_TOL of t plus T_EPS_TOL of the ray epsilon
+ * (1e-4 of the scene's diagonal): the device contracts a*b+c into FMAs and
+ * the host does not, so t differs in its last bits, by an amount that
+ * follows the coordinates' magnitude (Woop's translation row), not t. */
 #define T_REL_TOL 1e-5f
+#define T_EPS_TOL 0.1f
 
 /* ---- fixtures -------------------------------------------------------------- */
 
@@ -246,7 +250,7 @@ typedef struct Tally {
     uint64_t t_off, tie, miss, other; /* kinds of difference */
 } Tally;
 
-static float t_tol(float t, float eps) { return T_REL_TOL * (fabsf(t) + eps); }
+static float t_tol(float t, float eps) { return T_REL_TOL * fabsf(t) + T_EPS_TOL * eps; }
 
 /* Compares GPU hits with the brute force; prints the first few differences. */
 static void compare_hits(const char *what, const RaySet *r, const RtHit *ref, const RtHit *got,
@@ -347,6 +351,7 @@ static void check_fixture(Fixture *f, const RaySet *extra)
     print_message("  %s: %u triangles, %u primary, %u shadow, %u reflection rays, eps %g\n",
                   f->name, f->s.tri_count, prim.n, shadow.n, refl.n, eps);
     RtTraceParams p;
+    double worst = 1.0, worst_strict = 1.0;
     for (int v = 0; variant(v, &p); v++) {
         char name[96];
         variant_name(&p, name, sizeof name);
@@ -361,15 +366,24 @@ static void check_fixture(Fixture *f, const RaySet *extra)
         compare_hits("shadow-any", &shadow, refs[w], got, 1, eps, &tl);
         gpu_cast(f, &p, &refl, 0, got);
         compare_hits("reflection", &refl, refr[w], got, 0, eps, &tl);
-        double frac = (double)tl.equal / (double)(tl.rays ? tl.rays : 1);
+        /* Agreement: the same triangle and t, or a tie at a shared edge
+         * (both triangles at the same t; which one wins depends on the
+         * last bit of t, and the device's FMAs move it). Strict equality
+         * is printed and held to STRICT_MIN. */
+        double frac = (double)(tl.equal + tl.tie) / (double)(tl.rays ? tl.rays : 1);
+        double strict = (double)tl.equal / (double)(tl.rays ? tl.rays : 1);
+        worst_strict = strict < worst_strict ? strict : worst_strict;
         if (tl.equal != tl.rays || v == 0)
             print_message("  %s %-40s %llu/%llu equal (%.5f%%); differences: t %llu, shared edge "
                           "%llu, hit/miss %llu, other %llu\n", f->name, name,
                           (unsigned long long)tl.equal, (unsigned long long)tl.rays, 100.0 * frac,
                           (unsigned long long)tl.t_off, (unsigned long long)tl.tie,
                           (unsigned long long)tl.miss, (unsigned long long)tl.other);
-        assert_true(frac >= MATCH_MIN);
+        worst = frac < worst ? frac : worst;
     }
+    print_message("  %s: worst variant %.5f%% agree (need %.2f%%), %.5f%% strictly equal (need "
+                  "%.2f%%)\n", f->name, 100 * worst, 100 * MATCH_MIN, 100 * worst_strict,
+                  100 * STRICT_MIN);
     for (int w = 0; w < 2; w++) {
         free(ref[w]);
         free(refs[w]);
@@ -379,6 +393,8 @@ static void check_fixture(Fixture *f, const RaySet *extra)
     free(prim.rays);
     free(shadow.rays);
     free(refl.rays);
+    assert_true(worst >= MATCH_MIN);
+    assert_true(worst_strict >= STRICT_MIN);
 }
 
 /* ---- hit tests ------------------------------------------------------------- */
@@ -440,25 +456,29 @@ static void gpu_trace_axis_rays_on_split_planes(void **state)
         for (uint32_t i = 0; i < r.n; i++) ref[w][i] = brute(&f, &r.rays[i], w);
     float eps = rt_gpu_scene_epsilon(f.gs);
     RtTraceParams p;
+    int bad = 0;
     for (int v = 0; variant(v, &p); v++) {
         Tally tl;
         memset(&tl, 0, sizeof tl);
         gpu_cast(&f, &p, &r, 0, got);
         compare_hits("axis", &r, ref[p.isect == RT_ISECT_WOOP], got, 0, eps, &tl);
         char name[96];
-        if (tl.equal != tl.rays)
+        if (tl.equal != tl.rays || v == 0)
             print_message("  axis %-40s %llu/%llu equal; shared edge %llu, hit/miss %llu, other "
                           "%llu\n", variant_name(&p, name, sizeof name),
                           (unsigned long long)tl.equal, (unsigned long long)tl.rays,
                           (unsigned long long)tl.tie, (unsigned long long)tl.miss,
                           (unsigned long long)tl.other);
-        assert_true((double)tl.equal >= 0.99 * (double)tl.rays);
+        /* a shared-edge tie (same t, the other triangle) is the expected
+         * difference here; a miss or a farther hit is not */
+        if ((double)(tl.equal + tl.tie) < 0.99 * (double)tl.rays) bad++;
     }
     free(ref[0]);
     free(ref[1]);
     free(got);
     free(r.rays);
     fixture_free(&f);
+    assert_int_equal(bad, 0);
 }
 
 static void gpu_trace_default_scene_hits_match_brute_force(void **state)
@@ -602,19 +622,19 @@ static double compare_render(Fixture *f, const RtTraceParams *tp, int w, int h, 
     return frac;
 }
 
-static void check_images(Fixture *f)
+/* Returns 1 when both variants' images match the CPU render. */
+static int check_images(Fixture *f)
 {
     RtTraceParams p = rt_trace_params_default();
-    double ids;
-    assert_true(compare_render(f, &p, 320, 240, &ids) >= PIXEL_MIN);
-    assert_true(ids >= 0.999);
+    double ids, ids2;
+    double a = compare_render(f, &p, 320, 240, &ids);
     /* another corner of the variant space, with packets */
     p.traversal = RT_TRAV_RESTART;
     p.isect = RT_ISECT_MT;
     p.packet = RT_PACKET_WARP;
     p.ray_map = RT_RAYMAP_ROWS;
-    assert_true(compare_render(f, &p, 320, 240, &ids) >= PIXEL_MIN);
-    assert_true(ids >= 0.999);
+    double b = compare_render(f, &p, 320, 240, &ids2);
+    return a >= PIXEL_MIN && b >= PIXEL_MIN && ids >= 0.999 && ids2 >= 0.999;
 }
 
 static void gpu_trace_default_scene_image_matches_cpu(void **state)
@@ -622,8 +642,9 @@ static void gpu_trace_default_scene_image_matches_cpu(void **state)
     need_gpu(state);
     Fixture f;
     default_fixture(&f);
-    check_images(&f);
+    int ok = check_images(&f);
     fixture_free(&f);
+    assert_true(ok);
 }
 
 static void gpu_trace_cornell_image_matches_cpu(void **state)
@@ -632,8 +653,9 @@ static void gpu_trace_cornell_image_matches_cpu(void **state)
     Fixture f;
     memset(&f, 0, sizeof f);
     if (!cornell_fixture(&f)) skip();
-    check_images(&f);
+    int ok = check_images(&f);
     fixture_free(&f);
+    assert_true(ok);
 }
 
 /* The textured scene: map_Kd (sRGB, bilinear, wrap) and map_d cutouts. */
@@ -656,9 +678,16 @@ static void gpu_trace_textured_image_matches_cpu(void **state)
     fixture_finish(&f);
     RtTraceParams p = rt_trace_params_default();
     double ids;
-    assert_true(compare_render(&f, &p, 320, 240, &ids) >= PIXEL_MIN);
-    assert_true(ids >= 0.999);
+    double frac = compare_render(&f, &p, 320, 240, &ids);
+    /* heatmap mode: the same pixels, coloured by kd nodes visited */
+    p.heatmap = 1;
+    double ids_heat;
+    double heat_frac = compare_render(&f, &p, 320, 240, &ids_heat);
     fixture_free(&f);
+    assert_true(frac >= PIXEL_MIN);
+    assert_true(ids >= 0.999);
+    assert_true(ids_heat >= 0.999);
+    assert_true(heat_frac < PIXEL_MIN); /* a heatmap is not the shaded image */
 }
 
 /* ---- benchmark (RT_GPU_BENCH=1) ------------------------------------------------ */
@@ -830,5 +859,16 @@ int main(void)
         cmocka_unit_test(gpu_trace_textured_image_matches_cpu),
         cmocka_unit_test(gpu_trace_benchmark),
     };
+    /* RT_GPU_QUICK=1: a subset that still runs every kernel and variant,
+     * for slow runs such as compute-sanitizer (docs/trace_gpu.md). */
+    const struct CMUnitTest quick[] = {
+        cmocka_unit_test(gpu_trace_one_triangle_and_empty_batches),
+        cmocka_unit_test(gpu_trace_soup_hits_match_brute_force),
+        cmocka_unit_test(gpu_trace_textured_image_matches_cpu),
+        cmocka_unit_test(gpu_trace_default_scene_image_matches_cpu),
+    };
+    const char *q = getenv("RT_GPU_QUICK");
+    if (q && atoi(q) == 1)
+        return cmocka_run_group_tests_name("gpu_trace_quick", quick, gpu_setup, gpu_teardown);
     return cmocka_run_group_tests_name("gpu_trace", tests, gpu_setup, gpu_teardown);
 }
