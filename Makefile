@@ -52,7 +52,7 @@ ifneq ($(NVCC),)
   # (then falls back to the CPU) where none is.
   GPU_LIBS := -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lstdc++
 else
-  GPU_OBJ  := $(BUILD)/cuda/gpu_none.o $(BUILD)/cuda/interop_none.o $(BUILD)/cuda/gpu_scene_none.o $(BUILD)/cuda/trace_none.o $(BUILD)/cuda/kd_gpu_none.o
+  GPU_OBJ  := $(patsubst cuda/%.c,$(BUILD)/cuda/%.o,$(wildcard cuda/*_none.c))
   CPPFLAGS += -DRT_HAVE_CUDA=0
   GPU_LIBS :=
 endif
@@ -134,7 +134,7 @@ fuzz: $(FUZZ_BIN)
 $(FUZZ_BIN): tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Icuda -I/usr/include/stb \
-	  -DRT_HAVE_CUDA=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) cuda/gpu_none.c -lm -pthread
+	  -DRT_HAVE_CUDA=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard cuda/*_none.c) -lm -pthread
 
 clean:
 	rm -rf $(BUILD) rtviewer

@@ -318,8 +318,11 @@ __device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
              * one: the ray sits out (its near child is pushed below, the far
              * one comes back through a restart from t_done). Otherwise the
              * rays in the minority at every level could all be out of order,
-             * and no ray's t_done would move: a livelock. */
-            if (kPacket && need_other && need_go && pref_l != go_l) need_go = false;
+             * and no ray's t_done would move: a livelock. A child that
+             * starts no later than the other (the plane itself, a ray lying
+             * in it) is searched out of order instead: a restart could not
+             * bring it back. */
+            if (kPacket && need_other && need_go && pref_l != go_l && lo_go > lo_ot) need_go = false;
             /* A sibling that does not start after the child taken (the
              * plane seen from behind, a ray lying in the plane) is "pinned":
              * once t_done passes it, no restart can reach it again. The
@@ -401,11 +404,12 @@ __device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
         }
         if (!popped) {
             /* Nothing pending (entries beyond the best hit were dropped):
-             * done when the hit lies before t_done or the ray left the
-             * scene. Checked only here, so the pending entries of a ray
+             * done when the hit lies before t_done (by more than eps, so a
+             * triangle of the next leaf at the very same t still gets its
+             * say in the lower-id tie rule) or the ray left the scene. Checked only here, so the pending entries of a ray
              * lying in a split plane (both sides, same interval) are
              * searched too. */
-            if ((best.tri != RT_NO_HIT && best.t <= t_done) || t_done >= r1) finished = true;
+            if ((best.tri != RT_NO_HIT && best.t + eps <= t_done) || t_done >= r1) finished = true;
             if (!warp_any<kPacket>(!finished)) break;
             node = 0;
             lo = finished ? INFINITY : t_done;

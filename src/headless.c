@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
+#include "gpu_pipeline.h"
 
 RtStatus rt_app_load_scene(const RtOptions *o, RtScene *scene, RtError *err)
 {
@@ -38,23 +38,23 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* Says which backend renders and why: the CPU path is the reference and the
- * fallback when no GPU is usable. */
-static void report_backend(const RtOptions *o)
+/* The GPU path (upload -> build -> trace) when a usable GPU is there and
+ * --cpu was not given; NULL means the CPU reference path, and the log says
+ * why. */
+static RtGpuPipeline *open_gpu(const RtOptions *o, const RtScene *scene)
 {
     if (o->cpu) {
         RT_INFO("APP", "backend: CPU (--cpu)");
-        return;
+        return NULL;
     }
-    RtGpu *gpu = NULL;
+    RtGpuPipeline *gp = NULL;
     RtError gerr = {0};
-    if (rt_gpu_create(0, &gpu, &gerr) == RT_OK) {
-        RT_INFO("APP", "backend: CPU; GPU %s found, but the GPU kd-tree builder and tracer are not "
-                       "part of this build yet", rt_gpu_info(gpu)->name);
-        rt_gpu_destroy(gpu);
-    } else {
+    if (rt_gpu_pipeline_create(scene, o->width, o->height, &gp, &gerr) != RT_OK) {
         RT_INFO("APP", "backend: CPU, slow (%s)", gerr.msg);
+        return NULL;
     }
+    RT_INFO("APP", "backend: GPU (%s)", rt_gpu_pipeline_device_name(gp));
+    return gp;
 }
 
 RtStatus rt_headless_run(const RtOptions *o, RtError *err)
@@ -62,7 +62,9 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
     RtScene scene;
     RtStatus st = rt_app_load_scene(o, &scene, err);
     if (st != RT_OK) return st;
-    report_backend(o);
+    RtGpuPipeline *gp = open_gpu(o, &scene);
+    RtKdGpuParams kgp = rt_kd_gpu_params_default();
+    RtTraceParams tp = rt_trace_params_from_render(&o->render);
 
     RtCamera cam = o->has_camera ? o->camera : scene.camera;
     RtImage img = {0};
@@ -86,13 +88,31 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
         }
         double t1 = rt_now_ms();
         RtKdStats ks = {0};
-        rt_kd_tree_free(&tree);
-        if (!o->render.brute_force && (st = rt_kd_build_cpu(&o->kd, &tris, &tree, &ks, err)) != RT_OK) break;
-        double t2 = rt_now_ms();
         RtRenderStats rs = {0};
-        st = rt_render_cpu(&scene, &tris, o->render.brute_force ? NULL : &tree, &cam, &o->render, &img,
-                           ids, &rs, err);
-        if (st != RT_OK) break;
+        double build_ms, trace_ms;
+        if (gp) {
+            RtGpuFrameStats gs;
+            if ((st = rt_gpu_pipeline_frame(gp, &tris, &cam, &kgp, &tp, &img, &gs, err)) != RT_OK) break;
+            ks.triangles = gs.build.triangles;
+            ks.degenerate = gs.build.triangles - gs.build.valid_triangles;
+            ks.nodes = gs.build.nodes;
+            ks.leaves = gs.build.leaves;
+            ks.references = gs.build.references;
+            build_ms = gs.build.gpu_ms;
+            trace_ms = gs.trace.ms;
+            rs.primary_rays = gs.trace.primary_rays;
+            rs.shadow_rays = gs.trace.shadow_rays;
+            rs.reflection_rays = gs.trace.reflection_rays;
+        } else {
+            rt_kd_tree_free(&tree);
+            if (!o->render.brute_force && (st = rt_kd_build_cpu(&o->kd, &tris, &tree, &ks, err)) != RT_OK) break;
+            double t2 = rt_now_ms();
+            build_ms = t2 - t1;
+            st = rt_render_cpu(&scene, &tris, o->render.brute_force ? NULL : &tree, &cam, &o->render, &img,
+                               ids, &rs, err);
+            if (st != RT_OK) break;
+            trace_ms = rt_now_ms() - t2;
+        }
         double t3 = rt_now_ms();
         char path[4096];
         frame_path(o->out_png, f, o->frames, path, sizeof path);
@@ -101,10 +121,13 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
         frame_ms[f] = t3 - t0;
         printf("frame %d/%d: animate %.2f ms | build %.2f ms | trace %.2f ms (%.2f Mrays/s: %llu primary, "
                "%llu shadow, %llu reflection) | total %.2f ms -> %s\n",
-               f + 1, o->frames, t1 - t0, t2 - t1, t3 - t2, rays / ((t3 - t2) * 1e3),
+               f + 1, o->frames, t1 - t0, build_ms, trace_ms, rays / (trace_ms * 1e3),
                (unsigned long long)rs.primary_rays, (unsigned long long)rs.shadow_rays,
                (unsigned long long)rs.reflection_rays, t3 - t0, path);
-        if (o->stats && !o->render.brute_force)
+        if (o->stats && gp)
+            printf("  kd-tree (GPU): %u triangles (%u degenerate), %u nodes, %u leaves, %llu references\n",
+                   ks.triangles, ks.degenerate, ks.nodes, ks.leaves, (unsigned long long)ks.references);
+        else if (o->stats && !o->render.brute_force)
             printf("  kd-tree: %u triangles (%u degenerate), %u nodes, %u leaves (%u empty), depth %u, "
                    "%llu references, %.2f tris/leaf, SAH cost %.3f\n",
                    ks.triangles, ks.degenerate, ks.nodes, ks.leaves, ks.empty_leaves, ks.depth,
@@ -116,6 +139,7 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
         printf("median frame time over %d frames: %.2f ms\n", o->frames, frame_ms[o->frames / 2]);
     }
 done:
+    rt_gpu_pipeline_destroy(gp);
     free(frame_ms);
     free(ids);
     rt_kd_tree_free(&tree);

@@ -22,8 +22,9 @@ RT_HD int rt_isect_woop(const RtFloat4 rows[3], RtVec3 o, RtVec3 d, float tmin, 
 {
     float oz = rows[2].w + rows[2].x * o.x + rows[2].y * o.y + rows[2].z * o.z;
     float dz = rows[2].x * d.x + rows[2].y * d.y + rows[2].z * d.z;
+    if (dz == 0.0f) return 0; /* parallel to the plane: -oz/0 would pass an infinite tmax */
     float tt = -oz / dz;
-    if (!(tt >= tmin && tt <= tmax)) return 0; /* also rejects NaN (dz == 0) */
+    if (!(tt >= tmin && tt <= tmax)) return 0; /* also rejects NaN */
     RtVec3 p = v3_add(o, v3_scale(d, tt));
     float uu = rows[0].w + rows[0].x * p.x + rows[0].y * p.y + rows[0].z * p.z;
     if (uu < 0.0f) return 0;
@@ -53,16 +54,32 @@ RT_HD int rt_isect_mt(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtVec3 o, RtVec3 d, float
     return 1;
 }
 
-/* Slab test; returns 1 and the clipped [t0, t1] when the ray meets the box. */
+/* One slab of the slab test. A ray parallel to the slab whose origin lies ON
+ * one of its planes gives 0 * inf = NaN: it is inside the closed slab for
+ * its whole length, so the slab does not limit it. */
+RT_HD void rt_slab(float lo, float hi, float o, float inv_d, float *t_near, float *t_far)
+{
+    float a = (lo - o) * inv_d, b = (hi - o) * inv_d;
+    if (isnan(a) || isnan(b)) {
+        *t_near = -INFINITY;
+        *t_far = INFINITY;
+        return;
+    }
+    *t_near = fminf(a, b);
+    *t_far = fmaxf(a, b);
+}
+
+/* Slab test against the closed box; returns 1 and the clipped [t0, t1] when
+ * the ray meets it. */
 RT_HD int rt_ray_aabb(RtAabb b, RtVec3 o, RtVec3 inv_d, float tmin, float tmax, float *t0,
                       float *t1)
 {
-    float tx0 = (b.lo.x - o.x) * inv_d.x, tx1 = (b.hi.x - o.x) * inv_d.x;
-    float ty0 = (b.lo.y - o.y) * inv_d.y, ty1 = (b.hi.y - o.y) * inv_d.y;
-    float tz0 = (b.lo.z - o.z) * inv_d.z, tz1 = (b.hi.z - o.z) * inv_d.z;
-    /* fminf/fmaxf drop the NaN of 0 * inf (origin on a slab of a parallel ray) */
-    float lo = fmaxf(fmaxf(fminf(tx0, tx1), fminf(ty0, ty1)), fmaxf(fminf(tz0, tz1), tmin));
-    float hi = fminf(fminf(fmaxf(tx0, tx1), fmaxf(ty0, ty1)), fminf(fmaxf(tz0, tz1), tmax));
+    float nx, fx, ny, fy, nz, fz;
+    rt_slab(b.lo.x, b.hi.x, o.x, inv_d.x, &nx, &fx);
+    rt_slab(b.lo.y, b.hi.y, o.y, inv_d.y, &ny, &fy);
+    rt_slab(b.lo.z, b.hi.z, o.z, inv_d.z, &nz, &fz);
+    float lo = fmaxf(fmaxf(nx, ny), fmaxf(nz, tmin));
+    float hi = fminf(fminf(fx, fy), fminf(fz, tmax));
     *t0 = lo; *t1 = hi;
     return lo <= hi;
 }

@@ -52,7 +52,7 @@ static RtVec3 rnd_dir(RtTestRng *r)
     }
 }
 
-/* A triangle of about size s around c. */
+/* A triangle of about the given size around c. */
 static void add_near(Soup *s, RtTestRng *r, RtVec3 c, float size)
 {
     RtVec3 v[3];
@@ -192,13 +192,13 @@ static int filter_odd(const void *ctx, uint32_t tri, float u, float v)
 
 static uint64_t g_rays; /* rays compared with brute force, all tests */
 
-/* kd == brute force (hit, triangle, t) for Woop and/or Moller-Trumbore,
- * with or without the filter; any-hit agrees with closest-hit on occlusion.
- * Returns the number of mismatches and prints the first. */
 /* Which hit tests compare_ray runs; ALTERNATE (compare_rays): Woop for even
  * rays, Moller-Trumbore for odd ones. */
 enum { ALTERNATE = 0, MT = 1, WOOP = 2, BOTH = 3 };
 
+/* kd == brute force (hit, triangle, t) for Woop and/or Moller-Trumbore,
+ * with or without the filter; any-hit agrees with closest-hit on occlusion.
+ * Returns the number of mismatches and prints the first. */
 static int compare_ray(const RtKdTree *tree, const RtTriArrays *t, RtRay ray, float tmin,
                        float tmax, int with_filter, unsigned methods)
 {
