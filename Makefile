@@ -39,6 +39,8 @@ GL_LIBS   := $(or $(shell pkg-config --libs glfw3 glew gl 2>/dev/null),-lglfw -l
 SHADERS  := $(sort $(wildcard shaders/*.glsl))
 SHADER_H := $(BUILD)/gen/shaders_embedded.h
 CU_SRC   := $(wildcard cuda/*.cu)
+# plain-C parts of the GPU stages (parameters, variant tables), in every build
+CU_C_SRC := $(filter-out %_none.c,$(wildcard cuda/*.c))
 
 ifneq ($(NVCC),)
   CUDA_LIBDIR := $(firstword $(wildcard $(CUDA_HOME)/lib64 $(CUDA_HOME)/targets/x86_64-linux/lib))
@@ -46,13 +48,13 @@ ifneq ($(NVCC),)
               -gencode arch=compute_$(CUDA_ARCH:sm_%=%),code=$(CUDA_ARCH) \
               -gencode arch=compute_$(CUDA_ARCH:sm_%=%),code=compute_$(CUDA_ARCH:sm_%=%) \
               -Xcompiler -Wall,-Wextra$(if $(filter 1,$(WERROR)),$(comma)-Werror,) -Werror all-warnings
-  GPU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o)
+  GPU_OBJ  := $(CU_SRC:%.cu=$(BUILD)/%.o) $(CU_C_SRC:%.c=$(BUILD)/%.o)
   CPPFLAGS += -DRT_HAVE_CUDA=1
   # Static cudart: the binary runs wherever a driver is, and still starts
   # (then falls back to the CPU) where none is.
   GPU_LIBS := -L$(CUDA_LIBDIR) -lcudart_static -ldl -lrt -lstdc++
 else
-  GPU_OBJ  := $(patsubst cuda/%.c,$(BUILD)/cuda/%.o,$(wildcard cuda/*_none.c))
+  GPU_OBJ  := $(patsubst cuda/%.c,$(BUILD)/cuda/%.o,$(wildcard cuda/*.c))
   CPPFLAGS += -DRT_HAVE_CUDA=0
   GPU_LIBS :=
 endif
@@ -134,7 +136,7 @@ fuzz: $(FUZZ_BIN)
 $(FUZZ_BIN): tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Icuda -I/usr/include/stb \
-	  -DRT_HAVE_CUDA=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard cuda/*_none.c) -lm -pthread
+	  -DRT_HAVE_CUDA=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard cuda/*.c) -lm -pthread
 
 clean:
 	rm -rf $(BUILD) rtviewer
