@@ -127,7 +127,7 @@ run: deps
 	./rtviewer $(ARGS)
 
 test: deps-test
-	@$(MAKE) --no-print-directory all $(TEST_BIN) $(PNG_DIFF) fuzz
+	@$(MAKE) --no-print-directory all $(TEST_BIN) $(PNG_DIFF) $(if $(shell command -v clang 2>/dev/null),fuzz,)
 	@RT_BUILD=$(BUILD) sh tests/run.sh $(TEST_BIN)
 
 # libFuzzer target over all loaders (tests/fuzz/README.md). Built with clang.

@@ -53,6 +53,7 @@ else
 fi
 
 # A short, bounded fuzz run over the loaders (the corpus grows in build/).
+[ -x build/fuzz_loaders ] || echo "fuzz: skipped (no clang here to build build/fuzz_loaders)"
 if [ -x build/fuzz_loaders ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
     mkdir -p build/fuzz_corpus
     echo "== fuzz: ${RT_FUZZ_SECONDS:-30} s over the loaders"
