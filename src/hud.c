@@ -294,7 +294,7 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
         snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", line[0] ? "  " : "", item);
     }
     if (line[0]) add(l, kText, "%s", line);
-    add(l, kDim, "unavailable in this build: GPU variants (1-0), animation");
+    add(l, kDim, "unavailable in the window yet: GPU variants (1-0), animation");
     add(l, kText, "camera: %s, speed %.3g/s", in->orbit ? "orbit" : "fly", in->speed);
     add(l, kText, "display: %s", in->display);
     add(l, kDim, "GL: %s", in->gl_renderer);

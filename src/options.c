@@ -60,8 +60,8 @@ static const RtNamedValue packet_values[] = {
     {NULL, 0, NULL},
 };
 
-#define RT_NO_GPU_BUILD "GPU kd-tree builder not in this build (issue 4)"
-#define RT_NO_GPU_TRACE "GPU tracer not in this build (issue 5)"
+#define RT_NO_GPU_BUILD "the window does not drive the GPU kd-tree builder yet (issue 4)"
+#define RT_NO_GPU_TRACE "the window does not drive the GPU tracer yet (issue 5)"
 const RtVariantGroup rt_variant_groups[RT_VAR_COUNT] = {
     [RT_VAR_ISECT] = {"intersection", 'I', "--isect", rt_isect_variants, NULL},
     [RT_VAR_SHADOWS] = {"shadows", 'L', "--no-shadows", on_off, NULL},

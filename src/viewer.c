@@ -406,7 +406,7 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
         RtHudInfo info = {
             .scene = v->scene_name,
             .backend = v->backend,
-            .gpu_stages = "GPU builder/tracer not in this build",
+            .gpu_stages = "the window renders with the CPU backend",
             .display = v->display_desc,
             .gl_renderer = rt_gl_display_renderer(v->display),
             .width = fb_w,
