@@ -80,9 +80,8 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
         double t0 = rt_now_ms();
         /* animate: the scene's vertices at this frame's time (static until
          * the dynamic-scenes issue), flattened for the builder and tracer */
-        rt_tri_arrays_free(&tris);
         uint32_t degenerate = 0;
-        if ((st = rt_tri_arrays_make(&scene, &tris, &degenerate)) != RT_OK) {
+        if ((st = rt_tri_arrays_update(&scene, &tris, &degenerate)) != RT_OK) {
             rt_fail(err, st, "APP: out of memory flattening %u triangles", scene.tri_count);
             break;
         }
@@ -104,7 +103,7 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
             rs.shadow_rays = gs.trace.shadow_rays;
             rs.reflection_rays = gs.trace.reflection_rays;
         } else {
-            rt_kd_tree_free(&tree);
+            /* the builder reuses the previous frame's tree arrays */
             if (!o->render.brute_force && (st = rt_kd_build_cpu(&o->kd, &tris, &tree, &ks, err)) != RT_OK) break;
             double t2 = rt_now_ms();
             build_ms = t2 - t1;

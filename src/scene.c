@@ -241,15 +241,17 @@ RtStatus rt_scene_finish(RtScene *s, RtError *err)
     return RT_OK;
 }
 
-RtStatus rt_tri_arrays_make(const RtScene *s, RtTriArrays *out, uint32_t *degenerate)
+RtStatus rt_tri_arrays_update(const RtScene *s, RtTriArrays *out, uint32_t *degenerate)
 {
-    memset(out, 0, sizeof *out);
-    size_t n = (size_t)s->tri_count * 3;
-    out->verts = malloc((n ? n : 1) * sizeof *out->verts);
-    out->woop = malloc((n ? n : 1) * sizeof *out->woop);
-    if (!out->verts || !out->woop) {
+    if (!out->verts || out->count != s->tri_count) { /* first frame, or the mesh changed */
         rt_tri_arrays_free(out);
-        return RT_ERR_OOM;
+        size_t n = (size_t)s->tri_count * 3;
+        out->verts = malloc((n ? n : 1) * sizeof *out->verts);
+        out->woop = malloc((n ? n : 1) * sizeof *out->woop);
+        if (!out->verts || !out->woop) {
+            rt_tri_arrays_free(out);
+            return RT_ERR_OOM;
+        }
     }
     uint32_t bad = 0;
     for (uint32_t i = 0; i < s->tri_count; i++) {
@@ -266,6 +268,12 @@ RtStatus rt_tri_arrays_make(const RtScene *s, RtTriArrays *out, uint32_t *degene
     out->count = s->tri_count;
     if (degenerate) *degenerate = bad;
     return RT_OK;
+}
+
+RtStatus rt_tri_arrays_make(const RtScene *s, RtTriArrays *out, uint32_t *degenerate)
+{
+    memset(out, 0, sizeof *out);
+    return rt_tri_arrays_update(s, out, degenerate);
 }
 
 void rt_tri_arrays_free(RtTriArrays *a)

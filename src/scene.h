@@ -118,6 +118,10 @@ RtAabb rt_scene_bounds(const RtScene *s);
  * rt_tri_arrays_free. */
 RtStatus rt_tri_arrays_make(const RtScene *s, RtTriArrays *out, uint32_t *degenerate);
 void rt_tri_arrays_free(RtTriArrays *a);
+/* Per frame: refills out (zeroed, or from an earlier make/update) from the
+ * scene's current vertices, reusing its memory while the triangle count
+ * stays the same. */
+RtStatus rt_tri_arrays_update(const RtScene *s, RtTriArrays *out, uint32_t *degenerate);
 
 /* The built-in default scene (no file needed): a project-made room with
  * spheres, a mirror and a checker texture, camera and lights included. */

@@ -384,13 +384,12 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
     double t0 = rt_now_ms();
     /* animate: the scene's vertices at this frame's time (static until the
      * dynamic-scenes issue), flattened for the builder and tracer */
-    rt_tri_arrays_free(&v->tris);
     uint32_t degenerate = 0;
-    if ((st = rt_tri_arrays_make(&v->scene, &v->tris, &degenerate)) != RT_OK)
+    if ((st = rt_tri_arrays_update(&v->scene, &v->tris, &degenerate)) != RT_OK)
         return rt_fail(err, st, "APP: out of memory flattening %u triangles", v->scene.tri_count);
     double t1 = rt_now_ms();
-    /* build: from scratch every frame, as a dynamic scene needs */
-    rt_kd_tree_free(&v->tree);
+    /* build: from scratch every frame, as a dynamic scene needs (into the
+     * previous frame's arrays, so no allocation per frame) */
     if (!v->opt.render.brute_force &&
         (st = rt_kd_build_cpu(&v->opt.kd, &v->tris, &v->tree, &v->kd_stats, err)) != RT_OK)
         return st;
