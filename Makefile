@@ -138,6 +138,21 @@ $(FUZZ_BIN): tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard src/*.h)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Icuda -I/usr/include/stb \
 	  -DRT_HAVE_CUDA=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard cuda/*.c) -lm -pthread
 
+# ---- benchmark ----------------------------------------------------------------
+# rtviewer --bench over scenes x build variants x trace variants
+# (tests/bench/run.sh): JSON/CSV in BENCH_OUT, markdown tables spliced into
+# docs/benchmarks.md between its bench:begin/end markers, gnuplot PNGs in
+# docs/img/. Without a GPU it runs the CPU path with few frames and says so.
+# BENCH_ARGS: environment for run.sh, e.g. BENCH_ARGS="BENCH_QUICK=1 BENCH_DOCS=0".
+DEB_BENCH := gnuplot-nox
+BENCH_OUT ?= $(BUILD)/bench
+BENCH_ARGS ?=
+.PHONY: bench
+bench:
+	@sh tests/deps.sh $(DEB_BENCH) || echo "bench: no gnuplot: tables only, no plots"
+	@$(MAKE) --no-print-directory all
+	@env BENCH_OUT=$(BENCH_OUT) RTVIEWER=./rtviewer $(BENCH_ARGS) bash tests/bench/run.sh
+
 clean:
 	rm -rf $(BUILD) rtviewer
 

@@ -58,3 +58,14 @@ extern "C" const RtGpuInfo *rt_gpu_info(const RtGpu *gpu)
 {
     return gpu ? &gpu->info : NULL;
 }
+
+extern "C" RtStatus rt_gpu_mem_used(size_t *used, size_t *total, RtError *err)
+{
+    size_t free_b = 0, total_b = 0;
+    *used = 0;
+    if (total) *total = 0;
+    CUDA_CHECK(err, cudaMemGetInfo(&free_b, &total_b));
+    *used = total_b - free_b;
+    if (total) *total = total_b;
+    return RT_OK;
+}

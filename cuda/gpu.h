@@ -25,6 +25,13 @@ RtStatus rt_gpu_create(int device, RtGpu **out, RtError *err);
 void rt_gpu_destroy(RtGpu *gpu);
 const RtGpuInfo *rt_gpu_info(const RtGpu *gpu);
 
+/* Device memory in use on the current device right now (cudaMemGetInfo:
+ * total - free, so the CUDA context and other processes count too) and the
+ * device's total. The benchmark samples it after every frame for its "peak
+ * GPU memory"; buffers are grown, never freed per frame, so the samples see
+ * the peak of what stays allocated. RT_ERR_NO_DEVICE without CUDA. */
+RtStatus rt_gpu_mem_used(size_t *used, size_t *total, RtError *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -10,3 +10,9 @@ RtStatus rt_gpu_create(int device, RtGpu **out, RtError *err)
 }
 void rt_gpu_destroy(RtGpu *gpu) { (void)gpu; }
 const RtGpuInfo *rt_gpu_info(const RtGpu *gpu) { (void)gpu; return 0; }
+RtStatus rt_gpu_mem_used(size_t *used, size_t *total, RtError *err)
+{
+    *used = 0;
+    if (total) *total = 0;
+    return rt_fail(err, RT_ERR_NO_DEVICE, "GPU: this rtviewer was built without CUDA");
+}

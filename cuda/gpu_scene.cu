@@ -292,6 +292,22 @@ extern "C" RtTriArrays rt_gpu_scene_tris(const RtGpuScene *gs)
 
 extern "C" float rt_gpu_scene_epsilon(const RtGpuScene *gs) { return gs ? gs->view.eps : 0.0f; }
 
+extern "C" RtFloat4 *rt_gpu_scene_normals(RtGpuScene *gs) { return gs ? gs->d_normals : NULL; }
+
+extern "C" RtStatus rt_gpu_scene_update_lights(RtGpuScene *gs, const RtLight *lights, uint32_t count,
+                                               RtError *err)
+{
+    if (!gs || (!lights && count))
+        return rt_fail(err, RT_ERR_ARG, "TRACE: update_lights needs a scene and lights");
+    if (count != gs->view.light_count)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: update_lights got %u lights, the scene has %u", count,
+                       gs->view.light_count);
+    if (count)
+        CUDA_CHECK(err, cudaMemcpy(gs->d_lights, lights, (size_t)count * sizeof *lights,
+                                   cudaMemcpyHostToDevice));
+    return RT_OK;
+}
+
 RtGpuSceneView rt_gpu_scene_view(const RtGpuScene *gs) { return gs->view; }
 RtGpuTraceCounters *rt_gpu_scene_counters(RtGpuScene *gs) { return gs->d_counters; }
 RtLaunchLog *rt_gpu_scene_launch_log(RtGpuScene *gs) { return &gs->log; }

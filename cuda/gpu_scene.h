@@ -31,6 +31,14 @@ void rt_gpu_scene_destroy(RtGpuScene *gs);
 RtStatus rt_gpu_scene_update_tris(RtGpuScene *gs, const RtFloat4 *verts, uint32_t count,
                                   int verts_on_device, RtError *err);
 
+/* Per frame, for the animate stage (anim_gpu.h): the device array of
+ * per-corner shading normals (3 float4 per triangle, xyz; the tracer reads
+ * them), and new light values (count must equal the scene's light count;
+ * host memory). */
+RtFloat4 *rt_gpu_scene_normals(RtGpuScene *gs);
+RtStatus rt_gpu_scene_update_lights(RtGpuScene *gs, const RtLight *lights, uint32_t count,
+                                    RtError *err);
+
 /* The device triangle arrays (device pointers), e.g. for the GPU builder. */
 RtTriArrays rt_gpu_scene_tris(const RtGpuScene *gs);
 /* Ray offset of secondary rays: 1e-4 of the triangles' bounding-box

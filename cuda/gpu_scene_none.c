@@ -22,6 +22,16 @@ RtStatus rt_gpu_scene_update_tris(RtGpuScene *gs, const RtFloat4 *verts, uint32_
     (void)gs; (void)verts; (void)count; (void)verts_on_device;
     return no_cuda(err);
 }
+RtFloat4 *rt_gpu_scene_normals(RtGpuScene *gs)
+{
+    (void)gs;
+    return 0;
+}
+RtStatus rt_gpu_scene_update_lights(RtGpuScene *gs, const RtLight *lights, uint32_t count, RtError *err)
+{
+    (void)gs; (void)lights; (void)count;
+    return no_cuda(err);
+}
 RtTriArrays rt_gpu_scene_tris(const RtGpuScene *gs)
 {
     RtTriArrays a;

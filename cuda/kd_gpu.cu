@@ -1,17 +1,21 @@
 /* kd_gpu.cu — the per-frame driver of the GPU kd-tree build:
  *
  *   triangle boxes, valid refs, bounds, root          (kd_large_init)
- *   while large nodes remain:                         (kd_large_level)
- *       node boxes, empty-space cuts + median split,
+ *   while large nodes remain:                         (kd_large_persistent: one launch;
+ *       node boxes, empty-space cuts + median split,   Impl. I: kd_large_level per level)
  *       triangle sorting, routing of the children
  *   small roots: candidates and masks                 (kd_small_prepare)
- *   while small nodes remain: SAH split or leaf       (kd_small_level)
+ *   small nodes: SAH split or leaf                    (kd_small_fused: one launch;
+ *                                                      Zhou's schedule: kd_small_level per level)
+ *   read the counters back once                       (sizes, overflow)
  *
  * Buffers are allocated once and grown: every device-side allocation is
  * bounded, an overflow sets a bit in the counters, and the driver grows the
  * buffers named by the bits and builds again (never a silent corruption).
- * The loop bounds come from the device counters, read back once per level
- * (the host round trips the stats report). */
+ * With Implementation II and the fused small stage the loop bounds stay on
+ * the device: the host waits once per build, for the final counters. The
+ * level-by-level schedules (Impl. I, Zhou's small stage) read the counters
+ * back once per level; stats.round_trips counts every wait. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +43,7 @@ struct RtKdGpu {
     /* capacities in elements; grown by 2x when a build overflows them */
     uint32_t ref_cap, active_cap, chunk_cap, sroot_cap, sref_cap, snode_cap;
     uint32_t node_cap, leaf_cap, index_cap;
+    int sms; /* multiprocessors: grids of the persistent and queue-driven kernels */
 };
 
 static RtStatus kd_reserve(KdArr *a, size_t bytes, RtError *err)
@@ -74,6 +79,11 @@ extern "C" RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err)
         b->h_init->bounds[3 + a] = kd_f2i_host(-INFINITY);
     }
     for (int i = 0; i < 4; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
+    int dev = 0, coop = 0;
+    CUDA_CHECK(err, cudaGetDevice(&dev));
+    CUDA_CHECK(err, cudaDeviceGetAttribute(&b->sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(err, cudaDeviceGetAttribute(&coop, cudaDevAttrCooperativeLaunch, dev));
+    if (!coop) return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: the device cannot launch cooperative kernels");
     b->log.stream = b->stream;
     return RT_OK;
 }
@@ -226,44 +236,61 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
     /* ---- large-node stage -------------------------------------------- */
     if ((st = kd_large_init(log, b, c, err)) != RT_OK) return st;
     int level = 0;
-    for (;;) {
-        if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
-        if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
-        uint32_t active = g->h_ctr->level_active[level];
-        if (active == 0) break;
-        if (level + 1 >= KD_MAX_LEVELS)
-            return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: large-node stage deeper than %d levels", KD_MAX_LEVELS);
-        st = kd_large_level(log, b, c, *p, level, active, g->h_ctr->level_chunks[level],
-                            g->h_ctr->level_refs[level], g->arr[A_CUB].p, g->arr[A_CUB].bytes, err);
-        if (st != RT_OK) return st;
-        level++;
+    if (p->chang_a) {
+        /* Implementation II: every level in one launch, bounds on the device */
+        if ((st = kd_large_persistent(log, b, c, *p, err)) != RT_OK) return st;
+        level = -1; /* counted from the final counters */
+    } else {
+        /* Implementation I: CUB's scan takes its size on the host: one read-back per level */
+        for (;;) {
+            if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
+            if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
+            uint32_t active = g->h_ctr->level_active[level];
+            if (active == 0) break;
+            if (level + 1 >= KD_MAX_LEVELS)
+                return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: large-node stage deeper than %d levels", KD_MAX_LEVELS);
+            st = kd_large_level(log, b, c, *p, level, active, g->h_ctr->level_chunks[level],
+                                g->h_ctr->level_refs[level], g->arr[A_CUB].p, g->arr[A_CUB].bytes, err);
+            if (st != RT_OK) return st;
+            level++;
+        }
     }
-    s->large_levels = (uint32_t)level;
     CUDA_CHECK(err, cudaEventRecord(g->ev[1], g->stream));
 
     /* ---- small-node stage -------------------------------------------- */
-    if ((st = kd_small_prepare(log, b, c, g->h_ctr->small_roots, err)) != RT_OK) return st;
-    int slevel = 0;
-    if (p->small_fused && p->small_mode != RT_KD_GPU_SMALL_NONE) {
-        if ((st = kd_small_fused(log, b, c, p->chang_e, g->h_ctr->small_roots, err)) != RT_OK) return st;
-        slevel = -1; /* the loop below only reads the counters back */
+    if ((st = kd_small_prepare(log, b, c, err)) != RT_OK) return st;
+    int slevel = 0, fresh = 0; /* fresh: h_ctr already holds the final counters */
+    if (p->small_fused || p->small_mode == RT_KD_GPU_SMALL_NONE) {
+        if (p->small_mode != RT_KD_GPU_SMALL_NONE &&
+            (st = kd_small_fused(log, b, c, p->chang_e, err)) != RT_OK)
+            return st;
+        slevel = p->small_mode != RT_KD_GPU_SMALL_NONE;
+    } else {
+        /* Zhou's schedule: one launch and one read-back per level */
+        for (;;) {
+            if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
+            fresh = 1;
+            if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
+            uint32_t active = g->h_ctr->small_active[slevel];
+            if (active == 0) break;
+            if (slevel + 1 >= KD_MAX_LEVELS)
+                return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: small-node stage deeper than %d levels", KD_MAX_LEVELS);
+            if ((st = kd_small_level(log, b, c, p->chang_e, slevel, active, err)) != RT_OK) return st;
+            fresh = 0;
+            slevel++;
+        }
     }
-    for (;;) {
-        if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
-        if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
-        if (slevel < 0) break;
-        uint32_t active = g->h_ctr->small_active[slevel];
-        if (active == 0) break;
-        if (slevel + 1 >= KD_MAX_LEVELS)
-            return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: small-node stage deeper than %d levels", KD_MAX_LEVELS);
-        if ((st = kd_small_level(log, b, c, p->chang_e, slevel, active, err)) != RT_OK) return st;
-        slevel++;
-    }
-    s->small_levels = slevel < 0 ? 1 : (uint32_t)slevel;
+    s->small_levels = (uint32_t)slevel;
     CUDA_CHECK(err, cudaEventRecord(g->ev[2], g->stream));
     /* the output arrays are dense already: nothing to compact */
     CUDA_CHECK(err, cudaEventRecord(g->ev[3], g->stream));
-    CUDA_CHECK(err, cudaEventSynchronize(g->ev[3]));
+    /* ---- the one wait of a device-driven build: sizes and overflow ----- */
+    if (!fresh && (st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
+    if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
+    if (fresh) CUDA_CHECK(err, cudaEventSynchronize(g->ev[3]));
+    if (level < 0)
+        for (level = 0; level < KD_MAX_LEVELS && g->h_ctr->level_active[level]; level++) {}
+    s->large_levels = (uint32_t)level;
     return RT_OK;
 }
 
@@ -292,6 +319,8 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
     c.small_threshold = p.small_threshold;
     c.small_mode = (int)p.small_mode;
     c.clip = p.assoc == RT_KD_GPU_CLIP;
+    c.split_at_route = p.chang_a && p.chang_c; /* the persistent stage with [C] */
+    c.sms = g->sms;
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
     c.max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
 
@@ -319,8 +348,8 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
     d_tree->leaf_boxes = b.leaf_boxes;
     d_tree->tri_index = b.tri_index;
     d_tree->node_count = h->nodes;
-    d_tree->leaf_count = h->leaves;
-    d_tree->index_count = h->indices;
+    d_tree->leaf_count = (uint32_t)(h->leaf_index >> 32);
+    d_tree->index_count = (uint32_t)h->leaf_index;
     d_tree->node_cap = b.node_cap;
     d_tree->leaf_cap = b.leaf_cap;
     d_tree->index_cap = b.index_cap;
@@ -340,8 +369,8 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
     if ((st = rt_launch_log_resolve(&g->log, err)) != RT_OK) return st;
     s->launches = g->log.launches;
     s->nodes = h->nodes;
-    s->leaves = h->leaves;
-    s->references = h->indices;
+    s->leaves = d_tree->leaf_count;
+    s->references = d_tree->index_count;
     s->triangles = tri_count;
     s->valid_triangles = h->valid;
     s->kernel_count = g->log.entry_count < 48 ? g->log.entry_count : 48;

@@ -45,6 +45,8 @@ typedef struct RtKdGpuParams {
     float c_trav, c_isect;       /* SAH costs, as the CPU oracle's defaults (1.0, 1.5) */
     int max_depth;               /* 0 = 8 + 1.3 log2(N), at most 100 */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
+    int large_blocks_per_sm;     /* Impl. II's persistent large stage: resident blocks per
+                                    multiprocessor (0 = 4; capped by the occupancy) */
 } RtKdGpuParams;
 
 /* A {name, value, description} row of a variant table (docs, HUD, bench). */

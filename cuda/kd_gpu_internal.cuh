@@ -43,6 +43,8 @@ struct KdLargeNode {
     uint32_t kids;             /* output slot of the left child (right = kids + 1) */
     uint32_t kid_base[2];      /* each child's region (count refs reserved) in the next ref list */
     uint32_t kid_cursor[2];    /* Impl. II: per-block atomicAdd cursor = the child's count at the end */
+    int kid_box[2][6];         /* [C] fused: each child's tight box, 6 atomics per chunk in the sort */
+    uint32_t done;             /* persistent stage: chunks sorted; the last one routes the node */
 };
 
 /* A small root (a node handed from the large stage to the small stage). */
@@ -60,7 +62,11 @@ struct KdSmallNode {
 
 /* Per-build counters, zeroed by one memset at the start of a build. */
 struct KdCounters {
-    uint32_t nodes, leaves, indices;
+    /* leaves (high 32 bits) and tri_index entries (low): one 64-bit atomic
+     * allocates a leaf with its index range (the small stage writes ~10^6
+     * leaves a frame: the counters' contention is what costs) */
+    unsigned long long leaf_index;
+    uint32_t nodes;
     uint32_t valid;
     uint32_t small_roots, small_refs;
     uint32_t overflow;
@@ -70,6 +76,11 @@ struct KdCounters {
     uint32_t level_chunks[KD_MAX_LEVELS + 1];
     uint32_t level_refs[KD_MAX_LEVELS + 1];
     uint32_t small_active[KD_MAX_LEVELS + 1];
+    /* Overflow seen by the large-stage work before level L started (the
+     * persistent kernel stops at the first level whose word is set: a value
+     * no block writes during that level, so every block decides alike). */
+    uint32_t level_ovf[KD_MAX_LEVELS + 1];
+    uint32_t prep_next, fused_next;   /* work queues of the small stage (roots taken) */
 };
 
 /* Everything a kernel may touch, by value (device pointers + capacities). */
@@ -113,6 +124,8 @@ struct KdConf {
     int max_depth;
     int small_mode;
     int clip;                          /* RT_KD_GPU_CLIP */
+    int split_at_route;                /* persistent [C]: children split where they are routed */
+    int sms;                           /* multiprocessors (grids of the persistent kernels) */
 };
 
 /* ---- order-preserving float <-> int for atomicMin/atomicMax ---------------- */
@@ -150,14 +163,32 @@ __device__ __forceinline__ RtAabb kd_box_clip(RtAabb a, RtAabb cell)
 /* Bounded allocation from a device counter: returns the first slot, or
  * UINT32_MAX (and flags the overflow) when [first, first + n) passes cap. */
 __device__ __forceinline__ uint32_t kd_alloc(uint32_t *counter, uint32_t n, uint32_t cap,
-                                             uint32_t *overflow, uint32_t bit)
+                                             uint32_t *overflow, uint32_t bit, uint32_t *level_ovf = NULL)
 {
     uint32_t first = atomicAdd(counter, n);
     if ((uint64_t)first + n > cap) {
         atomicOr(overflow, bit);
+        if (level_ovf) atomicOr(level_ovf, bit);
         return UINT32_MAX;
     }
     return first;
+}
+
+/* A leaf and its n tri_index entries from the packed counter; false (and
+ * the overflow flagged) when either passes its capacity. */
+__device__ __forceinline__ bool kd_alloc_leaf(const KdBufs &b, uint32_t n, uint32_t *leaf, uint32_t *base,
+                                              uint32_t *level_ovf = NULL)
+{
+    unsigned long long old = atomicAdd(&b.ctr->leaf_index, (1ull << 32) | n);
+    *leaf = (uint32_t)(old >> 32);
+    *base = (uint32_t)old;
+    uint32_t bits = 0;
+    if ((uint64_t)*leaf + 1 > b.leaf_cap) bits |= KD_OVF_LEAVES;
+    if ((uint64_t)*base + n > b.index_cap) bits |= KD_OVF_INDEX;
+    if (!bits) return true;
+    atomicOr(&b.ctr->overflow, bits);
+    if (level_ovf) atomicOr(level_ovf, bits);
+    return false;
 }
 
 /* Triangle association against a split (Chang's rule, box inclusion): left
@@ -267,20 +298,25 @@ __device__ __forceinline__ void kd_block_scan2(uint32_t fl, uint32_t fr, uint32_
 /* Per-triangle AABBs, the valid (non-degenerate) refs of level 0, the scene
  * bounds, and the root: an active large node or a small root. */
 RtStatus kd_large_init(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err);
-/* One level of the large-node stage over level L's active nodes. */
+/* Implementation I: one level of the large-node stage over level L's active
+ * nodes, a launch per step (the host passes the level's counts). */
 RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
                         int level, uint32_t active, uint32_t chunks, uint32_t refs,
                         void *cub_tmp, size_t cub_tmp_bytes, RtError *err);
 /* Sizes are per level: refs = extent of level L's ref list (holes included). */
 /* Bytes CUB's scan needs for n flags (Implementation I). */
 size_t kd_large_scan_bytes(uint32_t n);
+/* Implementation II: every level of the large stage in ONE cooperative
+ * launch, levels separated by grid-wide barriers; the loop bounds are read
+ * on the device (no host round trip). */
+RtStatus kd_large_persistent(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
+                             RtError *err);
 
-/* Small-node stage: candidates and level-0 small nodes from the small roots. */
-RtStatus kd_small_prepare(RtLaunchLog *log, const KdBufs &b, const KdConf &c, uint32_t roots,
-                          RtError *err);
+/* Small-node stage: candidates and level-0 small nodes from the small roots
+ * (the root count is read on the device: blocks take roots from a queue). */
+RtStatus kd_small_prepare(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err);
 /* The whole small stage in one launch: a warp per small root, depth first. */
-RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, uint32_t roots,
-                        RtError *err);
+RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, RtError *err);
 /* One level of the small stage (popc: Chang [E]). */
 RtStatus kd_small_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, int level,
                         uint32_t active, RtError *err);

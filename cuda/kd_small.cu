@@ -26,10 +26,11 @@ __device__ __forceinline__ uint32_t kd_bitcount(unsigned long long x)
 __device__ void kd_leaf_from_range(const KdBufs &b, uint32_t node, uint32_t first, uint32_t n,
                                    RtAabb cell, float *sh, uint32_t *s_alloc)
 {
-    KdCounters *ctr = b.ctr;
     if (threadIdx.x == 0) {
-        s_alloc[0] = kd_alloc(&ctr->leaves, 1, b.leaf_cap, &ctr->overflow, KD_OVF_LEAVES);
-        s_alloc[1] = kd_alloc(&ctr->indices, n, b.index_cap, &ctr->overflow, KD_OVF_INDEX);
+        uint32_t leaf, base;
+        bool got = kd_alloc_leaf(b, n, &leaf, &base);
+        s_alloc[0] = got ? leaf : UINT32_MAX;
+        s_alloc[1] = got ? base : UINT32_MAX;
     }
     __syncthreads();
     uint32_t leaf = s_alloc[0], base = s_alloc[1];
@@ -59,12 +60,12 @@ __device__ void kd_leaf_from_range(const KdBufs &b, uint32_t node, uint32_t firs
 
 /* ==== preprocessing: candidates and masks per small root ================= */
 
-__global__ void __launch_bounds__(KD_SMALL_MAX) kd_small_prep_kernel(KdBufs b, KdConf c)
+/* One small root (one block of KD_SMALL_MAX threads): a leaf at once, or
+ * its candidates and masks and its level-0 small node. */
+__device__ void kd_small_prep_root(const KdBufs &b, const KdConf &c, uint32_t ri, float *sh, uint32_t *s_alloc,
+                                   float (*slo)[KD_SMALL_MAX], float (*shi)[KD_SMALL_MAX])
 {
-    __shared__ float sh[KD_SMALL_MAX];
-    __shared__ uint32_t s_alloc[2];
-    __shared__ float slo[3][KD_SMALL_MAX], shi[3][KD_SMALL_MAX];
-    const KdSmallRoot r = b.sroots[blockIdx.x];
+    const KdSmallRoot r = b.sroots[ri];
     const uint32_t n = r.count, t = threadIdx.x;
     if (n > KD_SMALL_MAX || c.small_mode == RT_KD_GPU_SMALL_NONE || n <= 1 ||
         (int)r.depth + 1 >= c.max_depth || aabb_area(r.cell) <= 0.0f) {
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(KD_SMALL_MAX) kd_small_prep_kernel(KdBufs b, K
             KdSmallNode s;
             s.cell = r.cell;
             s.mask = n == 64 ? ~0ull : ((1ull << n) - 1ull);
-            s.root = blockIdx.x;
+            s.root = ri;
             s.node = r.node;
             s.depth = r.depth;
             s.pad = 0;
@@ -111,10 +112,31 @@ __global__ void __launch_bounds__(KD_SMALL_MAX) kd_small_prep_kernel(KdBufs b, K
     }
 }
 
-RtStatus kd_small_prepare(RtLaunchLog *log, const KdBufs &b, const KdConf &c, uint32_t roots,
-                          RtError *err)
+/* The root count is a device counter: a fixed grid of blocks takes roots
+ * from a queue (no host read-back); nothing runs after a large-stage
+ * overflow (the build is redone). */
+__global__ void __launch_bounds__(KD_SMALL_MAX) kd_small_prep_kernel(KdBufs b, KdConf c)
 {
-    return rt_launch(log, "kd_small_prep", dim3(roots), dim3(KD_SMALL_MAX), 0, kd_small_prep_kernel,
+    __shared__ float sh[KD_SMALL_MAX];
+    __shared__ uint32_t s_alloc[2], s_root;
+    __shared__ float slo[3][KD_SMALL_MAX], shi[3][KD_SMALL_MAX];
+    KdCounters *ctr = b.ctr;
+    const uint32_t roots = min(*(volatile uint32_t *)&ctr->small_roots, b.sroot_cap);
+    for (;;) {
+        if (threadIdx.x == 0)
+            s_root = *(volatile uint32_t *)&ctr->overflow ? UINT32_MAX : atomicAdd(&ctr->prep_next, 1u);
+        __syncthreads();
+        const uint32_t ri = s_root;
+        __syncthreads();
+        if (ri >= roots) return;
+        kd_small_prep_root(b, c, ri, sh, s_alloc, slo, shi);
+        __syncthreads();
+    }
+}
+
+RtStatus kd_small_prepare(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err)
+{
+    return rt_launch(log, "kd_small_prep", dim3(32 * c.sms), dim3(KD_SMALL_MAX), 0, kd_small_prep_kernel,
                      err, b, c);
 }
 
@@ -125,26 +147,38 @@ __device__ __forceinline__ float kd_area_ext(float dx, float dy, float dz)
     return 2.0f * (dx * dy + dy * dz + dz * dx);
 }
 
-/* One small node, one warp: the best candidate of its root by popcounts;
- * when it beats the leaf cost the node becomes interior and kids[] are its
- * children (returns 1), else the node is written as a leaf (returns 0).
- * Returns -1 when an output buffer overflowed (the build is redone). The
- * result is the same in every lane. */
+/* The position of the k-th (0-based) set bit of a 64-bit mask with lo32
+ * set bits in its low half. */
+__device__ __forceinline__ uint32_t kd_nth_bit(unsigned long long mask, uint32_t nlo, uint32_t k)
+{
+    return k < nlo ? __fns((uint32_t)mask, 0, (int)k + 1) : 32 + __fns((uint32_t)(mask >> 32), 0, (int)(k - nlo) + 1);
+}
+
+/* One small node, one warp: the best candidate of its triangles (the AABB
+ * faces of the triangles in the node's mask, as Zhou: the lanes walk the
+ * set bits, so a node of m triangles reads 6m candidates, not all 6n of its
+ * root) by popcounts; when it beats the leaf cost the node becomes interior
+ * and kids[] are its children (returns 1), else the node is written as a
+ * leaf (returns 0). Returns -1 when an output buffer overflowed (the build
+ * is redone). The result is the same in every lane. rfirst: the root's
+ * first ref in small_idx[]. */
 template <bool POPC>
 __device__ int kd_small_step(const KdBufs &b, const KdConf &c, const KdSmallNode &nd, const float *splits,
-                             const ulonglong2 *masks, KdSmallNode kids[2])
+                             const ulonglong2 *masks, uint32_t rfirst, KdSmallNode kids[2])
 {
     const uint32_t lane = threadIdx.x & 31;
     KdCounters *ctr = b.ctr;
-    const KdSmallRoot r = b.sroots[nd.root];
     const uint32_t n = kd_bitcount<POPC>(nd.mask);
+    const uint32_t nlo = kd_bitcount<POPC>(nd.mask & 0xffffffffull);
     const RtVec3 d = v3_sub(nd.cell.hi, nd.cell.lo);
     const float area = kd_area_ext(d.x, d.y, d.z);
     float best = INFINITY;
     uint32_t best_ci = UINT32_MAX;
     if (n > 1 && area > 0.0f && (int)nd.depth + 1 < c.max_depth) {
-        for (uint32_t ci = lane; ci < 6 * r.count; ci += 32) {
-            int a = (ci % 6) >> 1;
+        for (uint32_t q = lane; q < 6 * n; q += 32) {
+            const uint32_t k = q / 6, face = q - 6 * k;
+            const uint32_t ci = 6 * kd_nth_bit(nd.mask, nlo, k) + face;
+            int a = face >> 1;
             float plane = splits[ci];
             float lo = v3_get(nd.cell.lo, a), hi = v3_get(nd.cell.hi, a);
             if (!(plane > lo && plane < hi)) continue;
@@ -195,21 +229,18 @@ __device__ int kd_small_step(const KdBufs &b, const KdConf &c, const KdSmallNode
         v3_set(&kids[1].cell.lo, a, plane);
         return 1;
     }
-    /* a leaf over the set bits of the mask */
-    uint32_t leaf = 0, base = 0;
-    if (lane == 0) {
-        leaf = kd_alloc(&ctr->leaves, 1, b.leaf_cap, &ctr->overflow, KD_OVF_LEAVES);
-        base = kd_alloc(&ctr->indices, n, b.index_cap, &ctr->overflow, KD_OVF_INDEX);
-    }
+    /* a leaf over the set bits of the mask (lane k takes the k-th: its rank) */
+    uint32_t leaf = 0, base = 0, got = 0;
+    if (lane == 0) got = kd_alloc_leaf(b, n, &leaf, &base);
+    got = __shfl_sync(KD_WARP_FULL, got, 0);
+    if (!got) return -1;
     leaf = __shfl_sync(KD_WARP_FULL, leaf, 0);
     base = __shfl_sync(KD_WARP_FULL, base, 0);
-    if (leaf == UINT32_MAX || base == UINT32_MAX) return -1;
     RtAabb box = aabb_empty();
-    for (uint32_t j = lane; j < r.count; j += 32) {
-        if (!((nd.mask >> j) & 1ull)) continue;
-        uint32_t rank = kd_bitcount<POPC>(nd.mask & ((1ull << j) - 1ull));
-        b.tri_index[base + rank] = b.small_idx[r.first + j];
-        box = aabb_union(box, kd_box_clip(b.small_box[r.first + j], nd.cell));
+    for (uint32_t k = lane; k < n; k += 32) {
+        const uint32_t j = kd_nth_bit(nd.mask, nlo, k);
+        b.tri_index[base + k] = b.small_idx[rfirst + j];
+        box = aabb_union(box, kd_box_clip(b.small_box[rfirst + j], nd.cell));
     }
     float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
     for (int o = 16; o > 0; o >>= 1)
@@ -239,8 +270,9 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
     if (w >= active) return;
     KdSmallNode kids[2];
     const KdSmallNode nd = b.snodes[level & 1][w];
-    const size_t first = 6 * (size_t)b.sroots[nd.root].first;
-    if (kd_small_step<POPC>(b, c, nd, b.cand_split + first, b.cand_mask + first, kids) != 1 || lane != 0)
+    const uint32_t rfirst = b.sroots[nd.root].first;
+    const size_t first = 6 * (size_t)rfirst;
+    if (kd_small_step<POPC>(b, c, nd, b.cand_split + first, b.cand_mask + first, rfirst, kids) != 1 || lane != 0)
         return;
     KdCounters *ctr = b.ctr;
     uint32_t slot = kd_alloc(&ctr->small_active[level + 1], 2, b.snode_cap, &ctr->overflow, KD_OVF_SNODES);
@@ -255,45 +287,56 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 #define KD_SMALL_STACK 48
 #define KD_FUSED_WARPS 4
 template <bool POPC>
-__global__ void __launch_bounds__(32 * KD_FUSED_WARPS) kd_small_fused_kernel(KdBufs b, KdConf c, uint32_t roots)
+__global__ void __launch_bounds__(32 * KD_FUSED_WARPS) kd_small_fused_kernel(KdBufs b, KdConf c)
 {
     __shared__ KdSmallNode stack[KD_FUSED_WARPS][KD_SMALL_STACK];
-    uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
-    uint32_t wl = threadIdx.x >> 5;
-    if (w >= roots || w >= b.ctr->small_active[0]) return;
-    KdSmallNode nd = b.snodes[0][w];
-    /* The candidates stay in global memory (L1/L2 hits after the first
-     * node): staging them in shared memory (30 KB per block) cut occupancy
-     * and measured 15 % slower on Sponza (H100). */
-    const size_t first = 6 * (size_t)b.sroots[nd.root].first;
-    const float *splits = b.cand_split + first;
-    const ulonglong2 *masks = b.cand_mask + first;
-    int sp = 0;
+    const uint32_t lane = threadIdx.x & 31, wl = threadIdx.x >> 5;
+    KdCounters *ctr = b.ctr;
+    if (*(volatile uint32_t *)&ctr->overflow) return; /* the build is redone */
+    const uint32_t roots = min(*(volatile uint32_t *)&ctr->small_active[0], b.snode_cap);
     for (;;) {
-        KdConf cc = c;
-        if (sp == KD_SMALL_STACK) cc.max_depth = 0; /* forces a leaf */
-        KdSmallNode kids[2];
-        int r = kd_small_step<POPC>(b, cc, nd, splits, masks, kids);
-        if (r < 0) return;
-        if (r == 1) {
-            if (lane == 0) stack[wl][sp] = kids[1];
-            sp++;
-            nd = kids[0];
-            continue;
+        /* a warp takes the next root from the queue (balances deep and shallow subtrees) */
+        uint32_t w = 0;
+        if (lane == 0) w = atomicAdd(&ctr->fused_next, 1u);
+        w = __shfl_sync(KD_WARP_FULL, w, 0);
+        if (w >= roots) return;
+        KdSmallNode nd = b.snodes[0][w];
+        /* The candidates stay in global memory (L1/L2 hits after the first
+         * node): staging them in shared memory (30 KB per block) cut occupancy
+         * and measured 15 % slower on Sponza (H100). */
+        const uint32_t rfirst = b.sroots[nd.root].first;
+        const size_t first = 6 * (size_t)rfirst;
+        const float *splits = b.cand_split + first;
+        const ulonglong2 *masks = b.cand_mask + first;
+        int sp = 0;
+        for (;;) {
+            KdConf cc = c;
+            if (sp == KD_SMALL_STACK) cc.max_depth = 0; /* forces a leaf */
+            KdSmallNode kids[2];
+            int r = kd_small_step<POPC>(b, cc, nd, splits, masks, rfirst, kids);
+            if (r < 0) return;
+            if (r == 1) {
+                if (lane == 0) stack[wl][sp] = kids[1];
+                sp++;
+                nd = kids[0];
+                continue;
+            }
+            if (sp == 0) break;
+            __syncwarp();
+            nd = stack[wl][--sp];
+            __syncwarp();
         }
-        if (sp == 0) return;
-        __syncwarp();
-        nd = stack[wl][--sp];
         __syncwarp();
     }
 }
 
-RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, uint32_t roots,
-                        RtError *err)
+RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, RtError *err)
 {
-    const dim3 grid((roots + KD_FUSED_WARPS - 1) / KD_FUSED_WARPS), blk(32 * KD_FUSED_WARPS);
-    return popc ? rt_launch(log, "kd_small_fused", grid, blk, 0, kd_small_fused_kernel<true>, err, b, c, roots)
-                : rt_launch(log, "kd_small_fused", grid, blk, 0, kd_small_fused_kernel<false>, err, b, c, roots);
+    /* a fixed grid (16 blocks of 4 warps per multiprocessor) over a queue of
+     * roots: the root count stays on the device */
+    const dim3 grid(16 * c.sms), blk(32 * KD_FUSED_WARPS);
+    return popc ? rt_launch(log, "kd_small_fused", grid, blk, 0, kd_small_fused_kernel<true>, err, b, c)
+                : rt_launch(log, "kd_small_fused", grid, blk, 0, kd_small_fused_kernel<false>, err, b, c);
 }
 
 RtStatus kd_small_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, int level,

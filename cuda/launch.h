@@ -54,27 +54,26 @@ static inline int rt_launch_entry(RtLaunchLog *log, const char *name)
     return log->entry_count++;
 }
 
-/* Launches kernel<<<grid, block, smem, log->stream>>>(args...). An empty grid
- * launches nothing and counts nothing. Returns RT_ERR_CUDA (naming the
- * kernel) when the launch fails. */
-template <typename... KArgs, typename... Args>
-static RtStatus rt_launch(RtLaunchLog *log, const char *name, dim3 grid, dim3 block, size_t smem,
-                          void (*kernel)(KArgs...), RtError *err, Args... args)
+/* The bookkeeping around one launch: the entry, and the start event when timed. */
+static inline RtStatus rt_launch_begin(RtLaunchLog *log, const char *name, int *entry, int *slot,
+                                       RtError *err)
 {
-    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return RT_OK;
-    int entry = rt_launch_entry(log, name);
-    int slot = -1;
+    *entry = rt_launch_entry(log, name);
+    *slot = -1;
     if (log->timed && log->pending < RT_LAUNCH_MAX_TIMED) {
-        slot = log->pending;
-        if (2 * slot + 1 >= log->ev_created) {
+        *slot = log->pending;
+        if (2 * *slot + 1 >= log->ev_created) {
             CUDA_CHECK(err, cudaEventCreate(&log->ev[log->ev_created]));
             CUDA_CHECK(err, cudaEventCreate(&log->ev[log->ev_created + 1]));
             log->ev_created += 2;
         }
-        CUDA_CHECK(err, cudaEventRecord(log->ev[2 * slot], log->stream));
+        CUDA_CHECK(err, cudaEventRecord(log->ev[2 * *slot], log->stream));
     }
-    kernel<<<grid, block, smem, log->stream>>>(args...);
-    CUDA_CHECK_LAUNCH(err, name);
+    return RT_OK;
+}
+
+static inline RtStatus rt_launch_end(RtLaunchLog *log, int entry, int slot, RtError *err)
+{
     if (slot >= 0) {
         CUDA_CHECK(err, cudaEventRecord(log->ev[2 * slot + 1], log->stream));
         log->pending_entry[slot] = entry;
@@ -83,6 +82,43 @@ static RtStatus rt_launch(RtLaunchLog *log, const char *name, dim3 grid, dim3 bl
     log->entries[entry].count++;
     log->launches++;
     return RT_OK;
+}
+
+/* Launches kernel<<<grid, block, smem, log->stream>>>(args...). An empty grid
+ * launches nothing and counts nothing. Returns RT_ERR_CUDA (naming the
+ * kernel) when the launch fails. */
+template <typename... KArgs, typename... Args>
+static RtStatus rt_launch(RtLaunchLog *log, const char *name, dim3 grid, dim3 block, size_t smem,
+                          void (*kernel)(KArgs...), RtError *err, Args... args)
+{
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return RT_OK;
+    int entry, slot;
+    RtStatus st = rt_launch_begin(log, name, &entry, &slot, err);
+    if (st != RT_OK) return st;
+    kernel<<<grid, block, smem, log->stream>>>(args...);
+    CUDA_CHECK_LAUNCH(err, name);
+    return rt_launch_end(log, entry, slot, err);
+}
+
+/* The same for a cooperative kernel (grid-wide barriers: every block must be
+ * resident, so grid is at most the occupancy times the multiprocessors).
+ * The arguments must have exactly the kernel's parameter types. */
+template <typename... KArgs>
+static RtStatus rt_launch_coop(RtLaunchLog *log, const char *name, dim3 grid, dim3 block, size_t smem,
+                               void (*kernel)(KArgs...), RtError *err, KArgs... args)
+{
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return RT_OK;
+    int entry, slot;
+    RtStatus st = rt_launch_begin(log, name, &entry, &slot, err);
+    if (st != RT_OK) return st;
+    void *argv[] = {(void *)&args..., NULL};
+    cudaError_t e = cudaLaunchCooperativeKernel((const void *)kernel, grid, block, argv, smem, log->stream);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return rt_fail(err, RT_ERR_CUDA, "CUDA: cooperative launch of %s (%u blocks): %s", name, grid.x,
+                       cudaGetErrorString(e));
+    }
+    return rt_launch_end(log, entry, slot, err);
 }
 
 /* Adds the recorded timings into the entries (synchronises on the events). */

@@ -194,6 +194,41 @@ RtStatus rt_gl_display_upload(RtGlDisplay *d, const RtImage *img, RtError *err)
     return GL_CHECK(err, "uploading the frame through the PBO");
 }
 
+RtStatus rt_gl_display_map(RtGlDisplay *d, unsigned char **dev, RtError *err)
+{
+    (void)err;
+    *dev = NULL;
+    if (!d->interop) return RT_OK;
+    void *p = NULL;
+    size_t bytes = 0;
+    RtError ierr = {0};
+    if (rt_interop_map(d->interop, &p, &bytes, &ierr) != RT_OK) {
+        interop_off(d, ierr.msg);
+        return RT_OK;
+    }
+    if (bytes < (size_t)d->w * d->h * 4) {
+        rt_interop_unmap(d->interop, &ierr);
+        interop_off(d, "the mapped PBO is smaller than the frame");
+        return RT_OK;
+    }
+    *dev = p;
+    return RT_OK;
+}
+
+RtStatus rt_gl_display_unmap(RtGlDisplay *d, RtError *err)
+{
+    RtError ierr = {0};
+    if (d->interop && rt_interop_unmap(d->interop, &ierr) != RT_OK) {
+        interop_off(d, ierr.msg);
+        return rt_fail(err, RT_ERR_CUDA, "GL: unmapping the frame's PBO from CUDA: %s", ierr.msg);
+    }
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, d->pbo);
+    glBindTexture(GL_TEXTURE_2D, d->texture);
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, 0, d->w, d->h, GL_RGBA, GL_UNSIGNED_BYTE, (const void *)0);
+    glBindBuffer(GL_PIXEL_UNPACK_BUFFER, 0);
+    return GL_CHECK(err, "unpacking the CUDA-written PBO");
+}
+
 RtStatus rt_gl_display_draw(RtGlDisplay *d, int fb_w, int fb_h, RtError *err)
 {
     glViewport(0, 0, fb_w, fb_h);

@@ -37,6 +37,13 @@ RtStatus rt_gl_display_resize(RtGlDisplay *d, int w, int h, RtError *err);
  * through rt_gl_display_path; only GL errors fail. */
 RtStatus rt_gl_display_upload(RtGlDisplay *d, const RtImage *img, RtError *err);
 
+/* The GPU path: maps the PBO for CUDA so the tracer writes the frame there
+ * (*dev: w*h*4 bytes of device memory until rt_gl_display_unmap). *dev is
+ * NULL when interop is off (or just failed, which turns it off for good):
+ * then the caller hands a host image to rt_gl_display_upload instead. */
+RtStatus rt_gl_display_map(RtGlDisplay *d, unsigned char **dev, RtError *err);
+/* Gives the PBO back to GL and unpacks it into the texture. */
+RtStatus rt_gl_display_unmap(RtGlDisplay *d, RtError *err);
 /* Draws the frame over the whole fb_w x fb_h framebuffer. */
 RtStatus rt_gl_display_draw(RtGlDisplay *d, int fb_w, int fb_h, RtError *err);
 

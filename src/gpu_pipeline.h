@@ -13,26 +13,39 @@
 typedef struct RtGpuPipeline RtGpuPipeline;
 
 typedef struct RtGpuFrameStats {
-    double upload_ms;     /* host triangles -> device vertices + Woop rows (wall) */
+    double animate_ms;    /* animate stage on the GPU (CUDA events): nodes -> vertices -> Woop rows */
     RtKdGpuStats build;   /* per-stage GPU times, launches, round trips, tree stats */
     RtTraceStats trace;   /* rays and GPU trace time */
-    double readback_ms;   /* device image -> host (wall) */
+    double readback_ms;   /* device image -> host (wall); 0 when tracing into a device buffer */
+    double frame_ms;      /* wall time of the whole rt_gpu_pipeline_frame call */
 } RtGpuFrameStats;
 
-/* Opens the GPU and uploads the scene's shading data. RT_ERR_NO_DEVICE (with
- * the reason) when no usable GPU or no CUDA in this build. */
+/* Opens the GPU and uploads the scene (shading data, base vertices and the
+ * animation, anim_gpu.h). RT_ERR_NO_DEVICE (with the reason) when no usable
+ * GPU or no CUDA in this build. */
 RtStatus rt_gpu_pipeline_create(const RtScene *scene, int width, int height, RtGpuPipeline **out,
                                 RtError *err);
 void rt_gpu_pipeline_destroy(RtGpuPipeline *p);
 const char *rt_gpu_pipeline_device_name(const RtGpuPipeline *p);
+/* "NVIDIA H100 80GB HBM3, driver 580.159.04"-style line for reports. */
+void rt_gpu_pipeline_describe(const RtGpuPipeline *p, char *buf, size_t n);
 
-/* The tracer's parameters that correspond to the CPU renderer's. */
+/* The tracer's default parameters with r's shading fields (options.h's
+ * rt_options_trace_gpu adds the --trace variant). */
 RtTraceParams rt_trace_params_from_render(const RtRenderParams *r);
 
-/* One frame: tris are this frame's (animated) triangles in host memory; the
- * image lands in img (host, img->w x img->h). */
-RtStatus rt_gpu_pipeline_frame(RtGpuPipeline *p, const RtTriArrays *tris, const RtCamera *cam,
-                               const RtKdGpuParams *kp, const RtTraceParams *tp, RtImage *img,
-                               RtGpuFrameStats *st, RtError *err);
+/* One frame of `scene` (the one given to create) at time t: animate on the
+ * GPU (skipped after the first frame when nothing moves), rebuild the
+ * kd-tree, trace cam's view. d_rgba: a device buffer of w*h*4 bytes (the
+ * viewer's mapped PBO), or NULL to trace into the pipeline's own buffer and
+ * read it back into img (w, h = img's). */
+RtStatus rt_gpu_pipeline_frame(RtGpuPipeline *p, const RtScene *scene, float t, const RtCamera *cam,
+                               const RtKdGpuParams *kp, const RtTraceParams *tp, uint8_t *d_rgba,
+                               int w, int h, RtImage *img, RtGpuFrameStats *st, RtError *err);
+
+/* The tree and triangles of the last frame (device pointers), e.g. for
+ * the benchmark's extra trace passes. */
+const RtKdTree *rt_gpu_pipeline_tree(const RtGpuPipeline *p);
+RtGpuScene *rt_gpu_pipeline_scene(RtGpuPipeline *p);
 
 #endif

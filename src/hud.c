@@ -271,17 +271,25 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
         ms(b, t->stage_ms[RT_STAGE_BUILD]), ms(c, t->stage_ms[RT_STAGE_TRACE]),
         ms(d, t->stage_ms[RT_STAGE_DISPLAY]));
     if (in->gpu_stages) add(l, kDim, "GPU stage times: n/a (%s)", in->gpu_stages);
-    if (in->kd)
+    if (in->anim) add(l, kText, "animation: %s", in->anim);
+    if (in->kd_gpu) {
+        const RtKdGpuStats *g = in->kd_gpu;
+        add(l, kText, "build: large %s  small %s  output %s ms  %u launches  %u round trips",
+            ms(a, g->large_ms), ms(b, g->small_ms), ms(c, g->output_ms), g->launches, g->round_trips);
+        add(l, kText, "tris %u  nodes %u  leaves %u  refs %u  levels %u+%u", g->triangles, g->nodes,
+            g->leaves, g->references, g->large_levels, g->small_levels);
+    } else if (in->kd) {
         add(l, kText, "tris %u  nodes %u  leaves %u  SAH %.2f", in->triangles, in->kd->nodes,
             in->kd->leaves, in->kd->sah_cost);
-    else
+    } else {
         add(l, kText, "tris %u  no tree (--brute)", in->triangles);
+    }
 
     /* the available variant groups by name, wrapped */
     char line[HUD_LINE_CHARS] = "";
     for (int g = 0; g < RT_VAR_COUNT; g++) {
         const RtVariantGroup *v = &rt_variant_groups[g];
-        if (v->unavailable) continue;
+        if (v->unavailable || (!in->gpu_variants && g >= RT_VAR_LADDER)) continue;
         int value = rt_variant_get(in->opt, (RtVariantGroupId)g);
         const char *name = rt_variant_value_name((RtVariantGroupId)g, value);
         char item[64], num[16];
@@ -294,7 +302,8 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
         snprintf(line + strlen(line), sizeof line - strlen(line), "%s%s", line[0] ? "  " : "", item);
     }
     if (line[0]) add(l, kText, "%s", line);
-    add(l, kDim, "unavailable in the window yet: GPU variants (1-0), animation");
+    if (!in->gpu_variants)
+        add(l, kDim, "GPU variants (1-0, Y): act on the GPU backend only (G switches)");
     add(l, kText, "camera: %s, speed %.3g/s", in->orbit ? "orbit" : "fly", in->speed);
     add(l, kText, "display: %s", in->display);
     add(l, kDim, "GL: %s", in->gl_renderer);
@@ -324,8 +333,10 @@ static void help_lines(const RtHudInfo *in, Lines *keys, Lines *vars)
         snprintf(num, sizeof num, "%d", value);
         add(vars, kText, "%c\t%s: %s  (%s)", v->key, v->name, name ? name : num, vals);
     }
-    add(vars, kDim, "1-6: %s", rt_variant_groups[RT_VAR_SORT].unavailable);
-    add(vars, kDim, "7-0: %s", rt_variant_groups[RT_VAR_TRAVERSAL].unavailable);
+    if (rt_variant_groups[RT_VAR_LADDER].unavailable)
+        add(vars, kDim, "1-0, Y: %s", rt_variant_groups[RT_VAR_LADDER].unavailable);
+    else if (!in->gpu_variants)
+        add(vars, kDim, "1-6: GPU builder, 7-0 and Y: GPU tracer; G switches to the GPU backend");
 }
 
 /* The last HUD_GRAPH_WINDOW_MS of frames, newest at the right, each bar as

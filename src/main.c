@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "bench.h"
 #include "gpu.h"
 #include "headless.h"
 #include "viewer.h"
@@ -38,6 +39,13 @@ int main(int argc, char **argv)
     }
     rt_log_set_level(opt.log_level);
     if (opt.gpu_info) return gpu_info();
+    if (opt.bench) {
+        if (rt_bench_run(&opt, &err) != RT_OK) {
+            fprintf(stderr, "%s\n", err.msg);
+            return 1;
+        }
+        return 0;
+    }
     if (!opt.headless) {
         if (rt_viewer_run(&opt, &err) != RT_OK) {
             fprintf(stderr, "%s\n", err.msg);

@@ -7,7 +7,9 @@
 
 #include <stdio.h>
 
+#include "kd_gpu.h"
 #include "render_cpu.h"
+#include "trace.h"
 
 typedef struct RtOptions {
     const char *scene_path;  /* NULL = the built-in default scene */
@@ -28,9 +30,36 @@ typedef struct RtOptions {
     const char *screenshot_dir; /* viewer F12 screenshots; NULL = current directory */
     int vsync;               /* viewer: swap interval 1; default 1, --no-vsync */
     int interop;             /* viewer: try CUDA-GL interop; default 1, --no-interop */
+    /* GPU variants (docs/kd_gpu.md, docs/trace_gpu.md); shading fields of
+     * `trace` come from `render` (rt_trace_params_merge) */
+    RtKdGpuParams build;     /* --build k=v[,k=v...]; read it through rt_options_kd_gpu */
+    RtTraceParams trace;     /* --trace k=v[,k=v...] */
+    /* builder variants the hotkeys cycle (values of the tables below; -1 =
+     * "custom": the fields of `build` as --build set them) */
+    int kd_ladder;           /* Chang's ladder row 0..5 (default 5 = All) */
+    int kd_costs;            /* SAH cost preset (rt_kd_cost_presets) */
+    int kd_ce;               /* C_e in percent (15/25/35) */
+    int kd_box;              /* RtKdGpuAssoc */
+    int kd_small;            /* RtKdGpuSmallMode */
+    int kd_leaf;             /* small-node threshold 32/64 */
+    /* dynamic scenes (anim.h) */
+    int has_time;            /* --time T given: render (headless) / start (viewer) at t = time */
+    float time;
+    int runners;             /* --runners N: add N walking figures (runners.h); default 0 */
+    int paused;              /* --paused: the viewer starts with the animation paused */
+    float speed;             /* --speed X: animation time per wall-clock second; default 1 */
+    /* benchmark (bench.h) */
+    int bench;               /* --bench SCENE: headless benchmark; scene_path = SCENE */
+    int warmup;              /* --warmup N: frames run before the measured ones; default 3 */
+    const char *json_path;   /* --json FILE */
+    const char *csv_path;    /* --csv FILE */
 } RtOptions;
 
 void rt_options_default(RtOptions *o);
+/* The GPU builder's parameters: o->build with the hotkey groups applied. */
+RtKdGpuParams rt_options_kd_gpu(const RtOptions *o);
+/* The GPU tracer's parameters: o->trace with the shading fields of o->render. */
+RtTraceParams rt_options_trace_gpu(const RtOptions *o);
 /* Parses argv; on error returns RT_ERR_ARG with a message naming the option. */
 RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err);
 void rt_options_usage(FILE *f);
@@ -59,8 +88,8 @@ typedef enum RtVariantGroupId {
     RT_VAR_BOUNCES,
     RT_VAR_TEXTURES,
     RT_VAR_HEATMAP,
-    RT_VAR_SORT,       /* GPU builder (Zhou et al. 2008, Chang et al.'s steps) */
-    RT_VAR_INTRINSICS,
+    RT_VAR_LADDER,     /* GPU builder (Zhou et al. 2008, Chang et al.'s steps) */
+    RT_VAR_SAH_COSTS,
     RT_VAR_EMPTY_SPACE,
     RT_VAR_BOX,
     RT_VAR_SMALL_NODE,
@@ -69,6 +98,7 @@ typedef enum RtVariantGroupId {
     RT_VAR_STACK_SIZE,
     RT_VAR_PACKETS,
     RT_VAR_LEAF_SKIP,
+    RT_VAR_RAY_MAP,
     RT_VAR_COUNT
 } RtVariantGroupId;
 

@@ -2,6 +2,7 @@
  * flattening into the tracer's triangle arrays. Loaders live in load_*.c. */
 #include "scene.h"
 
+#include "anim_eval.h"
 #include "primitives.h"
 
 #include <stdio.h>
@@ -9,7 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
-void rt_scene_init(RtScene *s) { memset(s, 0, sizeof *s); }
+void rt_scene_init(RtScene *s)
+{
+    memset(s, 0, sizeof *s);
+    rt_anim_init(&s->anim);
+}
 
 void rt_scene_free(RtScene *s)
 {
@@ -24,6 +29,7 @@ void rt_scene_free(RtScene *s)
     free(s->lights);
     free(s->objects);
     free(s->path);
+    rt_anim_free(&s->anim);
     rt_scene_init(s);
 }
 
@@ -96,7 +102,7 @@ RtMaterial rt_material_default(void)
     return m;
 }
 
-RtAabb rt_scene_bounds(const RtScene *s)
+static RtAabb bounds_of(const RtScene *s)
 {
     RtAabb b = aabb_empty();
     for (uint32_t i = 0; i < s->tri_count; i++)
@@ -107,15 +113,195 @@ RtAabb rt_scene_bounds(const RtScene *s)
     return b;
 }
 
+/* An animated scene's vertices are in node space: the bounds are those of
+ * the scene at the start of its time range (a moment, not the whole
+ * animation: the tree is rebuilt per frame, and a camera framed on the
+ * first frame is what a viewer expects). */
+RtAabb rt_scene_bounds(const RtScene *s)
+{
+    const RtAnim *a = &s->anim;
+    if (!a->morph_count && !a->deform_count && !(a->vert_node && a->node_count)) return bounds_of(s);
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    float t0, t1;
+    rt_scene_time_range(s, &t0, &t1);
+    RtAabb b = rt_scene_frame_at(s, t0, &f, NULL) == RT_OK ? bounds_of(&f.view) : bounds_of(s);
+    rt_scene_frame_free(&f);
+    return b;
+}
+
+/* ---- composing scenes ------------------------------------------------------ */
+
+static int channel_copy(RtKbChannel *dst, const RtKbChannel *src)
+{
+    dst->keys = NULL;
+    dst->count = 0;
+    if (!src->count) return 1;
+    dst->keys = malloc((size_t)src->count * sizeof *dst->keys);
+    if (!dst->keys) return 0;
+    memcpy(dst->keys, src->keys, (size_t)src->count * sizeof *dst->keys);
+    dst->count = src->count;
+    return 1;
+}
+
+static int track_copy(RtAnimTrack *dst, const RtAnimTrack *src)
+{
+    *dst = *src;
+    if (channel_copy(&dst->transl, &src->transl) && channel_copy(&dst->rot, &src->rot) &&
+        channel_copy(&dst->scale, &src->scale) && channel_copy(&dst->visibility, &src->visibility))
+        return 1;
+    free(dst->transl.keys), free(dst->rot.keys), free(dst->scale.keys), free(dst->visibility.keys);
+    return 0;
+}
+
+static void *dup_array(const void *p, size_t bytes)
+{
+    void *q = malloc(bytes ? bytes : 1);
+    if (q && bytes) memcpy(q, p, bytes);
+    return q;
+}
+
+/* How src's animation lands in dst (rt_scene_append). */
+typedef struct AnimMerge {
+    uint32_t track0, node0; /* dst index of src's track 0 / node 0 */
+    int32_t root;           /* the static node holding m above src's roots, or -1 */
+    uint8_t *local;         /* per src vertex: 1 = kept in node space (not moved by m) */
+} AnimMerge;
+
+/* Tracks, the root node and src's nodes go in before the vertices, so the
+ * vertex loop knows which vertices keep their node-space positions: those
+ * of a node, and, under a root, the static ones a morph or deform moves
+ * (their motion is defined in src's space, so they join the root node). */
+static int anim_merge_nodes(RtScene *dst, const RtScene *src, const float m[12], AnimMerge *am)
+{
+    RtAnim *d = &dst->anim;
+    const RtAnim *sa = &src->anim;
+    am->track0 = d->track_count;
+    am->root = -1;
+    am->local = NULL;
+    for (uint32_t i = 0; i < sa->track_count; i++) {
+        RtAnimTrack tr;
+        if (!track_copy(&tr, &sa->tracks[i])) return 0;
+        if (rt_anim_add_track(d, &tr) < 0) {
+            free(tr.transl.keys), free(tr.rot.keys), free(tr.scale.keys), free(tr.visibility.keys);
+            return 0;
+        }
+    }
+    int moves = sa->node_count || sa->morph_count || sa->deform_count;
+    if (m && moves) {
+        RtAnimNode root;
+        memset(&root, 0, sizeof root);
+        root.parent = -1;
+        root.kind = RT_NODE_STATIC;
+        root.track = -1;
+        memcpy(root.m, m, sizeof root.m);
+        int64_t k = rt_anim_add_node(d, &root);
+        if (k < 0) return 0;
+        am->root = (int32_t)k;
+    }
+    am->node0 = d->node_count;
+    for (uint32_t i = 0; i < sa->node_count; i++) {
+        RtAnimNode n = sa->nodes[i];
+        n.parent = n.parent >= 0 ? n.parent + (int32_t)am->node0 : am->root;
+        n.track = n.track >= 0 ? n.track + (int32_t)am->track0 : -1;
+        if (rt_anim_add_node(d, &n) < 0) return 0;
+    }
+    if (!moves) return 1;
+    am->local = calloc(src->vert_count ? src->vert_count : 1, 1);
+    if (!am->local) return 0;
+    for (uint32_t i = 0; i < src->vert_count; i++)
+        am->local[i] = rt_anim_vert_node_of(sa->vert_node, sa->vert_node_cap, i) != RT_ANIM_STATIC;
+    if (am->root >= 0) {
+        for (uint32_t i = 0; i < sa->morph_count; i++)
+            for (uint32_t j = 0; j < sa->morphs[i].vert_count; j++)
+                if (sa->morphs[i].first_vert + j < src->vert_count) am->local[sa->morphs[i].first_vert + j] = 1;
+        for (uint32_t i = 0; i < sa->deform_count; i++)
+            for (uint32_t j = 0; j < sa->deforms[i].vert_count; j++)
+                if (sa->deforms[i].first_vert + j < src->vert_count) am->local[sa->deforms[i].first_vert + j] = 1;
+    }
+    return 1;
+}
+
+/* After the vertices (dst's first src vertex is v0) and lights (l0):
+ * vertex nodes, morphs, deforms, light tracks, the time range. */
+static RtStatus anim_merge_rest(RtScene *dst, const RtScene *src, const AnimMerge *am, uint32_t v0,
+                                uint32_t l0, RtError *err)
+{
+    RtAnim *d = &dst->anim;
+    const RtAnim *sa = &src->anim;
+    RtStatus st;
+    for (uint32_t i = 0; am->local && i < src->vert_count;) {
+        uint32_t node = rt_anim_vert_node_of(sa->vert_node, sa->vert_node_cap, i);
+        node = node != RT_ANIM_STATIC ? node + am->node0 : (am->local[i] ? (uint32_t)am->root : RT_ANIM_STATIC);
+        uint32_t j = i + 1; /* one call per run of equal nodes */
+        while (j < src->vert_count) {
+            uint32_t nj = rt_anim_vert_node_of(sa->vert_node, sa->vert_node_cap, j);
+            nj = nj != RT_ANIM_STATIC ? nj + am->node0 : (am->local[j] ? (uint32_t)am->root : RT_ANIM_STATIC);
+            if (nj != node) break;
+            j++;
+        }
+        if (node != RT_ANIM_STATIC &&
+            (st = rt_anim_set_vert_node(d, dst->vert_count, v0 + i, j - i, node, err)) != RT_OK)
+            return st;
+        i = j;
+    }
+    for (uint32_t i = 0; i < sa->morph_count; i++) {
+        RtAnimMorph mo = sa->morphs[i];
+        size_t poses = (size_t)mo.key_count * mo.vert_count;
+        mo.first_vert += v0;
+        mo.times = dup_array(mo.times, mo.key_count * sizeof *mo.times);
+        mo.pos = dup_array(mo.pos, poses * sizeof *mo.pos);
+        mo.nrm = dup_array(mo.nrm, poses * sizeof *mo.nrm);
+        if (!mo.times || !mo.pos || !mo.nrm || rt_anim_add_morph(d, &mo) < 0) {
+            free(mo.times), free(mo.pos), free(mo.nrm);
+            return RT_ERR_OOM;
+        }
+    }
+    for (uint32_t i = 0; i < sa->deform_count; i++) {
+        RtAnimDeform df = sa->deforms[i];
+        df.first_vert += v0;
+        if (rt_anim_add_deform(d, &df) < 0) return RT_ERR_OOM;
+    }
+    /* Animated lights follow their track in world space: m does not apply
+     * (a light has no node; AFF lights are all top level, aff.md 3.3). */
+    int any = 0;
+    for (uint32_t i = 0; sa->light_track && i < src->light_count && i < sa->light_track_cap; i++)
+        any |= sa->light_track[i] >= 0;
+    if (any) {
+        size_t cap = d->light_track_cap, old = cap;
+        if (!rt_grow_array((void **)&d->light_track, &cap, dst->light_count, sizeof *d->light_track))
+            return RT_ERR_OOM;
+        for (size_t i = old; i < cap; i++) d->light_track[i] = -1;
+        d->light_track_cap = (uint32_t)cap;
+        for (uint32_t i = 0; i < src->light_count && i < sa->light_track_cap; i++)
+            if (sa->light_track[i] >= 0) d->light_track[l0 + i] = sa->light_track[i] + (int32_t)am->track0;
+    }
+    /* dst keeps its camera (and camera track); the time range is the union */
+    if (sa->t_end > sa->t_start) {
+        if (d->t_end > d->t_start) {
+            d->t_start = fminf(d->t_start, sa->t_start);
+            d->t_end = fmaxf(d->t_end, sa->t_end);
+        } else {
+            d->t_start = sa->t_start;
+            d->t_end = sa->t_end;
+            d->frames = sa->frames;
+        }
+    }
+    return RT_OK;
+}
+
 RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
                          int32_t material_override, RtError *err)
 {
     uint32_t v0 = dst->vert_count, m0 = dst->mat_count, t0 = dst->tex_count, o0 = dst->object_count;
-    uint32_t tri0 = dst->tri_count;
+    uint32_t tri0 = dst->tri_count, l0 = dst->light_count;
     int flip = m && rt_mat34_det(m) < 0.0f;
+    RtStatus st = RT_ERR_OOM;
+    AnimMerge am;
+    memset(&am, 0, sizeof am);
     /* src texture i becomes dst texture remap[i]: a file dst already holds is shared */
     int32_t *remap = calloc(src->tex_count ? src->tex_count : 1, sizeof *remap);
-    if (!remap) goto oom;
+    if (!remap) goto fail;
     for (uint32_t i = 0; i < src->tex_count; i++) {
         remap[i] = -1;
         for (uint32_t j = 0; j < t0 && src->texs[i].path; j++)
@@ -128,7 +314,7 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
         if (k < 0) {
             free(t.path);
             free(t.rgba);
-            goto oom;
+            goto fail;
         }
         memcpy(t.rgba, src->texs[i].rgba, (size_t)t.w * t.h * 4);
         remap[i] = (int32_t)k;
@@ -137,15 +323,16 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
         RtMaterial mm = src->mats[i];
         if (mm.map_kd >= 0) mm.map_kd = remap[mm.map_kd];
         if (mm.map_d >= 0) mm.map_d = remap[mm.map_d];
-        if (rt_scene_add_material(dst, &mm) < 0) goto oom;
+        if (rt_scene_add_material(dst, &mm) < 0) goto fail;
     }
+    if (!anim_merge_nodes(dst, src, m, &am)) goto fail;
     for (uint32_t i = 0; i < src->vert_count; i++) {
         RtVertex v = src->verts[i];
-        if (m) {
+        if (m && !(am.local && am.local[i])) { /* node-space vertices move with their node */
             v.p = rt_mat34_point(m, v.p);
             v.n = rt_mat34_normal(m, v.n);
         }
-        if (rt_scene_add_vertex(dst, v) < 0) goto oom;
+        if (rt_scene_add_vertex(dst, v) < 0) goto fail;
     }
     for (uint32_t i = 0; i < src->tri_count; i++) {
         RtTriangle t = src->tris[i];
@@ -158,11 +345,11 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
         t.material = material_override >= 0 ? material_override
                      : (t.material >= 0 ? t.material + (int32_t)m0 : -1);
         t.object += o0;
-        if (rt_scene_add_triangle(dst, t) < 0) goto oom;
+        if (rt_scene_add_triangle(dst, t) < 0) goto fail;
     }
     for (uint32_t i = 0; i < src->object_count; i++) {
         int64_t k = rt_scene_add_object(dst, src->objects[i].name);
-        if (k < 0) goto oom;
+        if (k < 0) goto fail;
         dst->objects[k].first_tri = src->objects[i].first_tri + tri0;
         dst->objects[k].tri_count = src->objects[i].tri_count;
     }
@@ -171,13 +358,17 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
         if (m && l.type == RT_LIGHT_POINT) l.v = rt_mat34_point(m, l.v);
         if (m && l.type == RT_LIGHT_DIRECTIONAL) /* a direction: the linear part only */
             l.v = v3_norm(v3_sub(rt_mat34_point(m, l.v), rt_mat34_point(m, v3(0, 0, 0))));
-        if (rt_scene_add_light(dst, l) < 0) goto oom;
+        if (rt_scene_add_light(dst, l) < 0) goto fail;
     }
+    if ((st = anim_merge_rest(dst, src, &am, v0, l0, err)) != RT_OK) goto fail;
     dst->zero_area += src->zero_area;
+    free(am.local);
     free(remap);
     return RT_OK;
-oom:
+fail:
+    free(am.local);
     free(remap);
+    if (st != RT_ERR_OOM) return st;
     return rt_fail(err, RT_ERR_OOM, "%s: SCENE: out of memory while composing", src->path ? src->path : "(scene)");
 }
 
@@ -292,7 +483,8 @@ RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err)
     if (dot && !strcasecmp(dot, ".obj")) st = rt_obj_load(path, s, err);
     else if (dot && !strcasecmp(dot, ".ply")) st = rt_ply_load(path, s, err);
     else if (dot && !strcasecmp(dot, ".scene")) st = rt_scenefile_load(path, s, err);
-    else st = rt_fail(err, RT_ERR_ARG, "%s: SCENE: unknown file type (expected .obj, .ply or .scene)", path);
+    else if (dot && !strcasecmp(dot, ".aff")) st = rt_aff_load(path, s, err);
+    else st = rt_fail(err, RT_ERR_ARG, "%s: SCENE: unknown file type (expected .obj, .ply, .scene or .aff)", path);
     if (st == RT_OK) {
         free(s->path);
         s->path = strdup(path);

@@ -6,6 +6,7 @@
 #ifndef RT_SCENE_H
 #define RT_SCENE_H
 
+#include "anim.h"
 #include "kd_layout.h"
 
 #ifdef __cplusplus
@@ -72,6 +73,9 @@ typedef struct RtScene {
     int has_camera;       /* 0: rt_scene_finish frames one on the bounds */
     uint32_t zero_area;   /* degenerate triangles seen (kept, never put in a tree) */
     char *path;           /* file it came from, or "(default)" */
+    RtAnim anim;          /* what moves (anim.h); verts of animated nodes are in node space */
+    RtVec3 background, ambient; /* linear RGB from the file (AFF b, am) when has_* */
+    int has_background, has_ambient;
 } RtScene;
 
 void rt_scene_init(RtScene *s);
@@ -86,6 +90,7 @@ RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err);
 RtStatus rt_obj_load(const char *path, RtScene *s, RtError *err);
 RtStatus rt_ply_load(const char *path, RtScene *s, RtError *err);
 RtStatus rt_scenefile_load(const char *path, RtScene *s, RtError *err);
+RtStatus rt_aff_load(const char *path, RtScene *s, RtError *err); /* BART AFF (load_aff.c) */
 
 /* Appends src's vertices, triangles, materials, textures and objects to dst,
  * transforming positions by the row-major 3x4 matrix m (normals by its
@@ -122,6 +127,29 @@ void rt_tri_arrays_free(RtTriArrays *a);
  * scene's current vertices, reusing its memory while the triangle count
  * stays the same. */
 RtStatus rt_tri_arrays_update(const RtScene *s, RtTriArrays *out, uint32_t *degenerate);
+
+/* ---- animation (anim.h): the scene at one moment ------------------------ */
+/* A read-only view of s at time t: `view` is a shallow copy of s whose
+ * verts (world space, normals renormalised), lights and camera are this
+ * moment's; every other array is shared with s (do not free view). Hidden
+ * subtrees (visibility channel) collapse to zero-area triangles. Reuses its
+ * own arrays between calls: zero it before the first call, free with
+ * rt_scene_frame_free. For a static scene view.verts == s->verts. */
+typedef struct RtSceneFrame {
+    RtScene view;
+    float t;
+    RtVertex *verts;  uint32_t vert_cap;
+    RtLight *lights;  uint32_t light_cap;
+    float *world;     uint32_t world_cap;   /* node matrices, 12 floats each */
+    uint8_t *visible;                       /* per node */
+} RtSceneFrame;
+RtStatus rt_scene_frame_at(const RtScene *s, float t, RtSceneFrame *f, RtError *err);
+void rt_scene_frame_free(RtSceneFrame *f);
+/* The animation's time range: [anim.t_start, anim.t_end] when given (AFF
+ * `a`), else [0, 0] (static) or [0, RT_ANIM_DEFAULT_PERIOD] for procedural
+ * motion, which the viewer loops. */
+#define RT_ANIM_DEFAULT_PERIOD 10.0f
+void rt_scene_time_range(const RtScene *s, float *t0, float *t1);
 
 /* The built-in default scene (no file needed): a project-made room with
  * spheres, a mirror and a checker texture, camera and lights included. */

@@ -1,6 +1,9 @@
 /* scene_default.c — the built-in default scene, so `make run` and a bare
  * `./rtviewer` need no file: a room with a procedural checker floor, a mirror
- * sphere, a diffuse sphere, a box and two lights. Made by the project. */
+ * sphere, a diffuse sphere, a box and two lights. Made by the project. It
+ * moves (anim.h): the mirror sphere bounces, the blue sphere circles, the
+ * box spins; at t = 0 every motion is exactly the identity, so the scene at
+ * t = 0 is the static one the reference images (tests/ref) show. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,22 @@ static int32_t add_mat(RtScene *s, const char *name, RtVec3 kd, float reflect, i
     return (int32_t)rt_scene_add_material(s, &m);
 }
 
+/* One node moving vertices [first, vert_count): a root of the given kind
+ * with identity static part. */
+static RtStatus animate(RtScene *s, uint32_t first, RtAnimNodeKind kind, const float p[8], RtError *err)
+{
+    RtAnimNode n;
+    memset(&n, 0, sizeof n);
+    n.parent = -1;
+    n.kind = kind;
+    n.track = -1;
+    rt_mat34_identity(n.m);
+    memcpy(n.p, p, sizeof n.p);
+    int64_t k = rt_anim_add_node(&s->anim, &n);
+    if (k < 0) return rt_fail(err, RT_ERR_OOM, "(default): SCENE: out of memory");
+    return rt_anim_set_vert_node(&s->anim, s->vert_count, first, s->vert_count - first, (uint32_t)k, err);
+}
+
 RtStatus rt_scene_make_default(RtScene *s, RtError *err)
 {
     rt_scene_init(s);
@@ -69,18 +88,38 @@ RtStatus rt_scene_make_default(RtScene *s, RtError *err)
     rt_mat34_rotate(m, v3(1, 0, 0), 90.0f);
     rt_mat34_translate(m, v3(0, 4, -8));
     PLACE(rt_prim_quad(s, m, wall, "back wall", err));
+    /* Each moving object's vertices stay where the static scene has them
+     * (node space = the placed shape) and its node is the identity at t = 0:
+     * bounce |sin(0)| = 0, a spin by 0 degrees, an orbit whose centre is set
+     * so its offset at phase 90 is exactly zero. Whole bounces, turns and laps
+     * per RT_ANIM_DEFAULT_PERIOD (10 s), so the viewer's loop is seamless. */
+    uint32_t v0 = s->vert_count;
     rt_mat34_identity(m);
     rt_mat34_scale(m, v3(1.5f, 1.5f, 1.5f));
     rt_mat34_translate(m, v3(-2.0f, 1.5f, -1.5f));
     PLACE(rt_prim_sphere(s, m, mirror, 64, "mirror sphere", err));
+    const float bounce[8] = {0.8f, 2.0f, 0.0f}; /* height, period s, phase */
+    PLACE(animate(s, v0, RT_NODE_BOUNCE, bounce, err));
+
+    v0 = s->vert_count;
     rt_mat34_identity(m);
     rt_mat34_translate(m, v3(2.2f, 1.0f, 0.5f));
     PLACE(rt_prim_sphere(s, m, blue, 48, "blue sphere", err));
+    /* a circle of radius 0.9 behind its resting place, one lap per 5 s,
+     * counter-clockwise seen from above; the centre cancels the offset at
+     * t = 0 in the very float arithmetic the orbit node uses (anim.c) */
+    const float r = 0.9f, phase = 90.0f, a0 = phase / 57.29577951308232f;
+    const float orbit[8] = {-r * cosf(a0), 0.0f, -r * sinf(a0), r, -72.0f, phase};
+    PLACE(animate(s, v0, RT_NODE_ORBIT, orbit, err));
+
+    v0 = s->vert_count;
     rt_mat34_identity(m);
     rt_mat34_scale(m, v3(0.8f, 0.8f, 0.8f));
     rt_mat34_rotate(m, v3(0, 1, 0), 30.0f);
     rt_mat34_translate(m, v3(0.3f, 0.8f, 2.0f));
     PLACE(rt_prim_box(s, m, red, "red box", err));
+    const float spin[8] = {0, 1, 0, 36.0f, 0.0f, 0.3f, 0.8f, 2.0f}; /* axis, deg/s, phase, pivot */
+    PLACE(animate(s, v0, RT_NODE_SPIN, spin, err));
 #undef PLACE
     if (st != RT_OK) return st;
 

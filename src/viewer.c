@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "gl_display.h"
-#include "gpu.h"
+#include "gpu_pipeline.h"
 #include "headless.h"
 #include "hud.h"
 
@@ -36,12 +36,26 @@
  * took this long. */
 #define VIEW_MAX_DT_S 1.0
 #define VIEW_MESSAGE_MS 4000.0
+/* N steps the animation by one frame of a 30 Hz animation; [ ] halve and
+ * double its speed within these bounds. */
+#define VIEW_STEP_S (1.0 / 30.0)
+#define VIEW_SPEED_MIN 1.0f / 64.0f
+#define VIEW_SPEED_MAX 64.0f
 
 enum { MOVE_FWD, MOVE_BACK, MOVE_LEFT, MOVE_RIGHT, MOVE_DOWN, MOVE_UP };
 
 typedef struct RtViewer {
     RtOptions opt;            /* the live settings: variant keys change them */
     RtScene scene;
+    RtSceneFrame moment;      /* CPU backend: the scene at anim_t */
+    RtGpuPipeline *gpu;       /* GPU backend (animate, build, trace on the device); NULL = none */
+    int use_gpu;              /* G toggles between the GPU and the CPU reference */
+    char gpu_off[RT_ERROR_MAX]; /* why there is no GPU backend */
+    RtGpuFrameStats gstats;   /* the last GPU frame */
+    double anim_t, anim_t0, anim_t1; /* scene time and its range (looped) */
+    int paused, dynamic;
+    float anim_speed;
+    int follow_scene_camera;  /* the scene animates the camera and the user has not flown yet */
     RtTriArrays tris;
     RtKdTree tree;
     RtKdStats kd_stats;
@@ -113,6 +127,7 @@ static void camera_update(RtViewer *v, float dt)
     /* no input, no arithmetic: the camera stays bit-identical, so C prints
      * exactly the --camera it was started with */
     if (!keys && yaw == 0 && pitch == 0) return;
+    v->follow_scene_camera = 0; /* the user flies from here */
 
     RtCamera *c = &v->cam;
     RtCameraBasis b = rt_camera_basis(*c, 1, 1); /* handles an up parallel to the view */
@@ -136,6 +151,41 @@ static void camera_update(RtViewer *v, float dt)
     RtVec3 dir = turn(v3_scale(b.fwd, -1.0f), up, right, yaw, -pitch);
     c->pos = v3_add(v->centre, v3_scale(v3_norm(dir), dist));
     c->look = v->centre;
+}
+
+/* ---- animation ------------------------------------------------------------------ */
+
+/* Moves scene time by dt seconds (already scaled by the speed), looping over
+ * the animation's range. */
+static void advance_time(RtViewer *v, double dt)
+{
+    if (!v->dynamic) return;
+    v->anim_t += dt;
+    double len = v->anim_t1 - v->anim_t0;
+    if (len > 0 && (v->anim_t > v->anim_t1 || v->anim_t < v->anim_t0))
+        v->anim_t = v->anim_t0 + fmod(fmod(v->anim_t - v->anim_t0, len) + len, len);
+}
+
+/* The scene's own camera at time t: BART's `k camera` (aff.md section 7)
+ * puts the eye on the track's translation and turns it with its rotation;
+ * without such a track, the scene's static camera. */
+static RtCamera scene_camera_at(const RtScene *s, float t)
+{
+    RtCamera c = s->camera;
+    int32_t ct = s->anim.camera_track;
+    if (ct < 0 || (uint32_t)ct >= s->anim.track_count) return c;
+    const RtAnimTrack *tr = &s->anim.tracks[ct];
+    float m[12];
+    rt_anim_track_matrix(tr, t, m);
+    if (tr->transl.count) c.pos = v3(m[3], m[7], m[11]);
+    if (tr->rot.count) {
+        RtVec3 dir = v3(-m[2], -m[6], -m[10]); /* -(third column) */
+        c.up = v3(m[1], m[5], m[9]);           /* second column */
+        c.look = v3_add(c.pos, dir);
+    } else if (tr->transl.count) {
+        c.look = v3_add(c.pos, v3_sub(s->camera.look, s->camera.pos));
+    }
+    return c;
 }
 
 /* ---- input ------------------------------------------------------------------ */
@@ -217,8 +267,29 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
         fflush(stdout);
         say(v, "camera printed to stdout");
         break;
-    case GLFW_KEY_P: case GLFW_KEY_N: case GLFW_KEY_LEFT_BRACKET: case GLFW_KEY_RIGHT_BRACKET:
-        say(v, "animation: unavailable in this build (static scenes until the dynamic-scenes issue)");
+    case GLFW_KEY_P:
+        v->paused = !v->paused;
+        say(v, "animation %s at t = %.3f s%s", v->paused ? "paused" : "playing", v->anim_t,
+            v->dynamic ? "" : " (nothing moves in this scene)");
+        break;
+    case GLFW_KEY_N:
+        v->paused = 1;
+        advance_time(v, VIEW_STEP_S);
+        say(v, "animation: step to t = %.3f s", v->anim_t);
+        break;
+    case GLFW_KEY_LEFT_BRACKET: case GLFW_KEY_RIGHT_BRACKET:
+        v->anim_speed *= key == GLFW_KEY_RIGHT_BRACKET ? 2.0f : 0.5f;
+        if (v->anim_speed < VIEW_SPEED_MIN) v->anim_speed = VIEW_SPEED_MIN;
+        if (v->anim_speed > VIEW_SPEED_MAX) v->anim_speed = VIEW_SPEED_MAX;
+        say(v, "animation speed x%g", v->anim_speed);
+        break;
+    case GLFW_KEY_G:
+        if (!v->gpu) {
+            say(v, "backend: GPU unavailable (%s)", v->gpu_off);
+            break;
+        }
+        v->use_gpu = !v->use_gpu;
+        say(v, "backend: %s", v->use_gpu ? "GPU" : "CPU reference");
         break;
     default: break;
     }
@@ -304,19 +375,29 @@ static RtStatus open_window(RtViewer *v, RtError *err)
     return RT_OK;
 }
 
+/* The GPU backend when there is a usable GPU and no --cpu; the CPU reference
+ * renderer otherwise (and on G). */
+static void open_backend(RtViewer *v, int w, int h)
+{
+    RtError gerr = {0};
+    if (v->opt.cpu) {
+        snprintf(v->gpu_off, sizeof v->gpu_off, "--cpu");
+    } else if (rt_gpu_pipeline_create(&v->scene, w, h, &v->gpu, &gerr) != RT_OK) {
+        snprintf(v->gpu_off, sizeof v->gpu_off, "%s", gerr.msg);
+        v->gpu = NULL;
+    }
+    v->use_gpu = v->gpu != NULL;
+    if (v->gpu) RT_INFO("APP", "backend: GPU (%s); G switches to the CPU reference", rt_gpu_pipeline_device_name(v->gpu));
+    else RT_INFO("APP", "backend: CPU (%s)", v->gpu_off);
+}
+
 static void describe_backend(RtViewer *v)
 {
     int threads = v->opt.render.threads ? v->opt.render.threads : rt_thread_count();
-    RtGpu *gpu = NULL;
-    RtError gerr = {0};
-    if (!v->opt.cpu && rt_gpu_create(0, &gpu, &gerr) == RT_OK) {
-        RT_INFO("APP", "backend: CPU; GPU %s found, but the GPU kd-tree builder and tracer are not "
-                       "part of this build yet", rt_gpu_info(gpu)->name);
-        rt_gpu_destroy(gpu);
-    } else {
-        RT_INFO("APP", "backend: CPU (%s)", v->opt.cpu ? "--cpu" : gerr.msg);
-    }
-    snprintf(v->backend, sizeof v->backend, "CPU backend, %d thread%s", threads, threads == 1 ? "" : "s");
+    if (v->use_gpu)
+        snprintf(v->backend, sizeof v->backend, "GPU backend (%s)", rt_gpu_pipeline_device_name(v->gpu));
+    else
+        snprintf(v->backend, sizeof v->backend, "CPU backend, %d thread%s", threads, threads == 1 ? "" : "s");
 }
 
 static void describe_display(RtViewer *v)
@@ -341,8 +422,20 @@ static RtStatus setup(RtViewer *v, const RtOptions *o, RtError *err)
     RtStatus st = open_window(v, err);
     if (st != RT_OK) return st;
     if ((st = rt_app_load_scene(o, &v->scene, err)) != RT_OK) return st;
-    describe_backend(v);
-    v->home = o->has_camera ? o->camera : v->scene.camera;
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
+    open_backend(v, fb_w > 0 ? fb_w : 1, fb_h > 0 ? fb_h : 1);
+
+    float t0, t1;
+    rt_scene_time_range(&v->scene, &t0, &t1);
+    v->anim_t0 = t0;
+    v->anim_t1 = t1;
+    v->dynamic = rt_anim_is_dynamic(&v->scene.anim);
+    v->anim_t = o->has_time ? o->time : t0;
+    v->paused = o->paused;
+    v->anim_speed = o->speed;
+    v->follow_scene_camera = !o->has_camera && v->scene.anim.camera_track >= 0;
+    v->home = o->has_camera ? o->camera : scene_camera_at(&v->scene, (float)v->anim_t);
     v->cam = v->home;
     RtAabb bounds = rt_scene_bounds(&v->scene);
     v->centre = v3_scale(v3_add(bounds.lo, bounds.hi), 0.5f);
@@ -363,6 +456,8 @@ static void teardown(RtViewer *v)
         glfwDestroyWindow(v->win);
     }
     glfwTerminate();
+    rt_gpu_pipeline_destroy(v->gpu);
+    rt_scene_frame_free(&v->moment);
     rt_image_free(&v->frame);
     rt_kd_tree_free(&v->tree);
     rt_tri_arrays_free(&v->tris);
@@ -370,6 +465,69 @@ static void teardown(RtViewer *v)
 }
 
 /* ---- the frame ---------------------------------------------------------------- */
+
+/* The GPU backend: animate, build and trace on the device, the image
+ * straight into the mapped PBO (or read back when interop is off). */
+static RtStatus frame_gpu(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError *err)
+{
+    RtKdGpuParams kp = rt_options_kd_gpu(&v->opt);
+    RtTraceParams tp = rt_options_trace_gpu(&v->opt);
+    unsigned char *dev = NULL;
+    RtStatus st = rt_gl_display_map(v->display, &dev, err);
+    if (st != RT_OK) return st;
+    st = rt_gpu_pipeline_frame(v->gpu, &v->scene, (float)v->anim_t, &v->cam, &kp, &tp, dev, fb_w, fb_h,
+                               dev ? NULL : &v->frame, &v->gstats, err);
+    if (dev) {
+        RtStatus su = rt_gl_display_unmap(v->display, err);
+        if (st == RT_OK) st = su;
+    } else if (st == RT_OK) {
+        st = rt_gl_display_upload(v->display, &v->frame, err);
+    }
+    if (st != RT_OK) return st;
+    const RtGpuFrameStats *g = &v->gstats;
+    t->stage_ms[RT_STAGE_ANIMATE] = g->animate_ms;
+    t->stage_ms[RT_STAGE_BUILD] = g->build.gpu_ms > 0 ? g->build.gpu_ms : g->build.build_ms;
+    t->stage_ms[RT_STAGE_TRACE] = g->trace.ms;
+    v->rstats.primary_rays = g->trace.primary_rays;
+    v->rstats.shadow_rays = g->trace.shadow_rays;
+    v->rstats.reflection_rays = g->trace.reflection_rays;
+    v->kd_stats.triangles = g->build.triangles;
+    v->kd_stats.nodes = g->build.nodes;
+    v->kd_stats.leaves = g->build.leaves;
+    v->kd_stats.references = g->build.references;
+    v->kd_stats.sah_cost = 0; /* not computed per frame on the GPU (the benchmark does) */
+    return RT_OK;
+}
+
+/* The CPU reference backend: the scene at anim_t on the host, the oracle's
+ * builder and renderer, the image through the PBO. */
+static RtStatus frame_cpu(RtViewer *v, RtFrameTimes *t, RtError *err)
+{
+    double t0 = rt_now_ms();
+    /* animate: the scene's vertices at this frame's time, flattened for the
+     * builder and the renderer */
+    RtStatus st = rt_scene_frame_at(&v->scene, (float)v->anim_t, &v->moment, err);
+    if (st != RT_OK) return st;
+    uint32_t degenerate = 0;
+    if ((st = rt_tri_arrays_update(&v->moment.view, &v->tris, &degenerate)) != RT_OK)
+        return rt_fail(err, st, "APP: out of memory flattening %u triangles", v->scene.tri_count);
+    double t1 = rt_now_ms();
+    /* build: from scratch every frame, as a dynamic scene needs (into the
+     * previous frame's arrays, so no allocation per frame) */
+    if (!v->opt.render.brute_force &&
+        (st = rt_kd_build_cpu(&v->opt.kd, &v->tris, &v->tree, &v->kd_stats, err)) != RT_OK)
+        return st;
+    double t2 = rt_now_ms();
+    st = rt_render_cpu(&v->moment.view, &v->tris, v->opt.render.brute_force ? NULL : &v->tree, &v->cam,
+                       &v->opt.render, &v->frame, NULL, &v->rstats, err);
+    if (st != RT_OK) return st;
+    double t3 = rt_now_ms();
+    if ((st = rt_gl_display_upload(v->display, &v->frame, err)) != RT_OK) return st;
+    t->stage_ms[RT_STAGE_ANIMATE] = t1 - t0;
+    t->stage_ms[RT_STAGE_BUILD] = t2 - t1;
+    t->stage_ms[RT_STAGE_TRACE] = t3 - t2;
+    return RT_OK;
+}
 
 /* One pass of the pipeline into the window's back buffer; times in t. */
 static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError *err)
@@ -381,31 +539,24 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             return rt_fail(err, RT_ERR_OOM, "APP: out of memory for a %dx%d frame", fb_w, fb_h);
         if ((st = rt_gl_display_resize(v->display, fb_w, fb_h, err)) != RT_OK) return st;
     }
-    double t0 = rt_now_ms();
-    /* animate: the scene's vertices at this frame's time (static until the
-     * dynamic-scenes issue), flattened for the builder and tracer */
-    uint32_t degenerate = 0;
-    if ((st = rt_tri_arrays_update(&v->scene, &v->tris, &degenerate)) != RT_OK)
-        return rt_fail(err, st, "APP: out of memory flattening %u triangles", v->scene.tri_count);
-    double t1 = rt_now_ms();
-    /* build: from scratch every frame, as a dynamic scene needs (into the
-     * previous frame's arrays, so no allocation per frame) */
-    if (!v->opt.render.brute_force &&
-        (st = rt_kd_build_cpu(&v->opt.kd, &v->tris, &v->tree, &v->kd_stats, err)) != RT_OK)
-        return st;
-    double t2 = rt_now_ms();
-    st = rt_render_cpu(&v->scene, &v->tris, v->opt.render.brute_force ? NULL : &v->tree, &v->cam,
-                       &v->opt.render, &v->frame, NULL, &v->rstats, err);
+    if (v->follow_scene_camera) v->cam = scene_camera_at(&v->scene, (float)v->anim_t);
+    describe_backend(v);
+    st = v->use_gpu ? frame_gpu(v, fb_w, fb_h, t, err) : frame_cpu(v, t, err);
     if (st != RT_OK) return st;
     double t3 = rt_now_ms();
-    if ((st = rt_gl_display_upload(v->display, &v->frame, err)) != RT_OK) return st;
     if ((st = rt_gl_display_draw(v->display, fb_w, fb_h, err)) != RT_OK) return st;
     if (v->show_hud) {
         describe_display(v);
+        char anim[128];
+        if (v->dynamic)
+            snprintf(anim, sizeof anim, "t %.2f s of %.3g..%.3g  x%g%s", v->anim_t, v->anim_t0, v->anim_t1,
+                     v->anim_speed, v->paused ? "  PAUSED" : "");
+        else
+            snprintf(anim, sizeof anim, "static scene");
         RtHudInfo info = {
             .scene = v->scene_name,
             .backend = v->backend,
-            .gpu_stages = "the window renders with the CPU backend",
+            .gpu_stages = NULL,
             .display = v->display_desc,
             .gl_renderer = rt_gl_display_renderer(v->display),
             .width = fb_w,
@@ -414,9 +565,12 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             .orbit = v->orbit,
             .speed = v->speed,
             .rays = v->rstats.primary_rays + v->rstats.shadow_rays + v->rstats.reflection_rays,
-            .trace_ms = t3 - t2,
+            .trace_ms = t->stage_ms[RT_STAGE_TRACE],
             .triangles = v->scene.tri_count,
-            .kd = v->opt.render.brute_force ? NULL : &v->kd_stats,
+            .kd = v->opt.render.brute_force && !v->use_gpu ? NULL : &v->kd_stats,
+            .kd_gpu = v->use_gpu ? &v->gstats.build : NULL,
+            .gpu_variants = v->use_gpu,
+            .anim = anim,
             .opt = &v->opt,
             .message = rt_now_ms() < v->message_until ? v->message : NULL,
             .show_help = v->show_help,
@@ -424,9 +578,6 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
         if ((st = rt_hud_draw(v->hud, &info, fb_w, fb_h, err)) != RT_OK) return st;
     }
     double t4 = rt_now_ms();
-    t->stage_ms[RT_STAGE_ANIMATE] = t1 - t0;
-    t->stage_ms[RT_STAGE_BUILD] = t2 - t1;
-    t->stage_ms[RT_STAGE_TRACE] = t3 - t2;
     t->stage_ms[RT_STAGE_DISPLAY] = t4 - t3;
     return RT_OK;
 }
@@ -465,6 +616,7 @@ RtStatus rt_viewer_run(const RtOptions *o, RtError *err)
         double now = rt_now_ms(), dt = (now - last_update) / 1000.0;
         last_update = now;
         camera_update(v, (float)(dt < VIEW_MAX_DT_S ? dt : VIEW_MAX_DT_S));
+        if (!v->paused) advance_time(v, (dt < VIEW_MAX_DT_S ? dt : VIEW_MAX_DT_S) * v->anim_speed);
         RtFrameTimes t = {0};
         if ((st = frame(v, fb_w, fb_h, &t, err)) != RT_OK) break;
         if (v->want_screenshot) screenshot(v, fb_w, fb_h);

@@ -78,8 +78,8 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
     }
     printf("\n### %s: %u triangles on %s (CPU oracle SAH %.2f, built in %.0f ms)\n\n", name, t->count,
            gpu_name, cpu_sah, rt_now_ms() - t0);
-    printf("| variant | GPU ms (median) | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| variant | GPU ms (median) | large ms | small ms | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (int v = 0; v < 11; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         const char *vname;
@@ -106,6 +106,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         RtKdTree dt;
         RtKdGpuStats st;
         double *gms = malloc(runs * sizeof *gms), *wms = malloc(runs * sizeof *wms);
+        double *lms = malloc(runs * sizeof *lms), *sms = malloc(runs * sizeof *sms);
         fprintf(stderr, "bench: %s: %s\n", name, vname);
         for (int i = 0; i < 3 + runs; i++) {
             if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) != RT_OK) {
@@ -115,6 +116,8 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
             if (i >= 3) {
                 gms[i - 3] = st.gpu_ms;
                 wms[i - 3] = st.build_ms;
+                lms[i - 3] = st.large_ms;
+                sms[i - 3] = st.small_ms;
             }
         }
         RtKdTree h;
@@ -130,14 +133,39 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
                           ? rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err)
                           : RT_OK;
         rt_kd_tree_free(&h);
-        printf("| %s | %.3f | %.3f | %u | %u | %u | %u | %llu | %u | %.2f | %.3f |%s\n", vname,
-               median(gms, runs), median(wms, runs), st.launches, st.round_trips, ks.nodes, ks.leaves,
+        printf("| %s | %.3f | %.3f | %.3f | %.3f | %u | %u | %u | %u | %llu | %u | %.2f | %.3f |%s\n", vname,
+               median(gms, runs), median(lms, runs), median(sms, runs), median(wms, runs), st.launches, st.round_trips, ks.nodes, ks.leaves,
                (unsigned long long)ks.references, ks.depth, ks.sah_cost,
                cpu_sah > 0 ? ks.sah_cost / cpu_sah : 0.0, vs == RT_OK ? "" : " INVALID");
         if (vs != RT_OK) fprintf(stderr, "bench: %s: %s\n", vname, err.msg);
         free(gms);
         free(wms);
+        free(lms);
+        free(sms);
     }
+    /* the persistent large stage's resident blocks per multiprocessor */
+    printf("\nAll, persistent large stage by resident blocks per SM (median GPU ms: build / large stage):");
+    for (int bps = 1; bps <= 16; bps *= 2) {
+        RtKdGpuParams p = rt_kd_gpu_params_default();
+        p.large_blocks_per_sm = bps;
+        RtKdTree dt;
+        RtKdGpuStats st;
+        double *gms = malloc(runs * sizeof *gms), *lms = malloc(runs * sizeof *lms);
+        for (int i = 0; i < 3 + runs; i++) {
+            if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) != RT_OK) {
+                fprintf(stderr, "bench: %s\n", err.msg);
+                return 1;
+            }
+            if (i >= 3) {
+                gms[i - 3] = st.gpu_ms;
+                lms[i - 3] = st.large_ms;
+            }
+        }
+        printf(" %d: %.3f / %.3f;", bps, median(gms, runs), median(lms, runs));
+        free(gms);
+        free(lms);
+    }
+    printf("\n");
     /* per-kernel times of the fastest variant (events around every launch) */
     RtKdGpuParams p = rt_kd_gpu_params_default();
     p.timed = 1;

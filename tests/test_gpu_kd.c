@@ -369,6 +369,42 @@ static void gpu_kd_rebuild_reuses_buffers(void **state)
     free_scene(&b);
 }
 
+/* Implementation II with the fused small stage keeps every loop bound on the
+ * device: the host waits once per build (the final counters), and a build is
+ * a handful of launches; Implementation I still reads each level back. */
+static void gpu_kd_default_build_waits_once(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtTriArrays t = make_scene(SC_CLUSTER, quick() ? 3000 : 20000, 95);
+    RtError err = {0};
+    RtFloat4 *dv = NULL, *dw = NULL;
+    assert_int_equal(rt_kd_gpu_upload_f4(t.verts, 3 * (size_t)t.count, &dv, &err), RT_OK);
+    assert_int_equal(rt_kd_gpu_upload_f4(t.woop, 3 * (size_t)t.count, &dw, &err), RT_OK);
+    RtKdTree dtree;
+    RtKdGpuStats st;
+    for (int steps = 1; steps <= 5; steps++) {
+        RtKdGpuParams p = rt_kd_gpu_params_default();
+        rt_kd_gpu_params_ladder(&p, steps);
+        assert_int_equal(rt_kd_gpu_build(g_fx.kd, &p, dv, dw, t.count, &dtree, &st, &err), RT_OK);
+        print_message("ladder %-8s launches %u, round trips %u, levels %u+%u, rebuilds %u\n",
+                      rt_kd_gpu_ladder[steps].name, st.launches, st.round_trips, st.large_levels,
+                      st.small_levels, st.rebuilds);
+        assert_true(st.large_levels > 2);
+        assert_int_equal(st.round_trips, 1 + st.rebuilds);
+        assert_true(st.launches <= 6 * (1 + st.rebuilds));
+    }
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    rt_kd_gpu_params_ladder(&p, 0);
+    assert_int_equal(rt_kd_gpu_build(g_fx.kd, &p, dv, dw, t.count, &dtree, &st, &err), RT_OK);
+    print_message("ladder %-8s launches %u, round trips %u, levels %u+%u\n", rt_kd_gpu_ladder[0].name,
+                  st.launches, st.round_trips, st.large_levels, st.small_levels);
+    assert_true(st.round_trips >= st.large_levels);
+    rt_kd_gpu_free(dv);
+    rt_kd_gpu_free(dw);
+    free_scene(&t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -377,6 +413,7 @@ int main(void)
         cmocka_unit_test(gpu_kd_large_mesh_valid),
         cmocka_unit_test(gpu_kd_every_variant_valid),
         cmocka_unit_test(gpu_kd_rebuild_reuses_buffers),
+        cmocka_unit_test(gpu_kd_default_build_waits_once),
     };
     int rc = cmocka_run_group_tests_name("gpu_kd", tests, NULL, NULL);
     if (g_fx.kd) rt_kd_gpu_destroy(g_fx.kd);

@@ -8,6 +8,7 @@
 #include <ftw.h>
 
 #include "primitives.h"
+#include "runners.h"
 #include "scene.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
@@ -743,9 +744,6 @@ static void scenefile_bad_lines_name_file_line_and_expectation(void **state)
     assert_bad(state, "material a\nmaterial b\nbox material c\n", RT_ERR_PARSE, 3,
                "expected a defined material name after 'material', found 'c' (defined: 'a', 'b')");
     assert_bad(state, "material a\nbox\nmaterial a kd 1 1 1\n", RT_ERR_PARSE, 3, "'a' is already defined at");
-    /* reserved */
-    assert_bad(state, "box\nanimate spin 0 1 0 90\n", RT_ERR_UNSUPPORTED, 2,
-               "'animate' is not supported yet");
 }
 
 static void scenefile_missing_files_and_directories_are_errors(void **state)
@@ -880,6 +878,428 @@ static void scenefile_cornell_box_loads(void **state)
     rt_scene_free(&s);
 }
 
+/* ---- animation ----------------------------------------------------------------- */
+
+/* World position of vertex v at time t (rt_scene_frame_at, the CPU path). */
+static RtVec3 pos_at(const RtScene *s, float t, uint32_t v)
+{
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    RtError err = {0};
+    assert_int_equal(rt_scene_frame_at(s, t, &f, &err), RT_OK);
+    RtVec3 p = f.view.verts[v].p;
+    rt_scene_frame_free(&f);
+    return p;
+}
+
+static RtVec3 centroid_at(const RtScene *s, float t, const RtObject *o)
+{
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    RtError err = {0};
+    assert_int_equal(rt_scene_frame_at(s, t, &f, &err), RT_OK);
+    RtVec3 c = v3(0, 0, 0);
+    for (uint32_t t2 = o->first_tri; t2 < o->first_tri + o->tri_count; t2++)
+        for (int k = 0; k < 3; k++) c = v3_add(c, f.view.verts[f.view.tris[t2].v[k]].p);
+    rt_scene_frame_free(&f);
+    return v3_scale(c, 1.0f / (3.0f * (float)o->tri_count));
+}
+
+static const RtObject *object_named(const RtScene *s, const char *name)
+{
+    for (uint32_t i = 0; i < s->object_count; i++)
+        if (!strcmp(s->objects[i].name, name)) return &s->objects[i];
+    fail_msg("no object '%s'", name);
+    return NULL;
+}
+
+/* The vertices of an object: [first, first+count) (primitives own theirs). */
+static void object_verts(const RtScene *s, const RtObject *o, uint32_t *first, uint32_t *count)
+{
+    uint32_t lo = UINT32_MAX, hi = 0;
+    for (uint32_t t = o->first_tri; t < o->first_tri + o->tri_count; t++)
+        for (int k = 0; k < 3; k++) {
+            lo = s->tris[t].v[k] < lo ? s->tris[t].v[k] : lo;
+            hi = s->tris[t].v[k] + 1 > hi ? s->tris[t].v[k] + 1 : hi;
+        }
+    *first = lo;
+    *count = hi - lo;
+}
+
+static void load_ok(void **state, const char *text, RtScene *s)
+{
+    RtError err;
+    char path[1024];
+    RtStatus st = load_text(state, text, s, &err, path);
+    if (st != RT_OK) fail_msg("%s", err.msg);
+}
+
+static void scenefile_animate_spin_orbit_bounce(void **state)
+{
+    RtScene s;
+    load_ok(state,
+            "box name spinner translate 2 0 0\n"
+            "animate spinner spin speed 90\n"
+            "sphere name moon segments 8 translate 0 1 0\n"
+            "animate moon orbit center 1 0 2 radius 3 speed 90 phase 30\n"
+            "box name ball\n"
+            "animate ball bounce height 2 period 1 phase 90\n"
+            "box name tilted translate 0 5 0\n"
+            "animate tilted spin axis 0 0 2 speed -45 phase 10 pivot 1 5 0\n"
+            "box name still translate 9 9 9\n",
+            &s);
+    assert_int_equal(s.anim.node_count, 4);
+    assert_int_equal(s.anim.nodes[0].kind, RT_NODE_SPIN);
+    assert_int_equal(s.anim.nodes[1].kind, RT_NODE_ORBIT);
+    assert_int_equal(s.anim.nodes[2].kind, RT_NODE_BOUNCE);
+    assert_int_equal(s.anim.nodes[3].kind, RT_NODE_SPIN);
+    assert_vec3(v3(s.anim.nodes[3].p[0], s.anim.nodes[3].p[1], s.anim.nodes[3].p[2]), v3(0, 0, 1), 0); /* normalised */
+    assert_true(rt_anim_is_dynamic(&s.anim));
+    uint32_t first, count;
+
+    /* spin: about the vertical through the box's placed origin (2, 0, 0);
+     * a right-handed quarter turn about +y takes (x, z) to (z, -x) */
+    object_verts(&s, object_named(&s, "spinner"), &first, &count);
+    for (uint32_t v = first; v < first + count; v++) {
+        RtVec3 p = v3_sub(s.verts[v].p, v3(2, 0, 0));
+        assert_vec3(pos_at(&s, 1.0f, v), v3(2 + p.z, p.y, -p.x), 1e-5f);
+        assert_vec3(pos_at(&s, 0.0f, v), s.verts[v].p, 1e-6f);
+        assert_int_equal(s.anim.vert_node[v], 0);
+    }
+    /* orbit: offset by C + R (cos, 0, sin)(phase + speed t) */
+    object_verts(&s, object_named(&s, "moon"), &first, &count);
+    float th = (30.0f + 90.0f * 1.0f) * 3.14159265f / 180.0f;
+    RtVec3 off = v3(1 + 3 * cosf(th), 0, 2 + 3 * sinf(th));
+    assert_vec3(pos_at(&s, 1.0f, first + 3), v3_add(s.verts[first + 3].p, off), 1e-5f);
+    /* bounce: up by H |sin(pi t / period + phase)|, 360 degrees of phase = a period */
+    object_verts(&s, object_named(&s, "ball"), &first, &count);
+    assert_vec3(pos_at(&s, 0.25f, first), v3_add(s.verts[first].p, v3(0, 2, 0)), 1e-5f);
+    assert_vec3(pos_at(&s, 0.75f, first), s.verts[first].p, 1e-5f);
+    /* spin with axis, phase and pivot: -45 deg/s about +z through (1, 5, 0) */
+    object_verts(&s, object_named(&s, "tilted"), &first, &count);
+    float a = (10.0f - 45.0f * 2.0f) * 3.14159265f / 180.0f;
+    RtVec3 p = v3_sub(s.verts[first].p, v3(1, 5, 0));
+    assert_vec3(pos_at(&s, 2.0f, first),
+                v3(1 + p.x * cosf(a) - p.y * sinf(a), 5 + p.x * sinf(a) + p.y * cosf(a), p.z), 1e-5f);
+    /* an object without animate stays static */
+    object_verts(&s, object_named(&s, "still"), &first, &count);
+    assert_int_equal(s.anim.vert_node[first], RT_ANIM_STATIC);
+    assert_vec3(pos_at(&s, 3.0f, first), s.verts[first].p, 0);
+    /* no `time`: the viewer loops the default period */
+    float t0, t1;
+    rt_scene_time_range(&s, &t0, &t1);
+    assert_float_equal(t1, RT_ANIM_DEFAULT_PERIOD, 0);
+    rt_scene_free(&s);
+}
+
+static void scenefile_animate_keyframes_pass_through_every_key(void **state)
+{
+    RtScene s;
+    load_ok(state,
+            "box name k translate 1 0 0\n"
+            "animate k key 0 translate 0 0 0\n"
+            "animate k key 1 translate 0 2 0 rotate 0 2 0 90\n"
+            "animate k key 2 translate 0 0 0 scale 2 tcb 0.5 0 0\n"
+            "box name r translate 0 3 0\n"
+            "animate r key 0 rotate 1 0 0 0\n"
+            "animate r key 4 rotate 1 0 0 90\n",
+            &s);
+    assert_int_equal(s.anim.track_count, 2);
+    const RtAnimTrack *tr = &s.anim.tracks[0];
+    /* padded for the spline: ends repeated (3 keys -> 5), a lone key x4 */
+    assert_int_equal(tr->transl.count, 5);
+    assert_int_equal(tr->rot.count, 4);
+    assert_int_equal(tr->scale.count, 4);
+    assert_float_equal(tr->scale.keys[0].tension, 0.5f, 0);
+    assert_int_equal(s.anim.nodes[0].kind, RT_NODE_TRACK);
+    uint32_t first, count;
+    object_verts(&s, object_named(&s, "k"), &first, &count);
+    for (uint32_t v = first; v < first + count; v += 5) {
+        /* T(o + translate) R S about the placed origin o = (1, 0, 0); the
+         * lone rotate and scale keys hold for all t */
+        RtVec3 q = v3_scale(v3_sub(s.verts[v].p, v3(1, 0, 0)), 2.0f);
+        RtVec3 rq = v3(q.z, q.y, -q.x);
+        assert_vec3(pos_at(&s, 1.0f, v), v3_add(v3(1, 2, 0), rq), 1e-4f);
+        assert_vec3(pos_at(&s, 2.0f, v), v3_add(v3(1, 0, 0), rq), 1e-4f);
+        assert_vec3(pos_at(&s, -5.0f, v), v3_add(v3(1, 0, 0), rq), 1e-4f); /* holds before the first key */
+        assert_vec3(pos_at(&s, 9.0f, v), v3_add(v3(1, 0, 0), rq), 1e-4f);  /* and after the last */
+        float y = pos_at(&s, 0.5f, v).y - rq.y;
+        assert_true(y > 0.5f && y < 2.5f);
+    }
+    /* rotation keys alone turn about the object's own origin (0, 3, 0) */
+    object_verts(&s, object_named(&s, "r"), &first, &count);
+    RtVec3 p = v3_sub(s.verts[first].p, v3(0, 3, 0));
+    assert_vec3(pos_at(&s, 4.0f, first), v3(p.x, 3 - p.z, p.y), 1e-4f);
+    assert_vec3(pos_at(&s, 0.0f, first), s.verts[first].p, 1e-5f);
+    rt_scene_free(&s);
+
+    /* size 1: one key is a constant pose */
+    load_ok(state, "box name one\nanimate one key 3 translate 1 2 3\n", &s);
+    assert_vec3(pos_at(&s, 0.0f, 0), v3_add(s.verts[0].p, v3(1, 2, 3)), 1e-5f);
+    assert_vec3(pos_at(&s, 7.0f, 0), v3_add(s.verts[0].p, v3(1, 2, 3)), 1e-5f);
+    rt_scene_free(&s);
+}
+
+static void scenefile_animate_motions_compose_in_written_order(void **state)
+{
+    /* spin, then orbit: spins in place, and the spinning box goes round */
+    RtScene s;
+    load_ok(state, "box name a translate 3 0 0\nanimate a spin speed 90\nanimate a orbit radius 2 speed 90\n", &s);
+    assert_int_equal(s.anim.node_count, 2);
+    assert_int_equal(s.anim.nodes[0].kind, RT_NODE_ORBIT); /* the last written is the root */
+    assert_int_equal(s.anim.nodes[0].parent, -1);
+    assert_int_equal(s.anim.nodes[1].kind, RT_NODE_SPIN);
+    assert_int_equal(s.anim.nodes[1].parent, 0);
+    assert_int_equal(s.anim.vert_node[0], 1); /* vertices on the first written */
+    assert_vec3(centroid_at(&s, 1.0f, object_named(&s, "a")), v3(3, 0, 2), 1e-4f);
+    rt_scene_free(&s);
+    /* orbit, then spin: the spin (about the placed origin) swings the orbiting box */
+    load_ok(state, "box name a translate 3 0 0\nanimate a orbit radius 2 speed 90\nanimate a spin speed 90\n", &s);
+    assert_vec3(centroid_at(&s, 1.0f, object_named(&s, "a")), v3(5, 0, 0), 1e-4f);
+    rt_scene_free(&s);
+    /* a keyframe track takes the place of its first key among the motions */
+    load_ok(state,
+            "box name b\nanimate b key 0 translate 0 0 0\nanimate b bounce height 1 period 2\n"
+            "animate b key 1 translate 1 0 0\n",
+            &s);
+    assert_int_equal(s.anim.node_count, 2);
+    assert_int_equal(s.anim.nodes[0].kind, RT_NODE_BOUNCE);
+    assert_int_equal(s.anim.nodes[1].kind, RT_NODE_TRACK);
+    assert_vec3(centroid_at(&s, 1.0f, object_named(&s, "b")), v3(1, 1, 0), 1e-4f);
+    rt_scene_free(&s);
+    /* the latest object of a name is the one animated; included files count */
+    char buf[1024];
+    put(state, "inc.scene", "sphere name ball segments 6 translate 0 4 0\n", buf);
+    load_ok(state, "box name ball\ninclude inc.scene\nanimate ball bounce height 1 period 1\n", &s);
+    assert_int_equal(s.anim.vert_node ? s.anim.vert_node[0] : RT_ANIM_STATIC, RT_ANIM_STATIC);
+    assert_int_equal(s.anim.vert_node[24], 0);
+    rt_scene_free(&s);
+}
+
+static void put_obj_triangle(void **state, const char *rel, float scale, char buf[1024])
+{
+    char text[256];
+    snprintf(text, sizeof text, "v 0 0 0\nv %g 0 0\nv 0 %g 0\nf 1 2 3\n", (double)scale, (double)scale);
+    put(state, rel, text, buf);
+}
+
+static void scenefile_animate_morph_and_wave(void **state)
+{
+    char buf[1024];
+    put_obj_triangle(state, "a.obj", 1.0f, buf);
+    put_obj_triangle(state, "b.obj", 2.0f, buf);
+    put(state, "quad.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\n", buf);
+    RtScene s;
+    load_ok(state, "time 0 4\nmesh a.obj name m translate 0 0 1\nanimate m morph b.obj period 2\n", &s);
+    assert_int_equal(s.anim.morph_count, 1);
+    const RtAnimMorph *mo = &s.anim.morphs[0];
+    assert_int_equal(mo->vert_count, 3);
+    assert_int_equal(mo->key_count, 5); /* base, target, base, target, base over 0..4 */
+    assert_float_equal(mo->times[4], 4.0f, 0);
+    /* the target is placed like the object: (2, 0, 0) + (0, 0, 1) */
+    assert_vec3(pos_at(&s, 1.0f, 1), v3(2, 0, 1), 1e-6f);
+    assert_vec3(pos_at(&s, 0.5f, 1), v3(1.5f, 0, 1), 1e-6f);
+    assert_vec3(pos_at(&s, 2.0f, 1), v3(1, 0, 1), 1e-6f);
+    assert_vec3(pos_at(&s, 3.0f, 2), v3(0, 2, 1), 1e-6f);
+    float t0, t1;
+    rt_scene_time_range(&s, &t0, &t1);
+    assert_float_equal(t1, 4.0f, 0);
+    rt_scene_free(&s);
+    /* the default range 0..10 at a 1 s period: 21 poses */
+    load_ok(state, "mesh a.obj name m\nanimate m morph b.obj period 1\n", &s);
+    assert_int_equal(s.anim.morphs[0].key_count, 21);
+    rt_scene_free(&s);
+
+    /* wave: y += A sin(2 pi (dot(xz, dir) / L - (V / L) t)), in world units */
+    load_ok(state, "quad name w scale 4\nanimate w wave amplitude 0.5 wavelength 2 speed 1 dir 0 3\n", &s);
+    assert_int_equal(s.anim.deform_count, 1);
+    const RtAnimDeform *d = &s.anim.deforms[0];
+    assert_float_equal(d->dir_z, 1.0f, 0);
+    assert_float_equal(d->speed, 0.5f, 0);
+    assert_int_equal(d->vert_count, 4);
+    for (uint32_t v = 0; v < 4; v++) {
+        RtVec3 p = s.verts[v].p, q = pos_at(&s, 0.3f, v);
+        float y = 0.5f * sinf(6.2831853f * (p.z / 2.0f - 0.5f * 0.3f));
+        assert_vec3(q, v3(p.x, y, p.z), 1e-4f);
+    }
+    rt_scene_free(&s);
+    /* two waves compose; a morphing object can also move */
+    load_ok(state,
+            "mesh a.obj name m\nanimate m morph b.obj\nanimate m wave amplitude 1 wavelength 3\n"
+            "animate m wave amplitude 1 wavelength 5 dir 1 1\nanimate m spin speed 10\n",
+            &s);
+    assert_int_equal(s.anim.deform_count, 2);
+    assert_int_equal(s.anim.morph_count, 1);
+    assert_int_equal(s.anim.node_count, 1);
+    rt_scene_free(&s);
+}
+
+static void scenefile_time_and_procedural_statements(void **state)
+{
+    RtScene s;
+    load_ok(state, "time 1 3\nbox\n", &s);
+    assert_float_equal(s.anim.t_start, 1.0f, 0);
+    assert_float_equal(s.anim.t_end, 3.0f, 0);
+    assert_false(rt_anim_is_dynamic(&s.anim)); /* a range alone moves nothing */
+    rt_scene_free(&s);
+    /* runners go on the final bounds: this floor comes after the statement */
+    load_ok(state, "runners 1\nquad name floor scale 10 translate 0 -2 0\n", &s);
+    assert_int_equal(s.tri_count, 2 + rt_runner_tri_count());
+    RtAabb b = rt_scene_bounds(&s);
+    assert_float_equal(b.lo.y, -2.0f, 0.05f);
+    assert_true(b.hi.y > -1.0f);
+    rt_scene_free(&s);
+    load_ok(state, "runners 0\nbox\n", &s);
+    assert_int_equal(s.tri_count, 12);
+    rt_scene_free(&s);
+    load_ok(state, "camera pos 0 1 9 look 0 0 0\nfield 5\n", &s);
+    assert_int_equal(s.tri_count, rt_field_tri_count(5));
+    assert_float_equal(s.camera.pos.z, 9.0f, 0); /* the file's camera stays */
+    assert_int_equal(s.light_count, 2);
+    rt_scene_free(&s);
+    load_ok(state, "wavegrid 200\n", &s);
+    assert_int_equal(s.tri_count, rt_wave_tri_count(200));
+    assert_int_equal(s.anim.deform_count, 2);
+    rt_scene_free(&s);
+}
+
+static void scenefile_animate_errors_name_the_line(void **state)
+{
+    char buf[1024];
+    put_obj_triangle(state, "a.obj", 1.0f, buf);
+    put(state, "quad.obj", "v 0 0 0\nv 1 0 0\nv 1 1 0\nv 0 1 0\nf 1 2 3 4\n", buf);
+    /* unknown object */
+    assert_bad(state, "box\nanimate spin 0 1 0 90\n", RT_ERR_PARSE, 2,
+               "expected the name of an object placed earlier after 'animate', found 'spin' (placed so far: 'box')");
+    assert_bad(state, "animate ghost spin speed 1\nbox name ghost\n", RT_ERR_PARSE, 1, "(placed so far: none)");
+    assert_bad(state, "box\nanimate\n", RT_ERR_PARSE, 2, "expected a name of 1 to 63 bytes after 'animate'");
+    assert_bad(state, "box\nanimate box\n", RT_ERR_PARSE, 2,
+               "expected one of spin, orbit, bounce, key, morph, wave after 'box', found the end of the line");
+    assert_bad(state, "box\nanimate box fly\n", RT_ERR_PARSE, 2, "found 'fly'");
+    /* missing arguments */
+    assert_bad(state, "box\nanimate box spin\n", RT_ERR_PARSE, 2, "expected 'speed DEG_PER_S' after 'spin'");
+    assert_bad(state, "box\nanimate box spin speed\n", RT_ERR_PARSE, 2,
+               "expected a finite number of degrees per second after 'speed'");
+    assert_bad(state, "box\nanimate box orbit speed 3\n", RT_ERR_PARSE, 2, "expected 'radius R' after 'orbit'");
+    assert_bad(state, "box\nanimate box orbit radius 1\n", RT_ERR_PARSE, 2, "expected 'speed DEG_PER_S' after 'orbit'");
+    assert_bad(state, "box\nanimate box bounce height 1\n", RT_ERR_PARSE, 2, "expected 'period S' after 'bounce'");
+    assert_bad(state, "box\nanimate box bounce period 1\n", RT_ERR_PARSE, 2, "expected 'height H' after 'bounce'");
+    assert_bad(state, "box\nanimate box key\n", RT_ERR_PARSE, 2, "expected a key time T in seconds after 'key'");
+    assert_bad(state, "box\nanimate box key 1\n", RT_ERR_PARSE, 2, "expected at least one of 'translate X Y Z'");
+    assert_bad(state, "box\nanimate box wave amplitude 1\n", RT_ERR_PARSE, 2, "expected 'wavelength L' after 'wave'");
+    assert_bad(state, "box\nanimate box wave wavelength 1\n", RT_ERR_PARSE, 2, "expected 'amplitude A' after 'wave'");
+    assert_bad(state, "box\nanimate box morph\n", RT_ERR_PARSE, 2, "expected a .obj or .ply PATH after 'morph'");
+    /* bad numbers */
+    assert_bad(state, "box\nanimate box spin speed nan\n", RT_ERR_PARSE, 2, "found 'nan'");
+    assert_bad(state, "box\nanimate box spin speed 1 axis 0 0 0\n", RT_ERR_PARSE, 2, "a non-zero axis X Y Z");
+    assert_bad(state, "box\nanimate box spin speed 1 pivot 1 2\n", RT_ERR_PARSE, 2, "after 'pivot'");
+    assert_bad(state, "box\nanimate box spin speed 1 spin\n", RT_ERR_PARSE, 2,
+               "expected one of axis, speed, phase, pivot after 'spin', found 'spin'");
+    assert_bad(state, "box\nanimate box orbit radius -1 speed 1\n", RT_ERR_PARSE, 2,
+               "expected a finite radius >= 0 after 'radius', found '-1'");
+    assert_bad(state, "box\nanimate box bounce height 1 period 0\n", RT_ERR_PARSE, 2, "a period in seconds > 0");
+    assert_bad(state, "box\nanimate box bounce height 1e39 period 1\n", RT_ERR_PARSE, 2, "found '1e39'");
+    assert_bad(state, "box\nanimate box key 1 rotate 0 0 0 90\n", RT_ERR_PARSE, 2, "a non-zero axis AX AY AZ");
+    assert_bad(state, "box\nanimate box key 1 scale 0\n", RT_ERR_PARSE, 2, "non-zero scale factors");
+    assert_bad(state, "box\nanimate box key 1 translate 1 2\n", RT_ERR_PARSE, 2, "after 'translate'");
+    assert_bad(state, "box\nanimate box key 1 tcb 1\n", RT_ERR_PARSE, 2, "3 finite numbers TENSION CONTINUITY BIAS");
+    assert_bad(state, "box\nanimate box key 1 translate 0 0 0\nanimate box key 1 translate 1 0 0\n", RT_ERR_PARSE, 3,
+               "expected a key time later than the previous key's 1 after 'key', found '1'");
+    assert_bad(state, "box\nanimate box wave amplitude 1 wavelength 0\n", RT_ERR_PARSE, 2, "a wavelength > 0");
+    assert_bad(state, "box\nanimate box wave amplitude 1 wavelength 1 dir 0 0\n", RT_ERR_PARSE, 2,
+               "a non-zero direction X Z");
+    assert_bad(state, "box\nanimate box morph a.obj period -1\n", RT_ERR_PARSE, 2, "a period in seconds > 0");
+    /* morph: vertex counts must match; one morph per object; files must exist */
+    assert_bad(state, "mesh quad.obj name q\nanimate q morph a.obj\n", RT_ERR_PARSE, 2,
+               "expected a mesh with the 4 vertices of 'q' after 'morph', found 3 in");
+    assert_bad(state, "box\nanimate box morph a.obj\n", RT_ERR_PARSE, 2, "the 24 vertices of 'box'");
+    assert_bad(state, "mesh a.obj\nanimate a.obj morph a.obj\nanimate a.obj morph a.obj\n", RT_ERR_PARSE, 3,
+               "one morph per object");
+    assert_bad(state, "box\nanimate box morph gone.obj\n", RT_ERR_IO, 2, "gone.obj' not found");
+    assert_bad(state, "box\nanimate box morph x.stl\n", RT_ERR_PARSE, 2, "found 'x.stl'");
+    /* time and the procedural statements */
+    assert_bad(state, "box\ntime 2 1\n", RT_ERR_PARSE, 2, "expected an END later than START after 'time'");
+    assert_bad(state, "box\ntime 0\n", RT_ERR_PARSE, 2, "2 finite numbers START END");
+    assert_bad(state, "box\ntime 0 1 2\n", RT_ERR_PARSE, 2, "expected the end of the line");
+    assert_bad(state, "box\nruns 2\n", RT_ERR_PARSE, 2, "unknown keyword 'runs'");
+    assert_bad(state, "box\nrunners -1\n", RT_ERR_PARSE, 2, "expected an integer count 0..128 after 'runners'");
+    assert_bad(state, "box\nrunners 2.5\n", RT_ERR_PARSE, 2, "found '2.5'");
+    assert_bad(state, "box\nrunners 100\nrunners 29\n", RT_ERR_PARSE, 3, "at most 128 runners in all");
+    assert_bad(state, "field\n", RT_ERR_PARSE, 1, "expected an integer count 0..40000 after 'field'");
+    assert_bad(state, "field 40001\n", RT_ERR_PARSE, 1, "found '40001'");
+    assert_bad(state, "wavegrid 20000000\n", RT_ERR_PARSE, 1, "expected an integer triangle count 2..10485760");
+    assert_bad(state, "wavegrid 1\n", RT_ERR_PARSE, 1, "expected an integer triangle count 2..");
+    assert_bad(state, "wavegrid 0\n", RT_ERR_PARSE, 1, "found '0'");
+    assert_bad(state, "wavegrid 100 x\n", RT_ERR_PARSE, 1, "expected the end of the line");
+}
+
+static void scenefile_shipped_dynamic_scenes_load(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *path;
+        uint32_t min_tris;
+    } files[] = {{"scenes/dynamic.scene", 1000}, {"scenes/runners.scene", 300000}, {"scenes/field.scene", 10000},
+                 {"scenes/wave.scene", 990000}};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        RtScene s;
+        RtError err = {0};
+        RtStatus st = rt_scene_load(files[i].path, &s, &err);
+        if (st != RT_OK) fail_msg("%s: %s", files[i].path, err.msg);
+        assert_true(s.tri_count >= files[i].min_tris);
+        assert_true(rt_anim_is_dynamic(&s.anim));
+        /* it moves: some vertex is elsewhere a moment later */
+        RtSceneFrame a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        assert_int_equal(rt_scene_frame_at(&s, 0.0f, &a, &err), RT_OK);
+        assert_int_equal(rt_scene_frame_at(&s, 0.4f, &b, &err), RT_OK);
+        float moved = 0.0f;
+        for (uint32_t v = 0; v < s.vert_count; v += 7) moved = fmaxf(moved, v3_len(v3_sub(a.view.verts[v].p, b.view.verts[v].p)));
+        assert_true(moved > 0.01f);
+        rt_scene_frame_free(&a);
+        rt_scene_frame_free(&b);
+        rt_scene_free(&s);
+    }
+    /* dynamic.scene shows every form */
+    RtScene s;
+    RtError err = {0};
+    assert_int_equal(rt_scene_load("scenes/dynamic.scene", &s, &err), RT_OK);
+    int kinds[5] = {0};
+    for (uint32_t i = 0; i < s.anim.node_count; i++) kinds[s.anim.nodes[i].kind]++;
+    assert_true(kinds[RT_NODE_SPIN] >= 2 && kinds[RT_NODE_ORBIT] >= 2 && kinds[RT_NODE_BOUNCE] >= 1 &&
+                kinds[RT_NODE_TRACK] >= 1);
+    assert_int_equal(s.anim.morph_count, 1);
+    assert_int_equal(s.anim.deform_count, 1);
+    assert_float_equal(s.anim.t_end, 8.0f, 0);
+    rt_scene_free(&s);
+}
+
+static void default_scene_moves_but_is_the_static_scene_at_t0(void **state)
+{
+    (void)state;
+    RtScene s;
+    RtError err = {0};
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    assert_true(rt_anim_is_dynamic(&s.anim));
+    assert_int_equal(s.anim.node_count, 3);
+    RtSceneFrame a, b;
+    memset(&a, 0, sizeof a);
+    memset(&b, 0, sizeof b);
+    assert_int_equal(rt_scene_frame_at(&s, 0.0f, &a, &err), RT_OK);
+    assert_int_equal(rt_scene_frame_at(&s, 1.0f, &b, &err), RT_OK);
+    uint32_t moved = 0;
+    for (uint32_t v = 0; v < s.vert_count; v++) {
+        /* exactly the same positions at t = 0 */
+        assert_memory_equal(&a.view.verts[v].p, &s.verts[v].p, sizeof(RtVec3));
+        moved += v3_len(v3_sub(b.view.verts[v].p, s.verts[v].p)) > 1e-3f;
+    }
+    assert_true(moved > s.vert_count / 2);
+    rt_scene_frame_free(&a);
+    rt_scene_frame_free(&b);
+    rt_scene_free(&s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -904,6 +1324,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(scenefile_garbage_bytes_are_errors, dir_setup, dir_teardown),
         cmocka_unit_test_setup_teardown(scenefile_empty_scene_is_rt_err_empty, dir_setup, dir_teardown),
         cmocka_unit_test(scenefile_cornell_box_loads),
+        cmocka_unit_test_setup_teardown(scenefile_animate_spin_orbit_bounce, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_animate_keyframes_pass_through_every_key, dir_setup,
+                                        dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_animate_motions_compose_in_written_order, dir_setup,
+                                        dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_animate_morph_and_wave, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_time_and_procedural_statements, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_animate_errors_name_the_line, dir_setup, dir_teardown),
+        cmocka_unit_test(scenefile_shipped_dynamic_scenes_load),
+        cmocka_unit_test(default_scene_moves_but_is_the_static_scene_at_t0),
     };
     return cmocka_run_group_tests_name("scenefile", tests, NULL, NULL);
 }

@@ -62,7 +62,8 @@ static void variants_unavailable_groups_change_nothing(void **state)
         assert_int_equal(rt_variant_cycle(&o, (RtVariantGroupId)g, 1), RT_ERR_UNSUPPORTED);
         assert_memory_equal(&o, &before, sizeof o);
     }
-    assert_int_equal(unavailable, RT_VAR_COUNT - RT_VAR_SORT); /* the GPU groups, until they land */
+    /* the GPU groups exist only in builds with CUDA */
+    assert_int_equal(unavailable, RT_HAVE_CUDA ? 0 : RT_VAR_COUNT - RT_VAR_LADDER);
     assert_int_equal(rt_variant_cycle(&o, RT_VAR_COUNT, 1), RT_ERR_UNSUPPORTED);
     assert_null(rt_variant_value_name(RT_VAR_COUNT, 0));
 }
@@ -108,6 +109,96 @@ static void window_options_parsed(void **state)
     assert_non_null(strstr(err.msg, "--screenshot-dir"));
 }
 
+/* --build and --trace fill the GPU parameters; bad keys and values name
+ * the valid ones. */
+static void gpu_variant_options_parsed(void **state)
+{
+    (void)state;
+    RtOptions o;
+    RtError err = {0};
+    rt_options_default(&o);
+    RtKdGpuParams d = rt_options_kd_gpu(&o), ref = rt_kd_gpu_params_default();
+    assert_memory_equal(&d, &ref, sizeof d); /* defaults agree with kd_gpu.h's */
+    const char *argv[] = {"rtviewer", "--build", "ladder=[A]-[B],ce=35,box=clipping,small=ssah,leaf=32",
+                          "--trace", "traversal=restart,stack=8,skip=0,map=rows,packet=warp"};
+    assert_int_equal(rt_options_parse(5, (char **)argv, &o, &err), RT_OK);
+    RtKdGpuParams b = rt_options_kd_gpu(&o);
+    assert_int_equal(b.chang_a, 1);
+    assert_int_equal(b.chang_b, 1);
+    assert_int_equal(b.chang_c, 0);
+    assert_int_equal(b.chang_e, 0);
+    assert_true(fabsf(b.empty_cut - 0.35f) < 1e-6f);
+    assert_int_equal(b.assoc, RT_KD_GPU_CLIP);
+    assert_int_equal(b.small_mode, RT_KD_GPU_SMALL_SSAH);
+    assert_int_equal(b.small_threshold, 32);
+    RtTraceParams t = rt_options_trace_gpu(&o);
+    assert_int_equal(t.traversal, RT_TRAV_RESTART);
+    assert_int_equal(t.stack_size, 8);
+    assert_int_equal(t.leaf_skip, 0);
+    assert_int_equal(t.ray_map, RT_RAYMAP_ROWS);
+    assert_int_equal(t.packet, RT_PACKET_WARP);
+    assert_int_equal(t.isect, RT_ISECT_WOOP); /* shading fields from --isect & co. */
+
+    /* single steps make the ladder "custom"; explicit costs too */
+    rt_options_default(&o);
+    const char *steps[] = {"rtviewer", "--build", "a=0,e=0,ctrav=2,ci=3"};
+    assert_int_equal(rt_options_parse(3, (char **)steps, &o, &err), RT_OK);
+    b = rt_options_kd_gpu(&o);
+    assert_int_equal(b.chang_a, 0);
+    assert_int_equal(b.chang_b, 1);
+    assert_int_equal(b.chang_e, 0);
+    assert_true(b.c_trav == 2.0f && b.c_isect == 3.0f);
+    assert_int_equal(o.kd_ladder, -1);
+    assert_null(rt_variant_value_name(RT_VAR_LADDER, o.kd_ladder));
+
+    const char *bad[][3] = {
+        {"rtviewer", "--build", "ladder=9"}, {"rtviewer", "--build", "box=cube"},
+        {"rtviewer", "--build", "speed=1"},  {"rtviewer", "--build", "ce"},
+        {"rtviewer", "--trace", "stack=99"}, {"rtviewer", "--trace", "packet=yes"},
+        {"rtviewer", "--trace", ""},         {"rtviewer", "--trace", "traversal="},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        rt_options_default(&o);
+        assert_int_equal(rt_options_parse(3, (char **)bad[i], &o, &err), RT_ERR_ARG);
+        assert_non_null(strstr(err.msg, bad[i][1]));
+    }
+    rt_options_default(&o);
+    assert_int_equal(rt_options_parse(3, (char **)bad[2], &o, &err), RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "ladder")); /* the valid keys are listed */
+}
+
+static void animation_and_bench_options_parsed(void **state)
+{
+    (void)state;
+    RtOptions o;
+    RtError err = {0};
+    rt_options_default(&o);
+    assert_true(o.speed == 1.0f && o.warmup == 3 && !o.bench && !o.has_time);
+    const char *argv[] = {"rtviewer", "--bench", "scenes/x.scene", "--frames", "20", "--warmup", "2",
+                          "--json", "a.json", "--csv", "a.csv", "--time", "2.5", "--speed", "0.5",
+                          "--paused", "--runners", "3"};
+    assert_int_equal(rt_options_parse(18, (char **)argv, &o, &err), RT_OK);
+    assert_true(o.bench && o.headless);
+    assert_string_equal(o.scene_path, "scenes/x.scene");
+    assert_int_equal(o.frames, 20);
+    assert_int_equal(o.warmup, 2);
+    assert_string_equal(o.json_path, "a.json");
+    assert_string_equal(o.csv_path, "a.csv");
+    assert_true(o.has_time && o.time == 2.5f && o.speed == 0.5f && o.paused);
+    assert_int_equal(o.runners, 3);
+    rt_options_default(&o);
+    const char *def[] = {"rtviewer", "--bench", "default"};
+    assert_int_equal(rt_options_parse(3, (char **)def, &o, &err), RT_OK);
+    assert_null(o.scene_path);
+    const char *two[] = {"rtviewer", "a.obj", "--bench", "b.obj"};
+    assert_int_equal(rt_options_parse(4, (char **)two, &o, &err), RT_ERR_ARG);
+    const char *bad_t[] = {"rtviewer", "--time", "soon"};
+    assert_int_equal(rt_options_parse(3, (char **)bad_t, &o, &err), RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "--time"));
+    const char *bad_r[] = {"rtviewer", "--runners", "-1"};
+    assert_int_equal(rt_options_parse(3, (char **)bad_r, &o, &err), RT_ERR_ARG);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -116,6 +207,8 @@ int main(void)
         cmocka_unit_test(variants_unavailable_groups_change_nothing),
         cmocka_unit_test(variants_keys_are_distinct),
         cmocka_unit_test(window_options_parsed),
+        cmocka_unit_test(gpu_variant_options_parsed),
+        cmocka_unit_test(animation_and_bench_options_parsed),
     };
     return cmocka_run_group_tests_name("viewer_options", tests, NULL, NULL);
 }

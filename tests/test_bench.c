@@ -1,0 +1,322 @@
+/* test_bench.c — the headless benchmark (bench.h): on the default scene at a
+ * small size (2 measured frames after 1 warm-up) its JSON is valid and has
+ * every field issue 6 asks for (scene, triangles, GPU and driver, params,
+ * per-frame and median stage times, launches, round trips, tree
+ * statistics, rays/s, peak GPU memory), its CSV has one row per measured
+ * frame, and an unwritable output path is a clear error before anything
+ * runs. The CPU path runs everywhere; the GPU variant skips without a GPU. */
+#include "test_util.h"
+
+#include <ctype.h>
+#include <math.h>
+
+#include "bench.h"
+#include "gpu.h"
+#include "headless.h"
+
+/* ---- a minimal JSON reader: syntax check + "does this object have key K" -- */
+
+typedef struct Json {
+    const char *p;
+    int ok;
+} Json;
+
+static void js_ws(Json *j)
+{
+    while (isspace((unsigned char)*j->p)) j->p++;
+}
+
+static void js_value(Json *j);
+
+static void js_string(Json *j)
+{
+    if (*j->p != '"') {
+        j->ok = 0;
+        return;
+    }
+    for (j->p++; *j->p && *j->p != '"'; j->p++)
+        if (*j->p == '\\' && j->p[1]) j->p++;
+    if (*j->p != '"') j->ok = 0;
+    else j->p++;
+}
+
+static void js_container(Json *j, char close, int keyed)
+{
+    j->p++;
+    js_ws(j);
+    if (*j->p == close) {
+        j->p++;
+        return;
+    }
+    while (j->ok) {
+        js_ws(j);
+        if (keyed) {
+            js_string(j);
+            js_ws(j);
+            if (*j->p++ != ':') j->ok = 0;
+        }
+        js_value(j);
+        js_ws(j);
+        if (*j->p == ',') j->p++;
+        else if (*j->p == close) {
+            j->p++;
+            return;
+        } else {
+            j->ok = 0;
+        }
+    }
+}
+
+static void js_value(Json *j)
+{
+    js_ws(j);
+    if (!j->ok) return;
+    char c = *j->p;
+    if (c == '{') js_container(j, '}', 1);
+    else if (c == '[') js_container(j, ']', 0);
+    else if (c == '"') js_string(j);
+    else if (!strncmp(j->p, "true", 4)) j->p += 4;
+    else if (!strncmp(j->p, "false", 5)) j->p += 5;
+    else if (!strncmp(j->p, "null", 4)) j->p += 4;
+    else {
+        char *end;
+        strtod(j->p, &end);
+        if (end == j->p) j->ok = 0;
+        j->p = end;
+    }
+}
+
+static int json_valid(const char *text)
+{
+    Json j = {text, 1};
+    js_value(&j);
+    js_ws(&j);
+    return j.ok && *j.p == 0;
+}
+
+/* The text of the value of "key" inside `scope` (first occurrence), or NULL. */
+static const char *json_find(const char *scope, const char *key)
+{
+    char pat[128];
+    snprintf(pat, sizeof pat, "\"%s\":", key);
+    const char *k = strstr(scope, pat);
+    if (!k) return NULL;
+    k += strlen(pat);
+    while (*k == ' ') k++;
+    return k;
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    assert_non_null(s);
+    assert_int_equal(fread(s, 1, (size_t)n, f), (size_t)n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* ---- the runs ----------------------------------------------------------------- */
+
+static void small_bench_options(RtOptions *o, int cpu, const char *json, const char *csv)
+{
+    rt_options_default(o);
+    o->bench = 1;
+    o->headless = 1;
+    o->cpu = cpu;
+    o->width = 64;
+    o->height = 48;
+    o->frames = 2;
+    o->warmup = 1;
+    o->json_path = json;
+    o->csv_path = csv;
+    o->log_level = RT_LOG_WARN;
+}
+
+/* The per-frame keys the issue names (stage times per ray type, launches,
+ * round trips, tree statistics, rays/s). */
+static const char *const kFrameKeys[] = {
+    "t", "animate_ms", "build_ms", "build_large_ms", "build_small_ms", "build_output_ms", "launches",
+    "round_trips", "trace_ms", "trace_primary_ms", "trace_shadow_ms", "trace_reflection_ms", "frame_ms",
+    "primary_rays", "shadow_rays", "reflection_rays", "mrays_per_s", "nodes", "leaves", "depth",
+    "references", "sah_cost", "gpu_mem_mb"};
+#define FRAME_KEYS (sizeof kFrameKeys / sizeof kFrameKeys[0])
+
+static void check_outputs(const char *json_path, const char *csv_path, int gpu)
+{
+    char *js = slurp(json_path);
+    assert_true(json_valid(js));
+    static const char *const top[] = {"scene", "triangles", "backend", "gpu", "driver", "cpu", "params",
+                                      "validation", "tree", "peak_gpu_mem_mb", "frames", "medians", "warmup",
+                                      "frames_measured", "width", "height"};
+    for (size_t i = 0; i < sizeof top / sizeof top[0]; i++)
+        if (!json_find(js, top[i])) fail_msg("JSON lacks \"%s\"", top[i]);
+    assert_int_equal(atoi(json_find(js, "triangles")) > 0, 1);
+    assert_int_equal(atoi(json_find(js, "frames_measured")), 2);
+    assert_int_equal(atoi(json_find(js, "warmup")), 1);
+    assert_true(!strncmp(json_find(js, "ok"), "true", 4)); /* the first frame's tree was validated */
+    const char *params = json_find(js, "params");
+    assert_non_null(json_find(params, "build"));
+    assert_non_null(json_find(params, "trace"));
+    const char *tree = json_find(js, "tree");
+    assert_true(atoi(json_find(tree, "nodes")) > 0);
+    assert_true(atoi(json_find(tree, "depth")) > 0);
+    assert_true(atof(json_find(tree, "sah_cost")) > 0);
+    if (gpu) {
+        assert_true(!strncmp(json_find(js, "backend"), "\"gpu\"", 5));
+        assert_true(*json_find(js, "gpu") == '"');
+        assert_true(atof(json_find(js, "peak_gpu_mem_mb")) > 0);
+    } else {
+        assert_true(!strncmp(json_find(js, "backend"), "\"cpu\"", 5));
+        assert_true(!strncmp(json_find(js, "gpu"), "null", 4)); /* never a GPU number from the CPU path */
+    }
+
+    /* frames[]: two objects, each with every key; then the medians */
+    const char *frames = json_find(js, "frames");
+    const char *medians = json_find(js, "medians");
+    assert_non_null(frames);
+    assert_non_null(medians);
+    assert_true(frames < medians);
+    int n = 0;
+    for (const char *p = frames; (p = strstr(p, "\"frame\":")) && p < medians; p++) {
+        for (size_t k = 0; k < FRAME_KEYS; k++)
+            if (!json_find(p, kFrameKeys[k])) fail_msg("frame %d lacks \"%s\"", n, kFrameKeys[k]);
+        n++;
+    }
+    assert_int_equal(n, 2);
+    for (size_t k = 0; k < FRAME_KEYS; k++)
+        if (!json_find(medians, kFrameKeys[k])) fail_msg("medians lack \"%s\"", kFrameKeys[k]);
+    assert_true(atof(json_find(medians, "frame_ms")) > 0);
+    assert_true(atof(json_find(medians, "trace_primary_ms")) > 0);
+    assert_true(atof(json_find(medians, "mrays_per_s")) > 0);
+    assert_true(atoi(json_find(medians, "primary_rays")) == 64 * 48);
+    if (gpu) assert_true(atoi(json_find(medians, "launches")) > 0);
+    else assert_true(!strncmp(json_find(medians, "launches"), "null", 4));
+    free(js);
+
+    /* CSV: a header and one row per measured frame, all of the same width */
+    char *csv = slurp(csv_path);
+    int lines = 0, header_fields = 0;
+    for (char *line = strtok(csv, "\n"); line; line = strtok(NULL, "\n"), lines++) {
+        int fields = 1;
+        for (char *c = line; *c; c++) fields += *c == ',';
+        if (lines == 0) {
+            header_fields = fields;
+            rt_test_assert_contains(line, "frame,t,animate_ms,build_ms");
+        }
+        assert_int_equal(fields, header_fields);
+    }
+    assert_int_equal(lines, 1 + 2);
+    free(csv);
+}
+
+static void bench_cpu_json_has_every_field_and_csv_a_row_per_frame(void **state)
+{
+    (void)state;
+    char json[256], csv[256];
+    snprintf(json, sizeof json, "/tmp/rt_test_bench_%d.json", (int)getpid());
+    snprintf(csv, sizeof csv, "/tmp/rt_test_bench_%d.csv", (int)getpid());
+    RtOptions o;
+    small_bench_options(&o, 1, json, csv);
+    rt_log_set_level(o.log_level);
+    RtError err = {0};
+    double t0 = rt_now_ms();
+    RtStatus st = rt_bench_run(&o, &err);
+    if (st != RT_OK) fail_msg("bench: %s", err.msg);
+    print_message("bench --cpu: %.0f ms\n", rt_now_ms() - t0);
+    check_outputs(json, csv, 0);
+    remove(json);
+    remove(csv);
+}
+
+static void bench_gpu_json_has_every_field(void **state)
+{
+    (void)state;
+    RtGpu *gpu = NULL;
+    RtError err = {0};
+    if (rt_gpu_create(0, &gpu, &err) != RT_OK) {
+        print_message("skip: no GPU: %s\n", err.msg);
+        skip();
+    }
+    rt_gpu_destroy(gpu);
+    char json[256], csv[256];
+    snprintf(json, sizeof json, "/tmp/rt_test_bench_gpu_%d.json", (int)getpid());
+    snprintf(csv, sizeof csv, "/tmp/rt_test_bench_gpu_%d.csv", (int)getpid());
+    RtOptions o;
+    small_bench_options(&o, 0, json, csv);
+    rt_log_set_level(o.log_level);
+    if (rt_bench_run(&o, &err) != RT_OK) fail_msg("bench: %s", err.msg);
+    check_outputs(json, csv, 1);
+    remove(json);
+    remove(csv);
+}
+
+static void bench_unwritable_json_is_a_clear_error(void **state)
+{
+    (void)state;
+    RtOptions o;
+    small_bench_options(&o, 1, "/nonexistent-rt-dir/out.json", NULL);
+    RtError err = {0};
+    double t0 = rt_now_ms();
+    assert_int_equal(rt_bench_run(&o, &err), RT_ERR_IO);
+    rt_test_assert_contains(err.msg, "/nonexistent-rt-dir/out.json");
+    rt_test_assert_contains(err.msg, "BENCH");
+    rt_test_assert_contains(err.msg, "--json");
+    assert_true(rt_now_ms() - t0 < 1000); /* before the scene is even loaded */
+
+    /* an unwritable CSV likewise, and the JSON opened before it is removed */
+    char json[256];
+    snprintf(json, sizeof json, "/tmp/rt_test_bench_rm_%d.json", (int)getpid());
+    small_bench_options(&o, 1, json, "/nonexistent-rt-dir/out.csv");
+    assert_int_equal(rt_bench_run(&o, &err), RT_ERR_IO);
+    rt_test_assert_contains(err.msg, "--csv");
+    assert_int_equal(access(json, F_OK), -1);
+}
+
+/* Frame f of n over the scene's time range: the ends for the first and the
+ * last frame, t0 for a single frame, --time everywhere when given. */
+static void bench_frames_advance_through_the_animation(void **state)
+{
+    (void)state;
+    RtScene s;
+    RtError err = {0};
+    rt_scene_init(&s);
+    RtOptions o;
+    rt_options_default(&o);
+    /* a static scene: every frame at its t0 */
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    float t0, t1;
+    rt_scene_time_range(&s, &t0, &t1);
+    assert_float_equal(rt_app_frame_time(&o, &s, 0, 1), t0, 0);
+    assert_float_equal(rt_app_frame_time(&o, &s, 0, 0), t0, 0);
+    assert_float_equal(rt_app_frame_time(&o, &s, 0, 5), t0, 0);
+    assert_float_equal(rt_app_frame_time(&o, &s, 4, 5), t1, 1e-5);
+    assert_float_equal(rt_app_frame_time(&o, &s, 2, 5), 0.5f * (t0 + t1), 1e-5);
+    RtTestRng r = {7};
+    for (int i = 0; i < 100; i++) {
+        int n = 2 + (int)(rt_test_rand(&r) % 100), f = (int)(rt_test_rand(&r) % (uint32_t)n);
+        float t = rt_app_frame_time(&o, &s, f, n);
+        assert_true(t >= t0 - 1e-5f && t <= t1 + 1e-5f);
+        assert_true(f == 0 || t >= rt_app_frame_time(&o, &s, f - 1, n));
+    }
+    o.has_time = 1;
+    o.time = 2.5f;
+    assert_float_equal(rt_app_frame_time(&o, &s, 3, 7), 2.5f, 0);
+    rt_scene_free(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(bench_frames_advance_through_the_animation),
+        cmocka_unit_test(bench_unwritable_json_is_a_clear_error),
+        cmocka_unit_test(bench_cpu_json_has_every_field_and_csv_a_row_per_frame),
+        cmocka_unit_test(bench_gpu_json_has_every_field),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
