@@ -2,7 +2,7 @@
 # The GPU machine's check of a change (docs/benchmarks.md): builds, runs the
 # whole suite with its GPU tests, then renders the default scene and Crytek
 # Sponza headless on the GPU path and on the CPU path for comparison.
-# Usage there, with .devkit (and optionally .gpudata/sponza.obj.gz) carried:
+# Usage there, with .devkit (and optionally .gpudata/*.tar.xz: the assets) carried:
 #   bash tests/gpu_check.sh            # logs and PNGs go to $OUT (or /tmp/gpu_check)
 set -o pipefail
 OUT=${OUT:-/tmp/gpu_check}
@@ -10,21 +10,23 @@ mkdir -p "$OUT"
 source .devkit/setup.sh >/dev/null 2>&1
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 make -j16 RT_SKIP_DEPS=1 all >"$OUT/build.log" 2>&1 || { tail -40 "$OUT/build.log"; exit 1; }
-if [ -f .gpudata/sponza.obj.gz ] && [ ! -f build/ext/sponza/sponza.obj ]; then
-    mkdir -p build/ext/sponza
-    gunzip -c .gpudata/sponza.obj.gz >build/ext/sponza/sponza.obj
-    cp .gpudata/sponza.mtl build/ext/sponza/ 2>/dev/null
-fi
+# the real scenes: the carried archives (.gpudata/*.tar.xz, copies of
+# ../shared/assets), unpacked by tests/run.sh into build/ext
+[ -d ../shared/assets ] || export RT_ASSETS=${RT_ASSETS:-.gpudata}
 RT_FUZZ_SECONDS=${RT_FUZZ_SECONDS:-0} make -j16 RT_SKIP_DEPS=1 test >"$OUT/test.log" 2>&1
 echo "make test rc=$?"
 grep -E "^== |^\[  (PASSED|FAILED|SKIPPED) \]|^tests:|GPU|skip:" "$OUT/test.log" | grep -v "^\[  SKIPPED \] [a-z]" | tail -60
 run() { echo "\$ ./rtviewer $*"; ./rtviewer "$@" 2>&1 | grep -v "^OBJ: warning" | tail -4; }
 run --headless --size 1280x720 --frames 5 --stats -o /tmp/default_gpu.png && cp /tmp/default_gpu_0004.png "$OUT/default_gpu.png"
-run --headless --size 1280x720 --cpu -o "$OUT/default_cpu.png"
+run --headless --size 1280x720 --cpu -o /tmp/default_cpu.png
 if [ -f build/ext/sponza/sponza.obj ]; then
     cam=110,20,-4,-50,40,0,0,1,0,60
     run build/ext/sponza/sponza.obj --headless --size 1920x1080 --frames 10 --stats --camera $cam -o /tmp/sponza_gpu.png && cp /tmp/sponza_gpu_0009.png "$OUT/sponza_gpu.png"
     run build/ext/sponza/sponza.obj --headless --size 1920x1080 --cpu --camera $cam -o "$OUT/sponza_cpu.png"
+fi
+if [ -f build/ext/bart/kitchen/aff/kitchen.aff ]; then
+    run build/ext/bart/kitchen/aff/kitchen.aff --headless --size 1920x1080 --frames 10 --stats -o /tmp/kitchen_gpu.png && cp /tmp/kitchen_gpu_0009.png "$OUT/kitchen_gpu.png"
+    run build/ext/bart/kitchen/aff/kitchen.aff --headless --size 1920x1080 --cpu --time 20 -o "$OUT/kitchen_cpu.png"
 fi
 # The window on NVIDIA's GLX (setup.sh started Xvfb :99 when the display kit
 # was carried): the viewer test requiring interop, and a screenshot.

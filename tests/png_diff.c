@@ -2,9 +2,12 @@
  * are needed on the test machine).
  *   png_diff A.png B.png   prints "F differing pixels: N of M (WxH)", F the
  *                          fraction of pixels whose RGB differ at all
+ *   png_diff --tol N A.png B.png   the same, counting only pixels where a
+ *                          channel differs by more than N (GPU vs CPU frames)
  *   png_diff --size A.png  prints "WxH"
  * Exits 0 on success, 1 when the sizes differ, 2 when a file is unreadable. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "image.h"
@@ -26,8 +29,14 @@ int main(int argc, char **argv)
         rt_image_free(&a);
         return 0;
     }
+    int tol = 0;
+    if (argc == 5 && !strcmp(argv[1], "--tol")) {
+        tol = atoi(argv[2]);
+        argv += 2;
+        argc -= 2;
+    }
     if (argc != 3) {
-        fprintf(stderr, "usage: png_diff A.png B.png | png_diff --size A.png\n");
+        fprintf(stderr, "usage: png_diff [--tol N] A.png B.png | png_diff --size A.png\n");
         return 2;
     }
     if (!load(argv[1], &a) || !load(argv[2], &b)) return 2;
@@ -37,7 +46,11 @@ int main(int argc, char **argv)
     }
     size_t n = (size_t)a.w * a.h, diff = 0;
     for (size_t i = 0; i < n; i++)
-        diff += memcmp(a.rgba + 4 * i, b.rgba + 4 * i, 3) != 0;
+        for (int c = 0; c < 3; c++)
+            if (abs((int)a.rgba[4 * i + c] - (int)b.rgba[4 * i + c]) > tol) {
+                diff++;
+                break;
+            }
     printf("%.6f differing pixels: %zu of %zu (%dx%d)\n", (double)diff / (double)n, diff, n, a.w, a.h);
     rt_image_free(&a);
     rt_image_free(&b);

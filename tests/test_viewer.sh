@@ -186,8 +186,9 @@ if [ -n "$RT_EXPECT_INTEROP" ]; then
     shot gpu
     $X key g
     shot cpu
-    f=$(fraction gpu cpu)
-    awk -v a="$f" 'BEGIN { exit !(a < 0.02) }' || fail "GPU and CPU frames of one view differ in $f of the pixels"
+    # the tracers agree to 2/255 on >= 99 % of pixels (docs/trace_gpu.md)
+    f=$("$DIFF" --tol 2 "$TMP/gpu.png" "$TMP/cpu.png" | cut -d' ' -f1)
+    awk -v a="$f" 'BEGIN { exit !(a < 0.02) }' || fail "GPU and CPU frames of one view differ (by > 2/255) in $f of the pixels"
     ok "GPU backend in the window; G to the CPU reference: $f of the pixels differ"
     $X key g
     for k in 1 4 5 7 9 y; do $X key $k; done
@@ -195,7 +196,7 @@ if [ -n "$RT_EXPECT_INTEROP" ]; then
         grep -q "$w" "$TMP/err.log" || fail "a variant key did not report '$w'"
     done
     shot gpu_variants
-    f=$(fraction gpu gpu_variants)
+    f=$("$DIFF" --tol 2 "$TMP/gpu.png" "$TMP/gpu_variants.png" | cut -d' ' -f1)
     awk -v a="$f" 'BEGIN { exit !(a < 0.02) }' || fail "GPU variants changed the image in $f of the pixels"
     ok "GPU variant keys 1 4 5 7 9 Y switch the builder and tracer; the image stays ($f differ)"
     cp "$TMP/gpu_hud.png" "${RT_VIEWER_SHOT_OUT:-/dev/null}" 2>/dev/null || true
