@@ -491,9 +491,12 @@ static void gpu_trace_axis_rays_on_split_planes(void **state)
          * choice, so such a ray sees only one side's triangle of the edge it
          * runs along, which Woop's rounding may place just outside (u =
          * -1 ulp). Every ray here is such a ray; on the H100, restart + Woop
-         * misses 83 of 2000, packets 129-134; the per-ray short stack none.
+         * misses 83 of 2000, packets 129-134; a one-entry short stack, which
+         * restarts whenever a second entry is pending, 174 in the host
+         * emulation; a per-ray short stack of 2+ entries none.
          * docs/trace_gpu.md, "Known limit". */
-        double need = p.traversal == RT_TRAV_RESTART || p.packet ? 0.90 : 0.99;
+        int stackless = p.traversal == RT_TRAV_RESTART || p.packet || p.stack_size < 2;
+        double need = stackless ? 0.85 : 0.99;
         if ((double)(tl.equal + tl.tie) < need * (double)tl.rays) bad++;
     }
     free(ref[0]);
