@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "anim.h"
+#include "render_cpu.h"
 #include "scene.h"
 
 /* ---- helpers ------------------------------------------------------------- */
@@ -958,6 +959,76 @@ static void aff_truncated_and_corrupted_files_never_crash(void **state)
     tmp_end(&t);
 }
 
+/* The kitchen at the start and the end of its animation (its own camera
+ * path, the toy car elsewhere each time) renders through the CPU kd-tree
+ * exactly as the brute-force oracle renders it: the same primary triangle
+ * in every pixel, the same image. */
+static void aff_kitchen_renders_as_the_oracle_at_start_and_end(void **state)
+{
+    (void)state;
+    RtScene s;
+    if (!load_asset("bart/kitchen/aff/kitchen.aff", &s)) {
+        print_message("skip: bart/kitchen not found (../shared/assets absent or not unpacked)\n");
+        skip();
+    }
+    float t0, t1;
+    rt_scene_time_range(&s, &t0, &t1);
+    assert_true(t1 > t0);
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    RtTriArrays tris = {0};
+    RtKdTree tree;
+    memset(&tree, 0, sizeof tree);
+    RtError err = {0};
+    const int w = 96, h = 72;
+    RtImage a = {0}, b = {0};
+    assert_int_equal(rt_image_alloc(&a, w, h), RT_OK);
+    assert_int_equal(rt_image_alloc(&b, w, h), RT_OK);
+    uint32_t *ia = malloc(sizeof *ia * w * h), *ib = malloc(sizeof *ib * w * h);
+    assert_true(ia && ib);
+    RtRenderParams rp = rt_render_params_default();
+    rp.shadows = 0;     /* the brute force tests every triangle per ray */
+    rp.max_bounces = 0;
+    RtVec3 car[2];
+    for (int k = 0; k < 2; k++) {
+        float t = k ? t1 : t0;
+        assert_int_equal(rt_scene_frame_at(&s, t, &f, &err), RT_OK);
+        uint32_t degenerate = 0;
+        assert_int_equal(rt_tri_arrays_update(&f.view, &tris, &degenerate), RT_OK);
+        RtKdCpuParams kp = rt_kd_cpu_params_default();
+        assert_int_equal(rt_kd_build_cpu(&kp, &tris, &tree, NULL, &err), RT_OK);
+        RtRenderParams tp = rp, bp = rp;
+        bp.brute_force = 1;
+        assert_int_equal(rt_render_cpu(&f.view, &tris, &tree, &f.view.camera, &tp, &a, ia, NULL, &err), RT_OK);
+        assert_int_equal(rt_render_cpu(&f.view, &tris, NULL, &f.view.camera, &bp, &b, ib, NULL, &err), RT_OK);
+        size_t hits = 0;
+        for (int i = 0; i < w * h; i++) {
+            assert_int_equal(ia[i], ib[i]);
+            hits += ia[i] != RT_NO_HIT;
+        }
+        assert_memory_equal(a.rgba, b.rgba, (size_t)w * h * 4);
+        assert_true(hits > (size_t)(w * h) / 2); /* the camera looks into the room */
+        /* the toy car (the only moving geometry) is somewhere else at the end */
+        RtAabb box = aabb_empty();
+        for (uint32_t v = 0; v < s.vert_count; v++)
+            if (s.anim.vert_node && v < s.anim.vert_node_cap && s.anim.vert_node[v] != RT_ANIM_STATIC)
+                box = aabb_grow(box, f.view.verts[v].p);
+        car[k] = v3_scale(v3_add(box.lo, box.hi), 0.5f);
+        print_message("kitchen t=%.2f: camera (%.3f %.3f %.3f), car centre (%.3f %.3f %.3f), %zu of %d "
+                      "pixels hit, tree == brute force\n", t, f.view.camera.pos.x, f.view.camera.pos.y,
+                      f.view.camera.pos.z, car[k].x, car[k].y, car[k].z, hits, w * h);
+    }
+    assert_true(v3_len(v3_sub(car[0], car[1])) > 0.1f);
+    free(ia);
+    free(ib);
+    rt_image_free(&a);
+    rt_image_free(&b);
+    rt_kd_tree_free(&tree);
+    rt_tri_arrays_free(&tris);
+    rt_scene_frame_free(&f);
+    rt_scene_free(&s);
+}
+
 int main(void)
 {
     rt_log_set_level(RT_LOG_WARN); /* the loader's summary lines would drown the test names */
@@ -994,6 +1065,7 @@ int main(void)
         cmocka_unit_test(aff_truncated_and_corrupted_files_never_crash),
         cmocka_unit_test(aff_kitchen_loads_with_its_counts_and_test_vectors),
         cmocka_unit_test(aff_robots_load_with_their_counts_and_test_vectors),
+        cmocka_unit_test(aff_kitchen_renders_as_the_oracle_at_start_and_end),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
