@@ -4,9 +4,10 @@
  *   while large nodes remain:                         (kd_large_persistent: one launch;
  *       node boxes, empty-space cuts + median split,   Impl. I: kd_large_level per level)
  *       triangle sorting, routing of the children
- *   small roots: candidates and masks                 (kd_small_prepare)
- *   small nodes: SAH split or leaf                    (kd_small_fused: one launch;
- *                                                      Zhou's schedule: kd_small_level per level)
+ *   small roots: SAH splits or leaves                 (kd_small_fused: one launch, a warp
+ *                                                      per root, candidates in shared memory;
+ *                                                      Zhou's schedule: kd_small_prepare, then
+ *                                                      kd_small_level per level)
  *   read the counters back once                       (sizes, overflow)
  *
  * Buffers are allocated once and grown: every device-side allocation is
@@ -139,9 +140,17 @@ static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
     if (ovf & KD_OVF_CHUNKS) g->chunk_cap = kd_cap(2 * (size_t)g->chunk_cap);
 }
 
+/* Zhou's level-by-level small stage (a launch and a read-back per level)
+ * rather than the fused one-launch stage. */
+static int kd_small_levels(const RtKdGpuParams *p)
+{
+    return !p->small_fused && p->small_mode != RT_KD_GPU_SMALL_NONE;
+}
+
 static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdBufs *b, RtError *err)
 {
     size_t N = n ? n : 1;
+    const int levels = kd_small_levels(p);
     struct { int id; size_t bytes; } want[] = {
         {A_TRI_LO, N * sizeof(float4)}, {A_TRI_HI, N * sizeof(float4)},
         {A_REFS0, g->ref_cap * sizeof(uint32_t)}, {A_REFS1, g->ref_cap * sizeof(uint32_t)},
@@ -156,9 +165,13 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_RLO1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_RHI1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
-        {A_SBOX, g->sref_cap * sizeof(RtAabb)}, {A_CSPLIT, 6 * (size_t)g->sref_cap * sizeof(float)},
-        {A_CMASK, 6 * (size_t)g->sref_cap * sizeof(ulonglong2)},
-        {A_SN0, g->snode_cap * sizeof(KdSmallNode)}, {A_SN1, g->snode_cap * sizeof(KdSmallNode)},
+        {A_SBOX, g->sref_cap * sizeof(RtAabb)},
+        /* global candidates and small-node lists: Zhou's level-by-level
+         * small stage only (the fused one keeps them in shared memory) */
+        {A_CSPLIT, levels ? 6 * (size_t)g->sref_cap * sizeof(float) : 0},
+        {A_CMASK, levels ? 6 * (size_t)g->sref_cap * sizeof(ulonglong2) : 0},
+        {A_SN0, levels ? g->snode_cap * sizeof(KdSmallNode) : 0},
+        {A_SN1, levels ? g->snode_cap * sizeof(KdSmallNode) : 0},
         {A_NODES, g->node_cap * sizeof(RtKdNode)}, {A_LEAVES, g->leaf_cap * sizeof(RtKdLeaf)},
         {A_LBOX, g->leaf_cap * sizeof(RtAabb)}, {A_TIDX, g->index_cap * sizeof(uint32_t)},
     };
@@ -195,7 +208,7 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     b->sref_cap = g->sref_cap;
     b->snodes[0] = (KdSmallNode *)g->arr[A_SN0].p;
     b->snodes[1] = (KdSmallNode *)g->arr[A_SN1].p;
-    b->snode_cap = g->snode_cap;
+    b->snode_cap = levels ? g->snode_cap : 0;
     b->nodes = (RtKdNode *)g->arr[A_NODES].p;
     b->leaves = (RtKdLeaf *)g->arr[A_LEAVES].p;
     b->leaf_boxes = (RtAabb *)g->arr[A_LBOX].p;
@@ -258,14 +271,13 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
     CUDA_CHECK(err, cudaEventRecord(g->ev[1], g->stream));
 
     /* ---- small-node stage -------------------------------------------- */
-    if ((st = kd_small_prepare(log, b, c, err)) != RT_OK) return st;
     int slevel = 0, fresh = 0; /* fresh: h_ctr already holds the final counters */
-    if (p->small_fused || p->small_mode == RT_KD_GPU_SMALL_NONE) {
-        if (p->small_mode != RT_KD_GPU_SMALL_NONE &&
-            (st = kd_small_fused(log, b, c, p->chang_e, err)) != RT_OK)
-            return st;
+    if (!kd_small_levels(p)) {
+        /* one launch: a warp per small root, candidates in shared memory */
+        if ((st = kd_small_fused(log, b, c, p->chang_e, err)) != RT_OK) return st;
         slevel = p->small_mode != RT_KD_GPU_SMALL_NONE;
     } else {
+        if ((st = kd_small_prepare(log, b, c, err)) != RT_OK) return st;
         /* Zhou's schedule: one launch and one read-back per level */
         for (;;) {
             if ((st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
@@ -305,6 +317,9 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
         return rt_fail(err, RT_ERR_ARG, "KD: small threshold %u: expected 1..%d", p.small_threshold, KD_SMALL_MAX);
     if (!(p.empty_cut > 0.0f && p.empty_cut < 1.0f))
         return rt_fail(err, RT_ERR_ARG, "KD: empty-space cut %g: expected a fraction in (0, 1)", p.empty_cut);
+    if (!(p.c_isect > 0.0f && p.c_trav >= 0.0f) || !isfinite(p.c_isect) || !isfinite(p.c_trav))
+        return rt_fail(err, RT_ERR_ARG, "KD: SAH costs C_trav %g, C_i %g: expected C_trav >= 0 and C_i > 0",
+                       p.c_trav, p.c_isect);
     if ((uint64_t)tri_count * 6 > RT_KD_MAX_INDEX)
         return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: %u triangles: more than the layout's 30-bit indices allow", tri_count);
     RtKdGpuStats local;

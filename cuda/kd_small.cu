@@ -154,6 +154,29 @@ __device__ __forceinline__ uint32_t kd_nth_bit(unsigned long long mask, uint32_t
     return k < nlo ? __fns((uint32_t)mask, 0, (int)k + 1) : 32 + __fns((uint32_t)(mask >> 32), 0, (int)(k - nlo) + 1);
 }
 
+/* The warp's last step of a leaf: reduce the lanes' boxes and let lane 0
+ * write the node, the leaf and its box (empty for an empty leaf). */
+__device__ void kd_warp_write_leaf(const KdBufs &b, uint32_t node, uint32_t leaf, uint32_t base, uint32_t n,
+                                   RtAabb box, uint32_t lane)
+{
+    float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
+    for (int o = 16; o > 0; o >>= 1)
+        for (int k = 0; k < 6; k++) {
+            float x = __shfl_xor_sync(KD_WARP_FULL, v[k], o);
+            v[k] = k < 3 ? fminf(v[k], x) : fmaxf(v[k], x);
+        }
+    if (lane == 0) {
+        RtAabb rb;
+        rb.lo = v3(v[0], v[1], v[2]);
+        rb.hi = v3(v[3], v[4], v[5]);
+        if (n == 0) rb = aabb_empty();
+        b.nodes[node] = kd_make_leaf(leaf, n);
+        RtKdLeaf lf = {base, n};
+        b.leaves[leaf] = lf;
+        b.leaf_boxes[leaf] = rb;
+    }
+}
+
 /* One small node, one warp: the best candidate of its triangles (the AABB
  * faces of the triangles in the node's mask, as Zhou: the lanes walk the
  * set bits, so a node of m triangles reads 6m candidates, not all 6n of its
@@ -242,22 +265,7 @@ __device__ int kd_small_step(const KdBufs &b, const KdConf &c, const KdSmallNode
         b.tri_index[base + k] = b.small_idx[rfirst + j];
         box = aabb_union(box, kd_box_clip(b.small_box[rfirst + j], nd.cell));
     }
-    float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
-    for (int o = 16; o > 0; o >>= 1)
-        for (int k = 0; k < 6; k++) {
-            float x = __shfl_xor_sync(KD_WARP_FULL, v[k], o);
-            v[k] = k < 3 ? fminf(v[k], x) : fmaxf(v[k], x);
-        }
-    if (lane == 0) {
-        RtAabb rb;
-        rb.lo = v3(v[0], v[1], v[2]);
-        rb.hi = v3(v[3], v[4], v[5]);
-        if (n == 0) rb = aabb_empty();
-        b.nodes[nd.node] = kd_make_leaf(leaf, n);
-        RtKdLeaf lf = {base, n};
-        b.leaves[leaf] = lf;
-        b.leaf_boxes[leaf] = rb;
-    }
+    kd_warp_write_leaf(b, nd.node, leaf, base, n, box, lane);
     return 0;
 }
 
@@ -281,62 +289,352 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
     b.snodes[(level + 1) & 1][slot + 1] = kids[1];
 }
 
-/* Fused schedule (ours): one warp takes a small root's whole subtree depth
- * first with a stack in shared memory, so the small stage is one launch and
- * needs no host round trip per level. A full stack makes a leaf. */
+/* ==== fused schedule (ours): the whole small stage in one launch ========= */
+
+/* A warp takes a small root from a queue and builds its whole subtree in
+ * two passes over the root's candidates, which it computes itself into
+ * shared memory (no global candidate arrays, no separate prep launch):
+ *   1. depth first, the best split of every node (Zhou's SAH over the AABB
+ *      faces of the node's own triangles, popcounts of the masks, Chang
+ *      [E]); the decisions are recorded in pre-order, and the subtree's
+ *      node, leaf and index counts summed;
+ *   2. one atomic per counter for the whole subtree, then the recorded
+ *      decisions are replayed to write nodes, leaves, leaf boxes and
+ *      tri_index at their final places (pre-order, sibling-adjacent).
+ * Per node a warp then waits only on shared memory and two warp
+ * reductions: the per-node allocation atomics (~1.7M on Sponza, two
+ * contended counters) and the global candidate loads of the earlier
+ * one-pass kernel were its latency chain (measured: docs/kd_gpu.md). */
+#define KD_FUSED_WARPS 2
 #define KD_SMALL_STACK 48
-#define KD_FUSED_WARPS 4
+/* Decisions recorded per root; nodes past it become leaves (a 64-triangle
+ * root needing more than 1024 nodes is far beyond any scene we have seen). */
+#define KD_SMALL_DECISIONS 1024
+#define KD_DEC_LEAF 0xffffu
+
+struct KdFusedEntry {
+    RtAabb cell;
+    unsigned long long mask; /* the node's triangles among the root's */
+    uint32_t depth, node;    /* node: output slot (pass 2 only) */
+};
+
+struct KdFusedWarp {
+    ulonglong2 mask[6 * KD_SMALL_MAX];      /* (left, right) per candidate */
+    float split[6 * KD_SMALL_MAX];          /* candidate 6j+k: face k of triangle j (lo x, hi x, lo y, ...) */
+    uint32_t idx[KD_SMALL_MAX];             /* the root's triangle ids */
+    uint16_t dec[KD_SMALL_DECISIONS];       /* per node in pre-order: candidate or KD_DEC_LEAF */
+    uint8_t list[KD_SMALL_MAX];             /* pass 1: the current node's triangles */
+    KdFusedEntry stack[KD_SMALL_STACK];
+};
+
+__device__ __forceinline__ uint32_t kd_warp_min(uint32_t v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_min_sync(KD_WARP_FULL, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(KD_WARP_FULL, v, o));
+    return v;
+#endif
+}
+
+/* The root's candidates and masks into shared memory: a ballot per face of
+ * each triangle gives its 64-bit masks (lane j classifies triangles j and
+ * j + 32, Chang's tie rule as kd_classify). */
+__device__ void kd_fused_stage(const KdBufs &b, const KdSmallRoot &r, KdFusedWarp &s, uint32_t lane)
+{
+    const uint32_t n = r.count;
+    float lo[2][3], hi[2][3];
+    for (int h = 0; h < 2; h++) {
+        const uint32_t t = lane + 32 * h;
+        RtAabb box = aabb_empty();
+        if (t < n) {
+            box = kd_box_clip(b.small_box[r.first + t], r.cell);
+            s.idx[t] = b.small_idx[r.first + t];
+        }
+        for (int a = 0; a < 3; a++) {
+            lo[h][a] = v3_get(box.lo, a);
+            hi[h][a] = v3_get(box.hi, a);
+            if (t < n) {
+                s.split[6 * t + 2 * a] = lo[h][a];
+                s.split[6 * t + 2 * a + 1] = hi[h][a];
+            }
+        }
+    }
+    __syncwarp();
+    for (uint32_t t = 0; t < n; t++) {
+#pragma unroll
+        for (int k = 0; k < 6; k++) {
+            const int a = k >> 1;
+            const float plane = s.split[6 * t + k];
+            uint32_t m[4];
+            m[2] = m[3] = 0;
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                if (h == 1 && n <= 32) break; /* uniform: no upper half */
+                uint32_t l, rr;
+                kd_classify(lo[h][a], hi[h][a], plane, &l, &rr);
+                const bool in = lane + 32 * h < n;
+                m[2 * h] = __ballot_sync(KD_WARP_FULL, in && l);
+                m[2 * h + 1] = __ballot_sync(KD_WARP_FULL, in && rr);
+            }
+            if (lane == (uint32_t)k)
+                s.mask[6 * t + k] = make_ulonglong2(m[0] | ((unsigned long long)m[2] << 32),
+                                                    m[1] | ((unsigned long long)m[3] << 32));
+        }
+    }
+    __syncwarp();
+}
+
+/* Pass 1's step: the best candidate of node e, or -1 for a leaf; the same
+ * value in every lane. The candidates are the faces of the node's own
+ * triangles (Zhou: 6m for a node of m triangles, not the root's 6n): the
+ * node's triangles are listed in shared memory, then candidate q goes to
+ * lane q mod 32, so a node of m triangles takes ceil(6m / 32) steps (most
+ * small nodes hold a few triangles: one or two steps). Candidates are
+ * ranked by al*nl + ar*nr (SSAH: nl^2 + nr^2): the SAH cost up to the
+ * node's constant offset and scale, so no division per candidate. */
+template <bool POPC>
+__device__ int kd_fused_best(const KdConf &c, KdFusedWarp &s, const KdFusedEntry &e, uint32_t lane)
+{
+    const uint32_t n = kd_bitcount<POPC>(e.mask);
+    const RtVec3 d = v3_sub(e.cell.hi, e.cell.lo);
+    const float area = kd_area_ext(d.x, d.y, d.z);
+    if (n <= 1 || !(area > 0.0f) || (int)e.depth + 1 >= c.max_depth) return -1;
+    /* the node's triangles, in root order */
+    for (uint32_t j = lane; j < KD_SMALL_MAX; j += 32)
+        if ((e.mask >> j) & 1ull) s.list[kd_bitcount<POPC>(e.mask & ((1ull << j) - 1ull))] = (uint8_t)j;
+    __syncwarp();
+    /* per axis: the child's half area is (x - lo) * (sum of the other two
+     * extents) + (their product), x the child's extent along the axis */
+    const float ext_sum[3] = {d.y + d.z, d.x + d.z, d.x + d.y};
+    const float ext_prod[3] = {d.y * d.z, d.x * d.z, d.x * d.y};
+    float best = INFINITY;
+    uint32_t best_ci = UINT32_MAX;
+    for (uint32_t q = lane; q < 6 * n; q += 32) {
+        const uint32_t k = q / 6, face = q - 6 * k;
+        const uint32_t ci = 6 * (uint32_t)s.list[k] + face;
+        const int a = (int)(face >> 1);
+        const float plane = s.split[ci];
+        const float lo = a == 0 ? e.cell.lo.x : (a == 1 ? e.cell.lo.y : e.cell.lo.z);
+        const float hi = a == 0 ? e.cell.hi.x : (a == 1 ? e.cell.hi.y : e.cell.hi.z);
+        if (!(plane > lo && plane < hi)) continue;
+        const ulonglong2 m = s.mask[ci];
+        const float nl = (float)kd_bitcount<POPC>(e.mask & m.x), nr = (float)kd_bitcount<POPC>(e.mask & m.y);
+        float key;
+        if (c.small_mode == RT_KD_GPU_SMALL_SSAH) {
+            key = nl * nl + nr * nr;
+        } else {
+            const float es = a == 0 ? ext_sum[0] : (a == 1 ? ext_sum[1] : ext_sum[2]);
+            const float ep = a == 0 ? ext_prod[0] : (a == 1 ? ext_prod[1] : ext_prod[2]);
+            key = ((plane - lo) * es + ep) * nl + ((hi - plane) * es + ep) * nr;
+        }
+        if (key < best || (key == best && ci < best_ci)) {
+            best = key;
+            best_ci = ci;
+        }
+    }
+    /* the lowest key (non-negative: its bits order as integers), ties to
+     * the lowest candidate */
+    const uint32_t bu = kd_warp_min(__float_as_uint(best));
+    const uint32_t bci = kd_warp_min(__float_as_uint(best) == bu ? best_ci : UINT32_MAX);
+    __syncwarp(); /* s.list is rewritten by the next node */
+    if (bci == UINT32_MAX) return -1;
+    const float key = __uint_as_float(bu);
+    const float cost = c.small_mode == RT_KD_GPU_SMALL_SSAH ? c.c_trav + c.c_isect * key / (float)n
+                                                            : c.c_trav + c.c_isect * (2.0f * key) / area;
+    return cost < c.c_isect * (float)n ? (int)bci : -1;
+}
+
+/* The two children of e split at candidate ci. */
+__device__ __forceinline__ void kd_fused_children(const KdFusedWarp &s, const KdFusedEntry &e, uint32_t ci,
+                                                  KdFusedEntry kids[2])
+{
+    const int a = (ci % 6) >> 1;
+    const float plane = s.split[ci];
+    const ulonglong2 m = s.mask[ci];
+    kids[0] = kids[1] = e;
+    kids[0].depth = kids[1].depth = e.depth + 1;
+    kids[0].mask = e.mask & m.x;
+    kids[1].mask = e.mask & m.y;
+    v3_set(&kids[0].cell.hi, a, plane);
+    v3_set(&kids[1].cell.lo, a, plane);
+}
+
+/* Pass 2's leaf: node e over the set bits of its mask. Lanes write the
+ * tri_index entries; lanes 0-5 each reduce one component of the leaf box
+ * (the triangles' root-clipped boxes are the candidates) over the leaf's
+ * few triangles, clipped to the cell. */
+__device__ void kd_fused_leaf(const KdBufs &b, const KdFusedWarp &s, const KdFusedEntry &e, uint32_t leaf,
+                              uint32_t base, uint32_t n, uint32_t lane)
+{
+    const uint32_t nlo = __popcll(e.mask & 0xffffffffull);
+    for (uint32_t k = lane; k < n; k += 32) b.tri_index[base + k] = s.idx[kd_nth_bit(e.mask, nlo, k)];
+    if (lane < 6) {
+        const bool is_hi = lane & 1; /* candidate faces: lo x, hi x, lo y, hi y, lo z, hi z */
+        const int a = lane >> 1;
+        float v = is_hi ? -INFINITY : INFINITY;
+        for (unsigned long long m = e.mask; m; m &= m - 1) {
+            const float f = s.split[6 * (__ffsll((long long)m) - 1) + lane];
+            v = is_hi ? fmaxf(v, f) : fminf(v, f);
+        }
+        v = is_hi ? fminf(v, v3_get(e.cell.hi, a)) : fmaxf(v, v3_get(e.cell.lo, a));
+        float *box = (float *)&b.leaf_boxes[leaf];
+        box[(is_hi ? 3 : 0) + a] = v;
+    }
+    if (lane == 0) {
+        b.nodes[e.node] = kd_make_leaf(leaf, n);
+        RtKdLeaf lf = {base, n};
+        b.leaves[leaf] = lf;
+    }
+}
+
+/* A root that is a leaf at once (over 64 refs, mode none, too deep, flat):
+ * the warp writes it from the ref range. False on an output overflow. */
+__device__ bool kd_fused_range_leaf(const KdBufs &b, const KdSmallRoot &r, uint32_t lane)
+{
+    uint32_t leaf = 0, base = 0, got = 0;
+    if (lane == 0) got = kd_alloc_leaf(b, r.count, &leaf, &base);
+    if (!__shfl_sync(KD_WARP_FULL, got, 0)) return false;
+    leaf = __shfl_sync(KD_WARP_FULL, leaf, 0);
+    base = __shfl_sync(KD_WARP_FULL, base, 0);
+    RtAabb box = aabb_empty();
+    for (uint32_t j = lane; j < r.count; j += 32) {
+        b.tri_index[base + j] = b.small_idx[r.first + j];
+        box = aabb_union(box, kd_box_clip(b.small_box[r.first + j], r.cell));
+    }
+    kd_warp_write_leaf(b, r.node, leaf, base, r.count, box, lane);
+    return true;
+}
+
+__device__ __forceinline__ bool kd_small_root_is_leaf(const KdConf &c, const KdSmallRoot &r)
+{
+    return r.count > KD_SMALL_MAX || c.small_mode == RT_KD_GPU_SMALL_NONE || r.count <= 1 ||
+           (int)r.depth + 1 >= c.max_depth || aabb_area(r.cell) <= 0.0f;
+}
+
+/* One small root's subtree (the two passes above). False on an overflow. */
+template <bool POPC>
+__device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoot &r, KdFusedWarp &s,
+                              uint32_t lane)
+{
+    kd_fused_stage(b, r, s, lane);
+    KdFusedEntry root;
+    root.cell = r.cell;
+    root.mask = r.count == 64 ? ~0ull : ((1ull << r.count) - 1ull);
+    root.depth = r.depth;
+    root.node = r.node;
+
+    /* pass 1: decisions in pre-order (a full stack or decision list makes leaves) */
+    uint32_t nodes = 0, splits = 0, leaves = 0, refs = 0;
+    KdFusedEntry e = root;
+    int sp = 0;
+    for (;;) {
+        int ci = -1;
+        if (nodes < KD_SMALL_DECISIONS && sp < KD_SMALL_STACK) ci = kd_fused_best<POPC>(c, s, e, lane);
+        if (nodes < KD_SMALL_DECISIONS && lane == 0) s.dec[nodes] = ci < 0 ? KD_DEC_LEAF : (uint16_t)ci;
+        nodes++;
+        if (ci >= 0) {
+            KdFusedEntry kids[2];
+            kd_fused_children(s, e, (uint32_t)ci, kids);
+            splits++;
+            if (lane == 0) s.stack[sp] = kids[1];
+            sp++;
+            e = kids[0];
+            continue;
+        }
+        leaves++;
+        refs += __popcll(e.mask);
+        if (sp == 0) break;
+        __syncwarp();
+        e = s.stack[--sp];
+        __syncwarp();
+    }
+
+    /* one allocation per counter for the whole subtree */
+    uint32_t pair0 = 0, leaf0 = 0, base0 = 0, ok = 1;
+    if (lane == 0) {
+        KdCounters *ctr = b.ctr;
+        if (splits) {
+            pair0 = kd_alloc(&ctr->nodes, 2 * splits, b.node_cap, &ctr->overflow, KD_OVF_NODES);
+            ok = pair0 != UINT32_MAX;
+        }
+        unsigned long long old = atomicAdd(&ctr->leaf_index, ((unsigned long long)leaves << 32) | refs);
+        leaf0 = (uint32_t)(old >> 32);
+        base0 = (uint32_t)old;
+        uint32_t bits = 0;
+        if ((uint64_t)leaf0 + leaves > b.leaf_cap) bits |= KD_OVF_LEAVES;
+        if ((uint64_t)base0 + refs > b.index_cap) bits |= KD_OVF_INDEX;
+        if (bits) atomicOr(&ctr->overflow, bits);
+        ok = ok && !bits;
+    }
+    if (!__shfl_sync(KD_WARP_FULL, ok, 0)) return false;
+    pair0 = __shfl_sync(KD_WARP_FULL, pair0, 0);
+    leaf0 = __shfl_sync(KD_WARP_FULL, leaf0, 0);
+    base0 = __shfl_sync(KD_WARP_FULL, base0, 0);
+    __syncwarp(); /* the decisions, written by lane 0 */
+
+    /* pass 2: replay in the same order, writing at the final places */
+    e = root;
+    sp = 0;
+    for (uint32_t k = 0;; k++) {
+        const uint32_t dec = k < KD_SMALL_DECISIONS ? s.dec[k] : KD_DEC_LEAF;
+        if (dec != KD_DEC_LEAF) {
+            KdFusedEntry kids[2];
+            kd_fused_children(s, e, dec, kids);
+            kids[0].node = pair0;
+            kids[1].node = pair0 + 1;
+            if (lane == 0) {
+                b.nodes[e.node] = kd_make_interior((dec % 6) >> 1, s.split[dec], pair0);
+                s.stack[sp] = kids[1];
+            }
+            pair0 += 2;
+            sp++;
+            e = kids[0];
+            continue;
+        }
+        const uint32_t n = __popcll(e.mask);
+        kd_fused_leaf(b, s, e, leaf0++, base0, n, lane);
+        base0 += n;
+        if (sp == 0) break;
+        __syncwarp();
+        e = s.stack[--sp];
+        __syncwarp();
+    }
+    return true;
+}
+
 template <bool POPC>
 __global__ void __launch_bounds__(32 * KD_FUSED_WARPS) kd_small_fused_kernel(KdBufs b, KdConf c)
 {
-    __shared__ KdSmallNode stack[KD_FUSED_WARPS][KD_SMALL_STACK];
-    const uint32_t lane = threadIdx.x & 31, wl = threadIdx.x >> 5;
+    __shared__ KdFusedWarp s_warp[KD_FUSED_WARPS];
+    KdFusedWarp &s = s_warp[threadIdx.x >> 5];
+    const uint32_t lane = threadIdx.x & 31;
     KdCounters *ctr = b.ctr;
     if (*(volatile uint32_t *)&ctr->overflow) return; /* the build is redone */
-    const uint32_t roots = min(*(volatile uint32_t *)&ctr->small_active[0], b.snode_cap);
+    const uint32_t roots = min(*(volatile uint32_t *)&ctr->small_roots, b.sroot_cap);
     for (;;) {
         /* a warp takes the next root from the queue (balances deep and shallow subtrees) */
-        uint32_t w = 0;
-        if (lane == 0) w = atomicAdd(&ctr->fused_next, 1u);
-        w = __shfl_sync(KD_WARP_FULL, w, 0);
-        if (w >= roots) return;
-        KdSmallNode nd = b.snodes[0][w];
-        /* The candidates stay in global memory (L1/L2 hits after the first
-         * node): staging them in shared memory (30 KB per block) cut occupancy
-         * and measured 15 % slower on Sponza (H100). */
-        const uint32_t rfirst = b.sroots[nd.root].first;
-        const size_t first = 6 * (size_t)rfirst;
-        const float *splits = b.cand_split + first;
-        const ulonglong2 *masks = b.cand_mask + first;
-        int sp = 0;
-        for (;;) {
-            KdConf cc = c;
-            if (sp == KD_SMALL_STACK) cc.max_depth = 0; /* forces a leaf */
-            KdSmallNode kids[2];
-            int r = kd_small_step<POPC>(b, cc, nd, splits, masks, rfirst, kids);
-            if (r < 0) return;
-            if (r == 1) {
-                if (lane == 0) stack[wl][sp] = kids[1];
-                sp++;
-                nd = kids[0];
-                continue;
-            }
-            if (sp == 0) break;
-            __syncwarp();
-            nd = stack[wl][--sp];
-            __syncwarp();
-        }
-        __syncwarp();
+        uint32_t ri = 0;
+        if (lane == 0) ri = atomicAdd(&ctr->fused_next, 1u);
+        ri = __shfl_sync(KD_WARP_FULL, ri, 0);
+        if (ri >= roots) return;
+        const KdSmallRoot r = b.sroots[ri];
+        const bool ok = kd_small_root_is_leaf(c, r) ? kd_fused_range_leaf(b, r, lane)
+                                                    : kd_fused_root<POPC>(b, c, r, s, lane);
+        if (!ok) return;
+        __syncwarp(); /* shared memory is reused by the next root */
     }
 }
 
 RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, RtError *err)
 {
-    /* a fixed grid (16 blocks of 4 warps per multiprocessor) over a queue of
-     * roots: the root count stays on the device */
-    const dim3 grid(16 * c.sms), blk(32 * KD_FUSED_WARPS);
-    return popc ? rt_launch(log, "kd_small_fused", grid, blk, 0, kd_small_fused_kernel<true>, err, b, c)
-                : rt_launch(log, "kd_small_fused", grid, blk, 0, kd_small_fused_kernel<false>, err, b, c);
+    /* a fixed grid of resident blocks over the queue of roots: the root count
+     * stays on the device */
+    void (*k)(KdBufs, KdConf) = popc ? kd_small_fused_kernel<true> : kd_small_fused_kernel<false>;
+    int per_sm = 0;
+    CUDA_CHECK(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 32 * KD_FUSED_WARPS, 0));
+    if (per_sm < 1) per_sm = 1;
+    return rt_launch(log, "kd_small_fused", dim3(per_sm * c.sms), dim3(32 * KD_FUSED_WARPS), 0, k, err, b, c);
 }
 
 RtStatus kd_small_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, int level,
