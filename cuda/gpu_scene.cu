@@ -351,6 +351,7 @@ extern "C" RtStatus rt_kd_tree_upload(const RtKdTree *host, RtKdTree *dev, RtErr
     dev->leaf_count = host->leaf_count;
     dev->index_count = host->index_count;
     dev->bounds = host->bounds;
+    dev->d_bounds = NULL;
     return RT_OK;
 }
 

@@ -32,7 +32,7 @@ typedef struct KdArr {
 enum {
     A_TRI_LO, A_TRI_HI, A_REFS0, A_REFS1, A_ACT0, A_ACT1, A_CH0, A_CH1, A_CHBOX, A_FLAGS, A_SCAN,
     A_SROOTS, A_SIDX, A_SBOX, A_CSPLIT, A_CMASK, A_SN0, A_SN1, A_NODES, A_LEAVES, A_LBOX, A_TIDX,
-    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_COUNT
+    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_TBOUNDS, A_COUNT
 };
 
 struct RtKdGpu {
@@ -41,6 +41,17 @@ struct RtKdGpu {
     KdArr arr[A_COUNT];
     KdCounters *d_ctr, *h_ctr, *h_init;
     cudaEvent_t ev[4];
+    cudaEvent_t ev_input, ev_done; /* the caller's stream -> the build -> the caller's stream */
+    /* the build in flight (rt_kd_gpu_build_async .. rt_kd_gpu_build_finish) */
+    int pending;
+    RtKdGpuParams p;
+    KdConf c;
+    KdBufs b;
+    const RtFloat4 *verts, *woop;
+    uint32_t tri_count;
+    double t0;
+    int fresh; /* h_ctr already holds the final counters (a host-driven schedule) */
+    RtKdGpuStats st;
     /* capacities in elements; grown by 2x when a build overflows them */
     uint32_t ref_cap, active_cap, chunk_cap, sroot_cap, sref_cap, snode_cap;
     uint32_t node_cap, leaf_cap, index_cap;
@@ -80,6 +91,8 @@ extern "C" RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err)
         b->h_init->bounds[3 + a] = kd_f2i_host(-INFINITY);
     }
     for (int i = 0; i < 4; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
+    CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_input, cudaEventDisableTiming));
+    CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_done, cudaEventDisableTiming));
     int dev = 0, coop = 0;
     CUDA_CHECK(err, cudaGetDevice(&dev));
     CUDA_CHECK(err, cudaDeviceGetAttribute(&b->sms, cudaDevAttrMultiProcessorCount, dev));
@@ -99,6 +112,8 @@ extern "C" void rt_kd_gpu_destroy(RtKdGpu *b)
     if (b->h_init) cudaFreeHost(b->h_init);
     for (int i = 0; i < 4; i++)
         if (b->ev[i]) cudaEventDestroy(b->ev[i]);
+    if (b->ev_input) cudaEventDestroy(b->ev_input);
+    if (b->ev_done) cudaEventDestroy(b->ev_done);
     rt_launch_log_destroy(&b->log);
     if (b->stream) cudaStreamDestroy(b->stream);
     free(b);
@@ -172,6 +187,7 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_CMASK, levels ? 6 * (size_t)g->sref_cap * sizeof(ulonglong2) : 0},
         {A_SN0, levels ? g->snode_cap * sizeof(KdSmallNode) : 0},
         {A_SN1, levels ? g->snode_cap * sizeof(KdSmallNode) : 0},
+        {A_TBOUNDS, sizeof(RtAabb)},
         {A_NODES, g->node_cap * sizeof(RtKdNode)}, {A_LEAVES, g->leaf_cap * sizeof(RtKdLeaf)},
         {A_LBOX, g->leaf_cap * sizeof(RtAabb)}, {A_TIDX, g->index_cap * sizeof(uint32_t)},
     };
@@ -216,6 +232,7 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     b->node_cap = g->node_cap;
     b->leaf_cap = g->leaf_cap;
     b->index_cap = g->index_cap;
+    b->tree_bounds = (RtAabb *)g->arr[A_TBOUNDS].p;
     b->ctr = g->d_ctr;
     return RT_OK;
 }
@@ -296,23 +313,29 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
     CUDA_CHECK(err, cudaEventRecord(g->ev[2], g->stream));
     /* the output arrays are dense already: nothing to compact */
     CUDA_CHECK(err, cudaEventRecord(g->ev[3], g->stream));
-    /* ---- the one wait of a device-driven build: sizes and overflow ----- */
-    if (!fresh && (st = kd_read_counters(g, &s->round_trips, err)) != RT_OK) return st;
-    if ((*overflow = g->h_ctr->overflow) != 0) return RT_OK;
-    if (fresh) CUDA_CHECK(err, cudaEventSynchronize(g->ev[3]));
-    if (level < 0)
-        for (level = 0; level < KD_MAX_LEVELS && g->h_ctr->level_active[level]; level++) {}
-    s->large_levels = (uint32_t)level;
+    /* the sizes and the overflow bits travel to the host behind the build;
+     * nobody waits for them here (kd_build_counters does, later) */
+    g->fresh = fresh;
+    s->large_levels = level < 0 ? 0 : (uint32_t)level;
+    if (!fresh)
+        CUDA_CHECK(err, cudaMemcpyAsync(g->h_ctr, g->d_ctr, sizeof(KdCounters), cudaMemcpyDeviceToHost, g->stream));
+    CUDA_CHECK(err, cudaEventRecord(g->ev_done, g->stream));
     return RT_OK;
 }
 
-extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const RtFloat4 *d_verts,
-                                    const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
-                                    RtKdGpuStats *stats, RtError *err)
+/* The final counters of the build in flight on the host (waits for them). */
+static RtStatus kd_build_counters(RtKdGpu *g, RtKdGpuStats *s, uint32_t *overflow, RtError *err)
 {
-    RtKdGpuParams p = pp ? *pp : rt_kd_gpu_params_default();
-    if (!g || !d_tree || (tri_count && !d_verts))
-        return rt_fail(err, RT_ERR_ARG, "KD: rt_kd_gpu_build needs a builder, vertices and a tree");
+    CUDA_CHECK(err, cudaEventSynchronize(g->ev_done));
+    *overflow = g->h_ctr->overflow;
+    if (!s->large_levels)
+        for (; s->large_levels < KD_MAX_LEVELS && g->h_ctr->level_active[s->large_levels]; s->large_levels++) {}
+    return RT_OK;
+}
+
+/* Checks the parameters and turns them into the kernels' configuration. */
+static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_count, KdConf *c, RtError *err)
+{
     if (p.small_threshold < 1 || p.small_threshold > KD_SMALL_MAX)
         return rt_fail(err, RT_ERR_ARG, "KD: small threshold %u: expected 1..%d", p.small_threshold, KD_SMALL_MAX);
     if (!(p.empty_cut > 0.0f && p.empty_cut < 1.0f))
@@ -322,41 +345,104 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
                        p.c_trav, p.c_isect);
     if ((uint64_t)tri_count * 6 > RT_KD_MAX_INDEX)
         return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: %u triangles: more than the layout's 30-bit indices allow", tri_count);
-    RtKdGpuStats local;
-    RtKdGpuStats *s = stats ? stats : &local;
-    memset(s, 0, sizeof *s);
-    double t0 = rt_now_ms();
-
-    KdConf c;
-    c.empty_cut = p.empty_cut;
-    c.c_trav = p.c_trav;
-    c.c_isect = p.c_isect;
-    c.small_threshold = p.small_threshold;
-    c.small_mode = (int)p.small_mode;
-    c.clip = p.assoc == RT_KD_GPU_CLIP;
-    c.split_at_route = p.chang_a && p.chang_c; /* the persistent stage with [C] */
-    c.sms = g->sms;
+    c->empty_cut = p.empty_cut;
+    c->c_trav = p.c_trav;
+    c->c_isect = p.c_isect;
+    c->small_threshold = p.small_threshold;
+    c->small_mode = (int)p.small_mode;
+    c->clip = p.assoc == RT_KD_GPU_CLIP;
+    c->split_at_route = p.chang_a && p.chang_c; /* the persistent stage with [C] */
+    c->sms = g->sms;
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
-    c.max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
+    c->max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
+    return RT_OK;
+}
 
+/* One attempt: buffers at the current capacities, then every stage queued. */
+static RtStatus kd_attempt(RtKdGpu *g, RtKdGpuStats *s, uint32_t *overflow, RtError *err)
+{
+    RtStatus st = kd_alloc_all(g, &g->p, g->tri_count, &g->b, err);
+    if (st != RT_OK) return st;
+    g->b.verts = (const float4 *)g->verts;
+    g->b.woop = (const float4 *)g->woop;
+    return kd_build_once(g, &g->p, g->b, g->c, s, overflow, err);
+}
+
+extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, const RtFloat4 *d_verts,
+                                          const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
+                                          RtError *err)
+{
+    if (!g || !d_tree || (tri_count && !d_verts))
+        return rt_fail(err, RT_ERR_ARG, "KD: rt_kd_gpu_build needs a builder, vertices and a tree");
+    if (g->pending) return rt_fail(err, RT_ERR_ARG, "KD: a build is in flight: rt_kd_gpu_build_finish it first");
+    RtKdGpuParams p = pp ? *pp : rt_kd_gpu_params_default();
+    RtStatus st = kd_conf(g, p, tri_count, &g->c, err);
+    if (st != RT_OK) return st;
+    RtKdGpuStats *s = &g->st;
+    memset(s, 0, sizeof *s);
+    g->t0 = rt_now_ms();
+    g->p = p;
+    g->verts = d_verts;
+    g->woop = d_woop;
+    g->tri_count = tri_count;
     rt_launch_log_reset(&g->log);
     g->log.timed = p.timed;
     kd_initial_caps(g, tri_count);
-    KdBufs b;
+    /* the build reads what the caller's (legacy default) stream wrote */
+    CUDA_CHECK(err, cudaEventRecord(g->ev_input, cudaStreamLegacy));
+    CUDA_CHECK(err, cudaStreamWaitEvent(g->stream, g->ev_input, 0));
     uint32_t ovf = 0;
-    RtStatus st = RT_OK;
     for (int attempt = 0;; attempt++) {
-        if ((st = kd_alloc_all(g, &p, tri_count, &b, err)) != RT_OK) return st;
-        b.verts = (const float4 *)d_verts;
-        b.woop = (const float4 *)d_woop;
-        if ((st = kd_build_once(g, &p, b, c, s, &ovf, err)) != RT_OK) return st;
+        /* a host-driven schedule (Impl. I, Zhou's small levels) sees an
+         * overflow at once; a device-driven one in rt_kd_gpu_build_finish */
+        if ((st = kd_attempt(g, s, &ovf, err)) != RT_OK) return st;
         if (!ovf) break;
         if (attempt == 12)
             return rt_fail(err, RT_ERR_OOM, "KD: GPU build still overflows (bits 0x%x) after growing 12 times", ovf);
         kd_grow_caps(g, ovf);
         s->rebuilds++;
     }
+    /* ... and the caller's later work (the tracer) waits for the build */
+    CUDA_CHECK(err, cudaStreamWaitEvent(cudaStreamLegacy, g->ev_done, 0));
+    g->pending = 1;
+    memset(d_tree, 0, sizeof *d_tree);
+    d_tree->nodes = g->b.nodes;
+    d_tree->leaves = g->b.leaves;
+    d_tree->leaf_boxes = g->b.leaf_boxes;
+    d_tree->tri_index = g->b.tri_index;
+    d_tree->node_cap = g->b.node_cap;
+    d_tree->leaf_cap = g->b.leaf_cap;
+    d_tree->index_cap = g->b.index_cap;
+    d_tree->bounds = aabb_empty(); /* known on the device only, until finished */
+    d_tree->d_bounds = g->b.tree_bounds;
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpuStats *stats, int *rebuilt,
+                                           RtError *err)
+{
+    if (rebuilt) *rebuilt = 0;
+    if (!g || !g->pending) return rt_fail(err, RT_ERR_ARG, "KD: no GPU build in flight to finish");
+    g->pending = 0;
+    RtKdGpuStats *s = &g->st;
+    uint32_t ovf = 0;
+    RtStatus st = kd_build_counters(g, s, &ovf, err);
+    if (st != RT_OK) return st;
+    for (int attempt = 0; ovf; attempt++) {
+        /* the device-driven build overflowed: grow and build again, now
+         * waiting for each attempt (the caller redoes what used the tree) */
+        if (attempt == 12)
+            return rt_fail(err, RT_ERR_OOM, "KD: GPU build still overflows (bits 0x%x) after growing 12 times", ovf);
+        kd_grow_caps(g, ovf);
+        s->rebuilds++;
+        if (rebuilt) *rebuilt = 1;
+        rt_launch_log_reset(&g->log);
+        if ((st = kd_attempt(g, s, &ovf, err)) != RT_OK) return st;
+        if (!ovf && (st = kd_build_counters(g, s, &ovf, err)) != RT_OK) return st;
+        s->round_trips++;
+    }
     const KdCounters *h = g->h_ctr;
+    const KdBufs &b = g->b;
     memset(d_tree, 0, sizeof *d_tree);
     d_tree->nodes = b.nodes;
     d_tree->leaves = b.leaves;
@@ -368,6 +454,7 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
     d_tree->node_cap = b.node_cap;
     d_tree->leaf_cap = b.leaf_cap;
     d_tree->index_cap = b.index_cap;
+    d_tree->d_bounds = b.tree_bounds;
     if (h->valid) {
         d_tree->bounds.lo = v3(kd_i2f_host(h->bounds[0]), kd_i2f_host(h->bounds[1]), kd_i2f_host(h->bounds[2]));
         d_tree->bounds.hi = v3(kd_i2f_host(h->bounds[3]), kd_i2f_host(h->bounds[4]), kd_i2f_host(h->bounds[5]));
@@ -376,7 +463,7 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
     }
 
     /* ---- statistics -------------------------------------------------- */
-    s->build_ms = rt_now_ms() - t0;
+    s->build_ms = rt_now_ms() - g->t0;
     cudaEventElapsedTime(&s->gpu_ms, g->ev[0], g->ev[3]);
     cudaEventElapsedTime(&s->large_ms, g->ev[0], g->ev[1]);
     cudaEventElapsedTime(&s->small_ms, g->ev[1], g->ev[2]);
@@ -386,7 +473,7 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
     s->nodes = h->nodes;
     s->leaves = d_tree->leaf_count;
     s->references = d_tree->index_count;
-    s->triangles = tri_count;
+    s->triangles = g->tri_count;
     s->valid_triangles = h->valid;
     s->kernel_count = g->log.entry_count < 48 ? g->log.entry_count : 48;
     for (int i = 0; i < s->kernel_count; i++) {
@@ -394,5 +481,17 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *pp, const R
         s->kernels[i].launches = g->log.entries[i].count;
         s->kernels[i].ms = g->log.entries[i].ms;
     }
+    if (stats) *stats = *s;
     return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *p, const RtFloat4 *d_verts,
+                                    const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
+                                    RtKdGpuStats *stats, RtError *err)
+{
+    RtStatus st = rt_kd_gpu_build_async(g, p, d_verts, d_woop, tri_count, d_tree, err);
+    if (st != RT_OK) return st;
+    /* the synchronous build waits for its counters here: a round trip */
+    if (!g->fresh) g->st.round_trips++;
+    return rt_kd_gpu_build_finish(g, d_tree, stats, NULL, err);
 }

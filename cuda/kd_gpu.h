@@ -71,11 +71,13 @@ typedef struct RtKdGpuStageStats {
 } RtKdGpuStageStats;
 
 typedef struct RtKdGpuStats {
-    double build_ms;       /* wall time of rt_kd_gpu_build on the host (synchronous) */
+    double build_ms;       /* host wall time from the start of the build to its finish */
     float gpu_ms;          /* events around the whole build */
     float large_ms, small_ms, output_ms; /* events around each stage */
     uint32_t launches;     /* kernel launches in this build (CUB's internal ones counted as 1 each call) */
-    uint32_t round_trips;  /* device-to-host copies the host waited for */
+    uint32_t round_trips;  /* device-to-host copies the host waited for inside the build (the
+                              synchronous rt_kd_gpu_build counts its final wait; the async
+                              pair none: its counters arrive behind the frame) */
     uint32_t large_levels, small_levels;
     uint32_t rebuilds;     /* builds repeated after growing an overflowed buffer */
     uint32_t nodes, leaves, references, triangles, valid_triangles;
@@ -96,6 +98,22 @@ RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err);
 RtStatus rt_kd_gpu_build(RtKdGpu *b, const RtKdGpuParams *p, const RtFloat4 *d_verts,
                          const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
                          RtKdGpuStats *stats, RtError *err);
+
+/* The same build in two halves, so that no host thread waits for it: the
+ * first queues every stage (on the builder's stream, ordered after the
+ * caller's work on the default stream and before the caller's later work
+ * there) and returns at once. d_tree then holds the device arrays and
+ * d_bounds, the device copy of the root cell: enough for the tracer; its
+ * counts and `bounds` are filled in by rt_kd_gpu_build_finish, which waits
+ * for the build's final counters (call it after the frame's own wait, e.g.
+ * after the trace). A build that overflowed a buffer is grown and redone
+ * there: *rebuilt (may be NULL) says so, and whatever used the tree (the
+ * trace) must be redone. stats may be NULL. */
+RtStatus rt_kd_gpu_build_async(RtKdGpu *b, const RtKdGpuParams *p, const RtFloat4 *d_verts,
+                               const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
+                               RtError *err);
+RtStatus rt_kd_gpu_build_finish(RtKdGpu *b, RtKdTree *d_tree, RtKdGpuStats *stats, int *rebuilt,
+                                RtError *err);
 
 /* Copies a device tree to host arrays (free with rt_kd_tree_free). */
 RtStatus rt_kd_gpu_download(const RtKdTree *d_tree, RtKdTree *h_tree, RtError *err);

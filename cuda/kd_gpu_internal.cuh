@@ -113,6 +113,7 @@ struct KdBufs {
     RtAabb *leaf_boxes;
     uint32_t *tri_index;
     uint32_t node_cap, leaf_cap, index_cap;
+    RtAabb *tree_bounds;               /* the root cell, for the tracer (RtKdTree.d_bounds) */
     KdCounters *ctr;
 };
 

@@ -21,6 +21,20 @@ RtStatus rt_kd_gpu_build(RtKdGpu *b, const RtKdGpuParams *p, const RtFloat4 *d_v
     (void)b, (void)p, (void)d_verts, (void)d_woop, (void)tri_count, (void)d_tree, (void)stats;
     return no_cuda(err);
 }
+RtStatus rt_kd_gpu_build_async(RtKdGpu *b, const RtKdGpuParams *p, const RtFloat4 *d_verts,
+                               const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
+                               RtError *err)
+{
+    (void)b, (void)p, (void)d_verts, (void)d_woop, (void)tri_count, (void)d_tree;
+    return no_cuda(err);
+}
+RtStatus rt_kd_gpu_build_finish(RtKdGpu *b, RtKdTree *d_tree, RtKdGpuStats *stats, int *rebuilt,
+                                RtError *err)
+{
+    (void)b, (void)d_tree, (void)stats;
+    if (rebuilt) *rebuilt = 0;
+    return no_cuda(err);
+}
 RtStatus rt_kd_gpu_download(const RtKdTree *d_tree, RtKdTree *h_tree, RtError *err)
 {
     (void)d_tree, (void)h_tree;

@@ -103,6 +103,7 @@ __global__ void kd_root_kernel(KdBufs b, KdConf c)
     KdCounters *ctr = b.ctr;
     uint32_t n = ctr->valid;
     RtAabb cell = n ? kd_box_decode(ctr->bounds) : aabb_empty();
+    if (threadIdx.x == 0) *b.tree_bounds = cell;
     if (n > c.small_threshold && c.max_depth > 1) {
         uint32_t cc = (n + KD_CHUNK - 1) / KD_CHUNK;
         if (cc > b.chunk_cap) {

@@ -34,6 +34,7 @@ extern "C" RtStatus rt_kd_gpu_download(const RtKdTree *d_tree, RtKdTree *h, RtEr
     h->leaf_count = h->leaf_cap = d_tree->leaf_count;
     h->index_count = h->index_cap = d_tree->index_count;
     h->bounds = d_tree->bounds;
+    h->d_bounds = NULL;
     return RT_OK;
 }
 

@@ -54,6 +54,7 @@ typedef struct TraceTree {
     const RtAabb *boxes;
     const uint32_t *index;
     RtAabb bounds;
+    const RtAabb *d_bounds; /* the GPU builder's root cell on the device (bounds is then unknown) */
     uint32_t node_count;
 } TraceTree;
 
@@ -165,18 +166,19 @@ __device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
     best.tri = RT_NO_HIT;
 
     /* --- clip to the scene's box; eps as kd_traverse_cpu.c --- */
+    const RtAabb bounds = tr.d_bounds ? *tr.d_bounds : tr.bounds;
     float dlen = v3_len(d);
     if (!(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
-        tr.node_count == 0)
+        tr.node_count == 0 || aabb_is_empty(bounds))
         live = false;
     float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
-                        fmaxf(fmaxf(fmaxf(fabsf(tr.bounds.lo.x), fabsf(tr.bounds.lo.y)),
-                                    fabsf(tr.bounds.lo.z)),
-                              fmaxf(fmaxf(fabsf(tr.bounds.hi.x), fabsf(tr.bounds.hi.y)),
-                                    fabsf(tr.bounds.hi.z))));
+                        fmaxf(fmaxf(fmaxf(fabsf(bounds.lo.x), fabsf(bounds.lo.y)),
+                                    fabsf(bounds.lo.z)),
+                              fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
+                                    fabsf(bounds.hi.z))));
     float eps = TRACE_EPS_SCALE * scale / dlen;
     float r0 = tmin, r1 = tmax;
-    if (live && !clip_box(tr.bounds, o, d, eps, &r0, &r1)) live = false;
+    if (live && !clip_box(bounds, o, d, eps, &r0, &r1)) live = false;
     bool finished = !live;
     if (!warp_any<kPacket>(!finished)) return best;
 
@@ -644,7 +646,10 @@ static TraceTree trace_tree(const RtKdTree *t)
     tr.boxes = t->leaf_boxes;
     tr.index = t->tri_index;
     tr.bounds = t->bounds;
-    tr.node_count = aabb_is_empty(t->bounds) ? 0u : t->node_count;
+    tr.d_bounds = t->d_bounds;
+    /* a tree still being built (rt_kd_gpu_build_async) has no counts on the
+     * host yet: its device bounds say whether it is empty */
+    tr.node_count = t->d_bounds ? 1u : (aabb_is_empty(t->bounds) ? 0u : t->node_count);
     return tr;
 }
 

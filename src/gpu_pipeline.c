@@ -148,14 +148,23 @@ RtStatus rt_gpu_pipeline_frame(RtGpuPipeline *p, const RtScene *scene, float t, 
     RtStatus s = animate(p, scene, t, st, err);
     if (s != RT_OK) return s;
 
-    /* build: Zhou et al. 2008 large + small node stages, Chang et al.'s variants */
+    /* build: Zhou et al. 2008 large + small node stages, Chang et al.'s
+     * variants, queued without waiting for it (no host round trip) */
     RtTriArrays d_tris = rt_gpu_scene_tris(p->scene);
-    s = rt_kd_gpu_build(p->kd, kp, d_tris.verts, d_tris.woop, d_tris.count, &p->d_tree, &st->build, err);
+    s = rt_kd_gpu_build_async(p->kd, kp, d_tris.verts, d_tris.woop, d_tris.count, &p->d_tree, err);
     if (s != RT_OK) return s;
 
-    /* trace: primary, shadow and reflection rays into the image */
+    /* trace: primary, shadow and reflection rays into the image, queued
+     * behind the build; then the build's sizes (and overflow bits), which
+     * arrived behind it. A build that overflowed a buffer was redone with
+     * larger ones: trace again. */
+    int rebuilt = 0;
     s = rt_trace_gpu(p->scene, &p->d_tree, cam, tp, dst, w, h, NULL, &st->trace, err);
+    RtStatus fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &st->build, &rebuilt, err);
     if (s != RT_OK) return s;
+    if (fs != RT_OK) return fs;
+    if (rebuilt && (s = rt_trace_gpu(p->scene, &p->d_tree, cam, tp, dst, w, h, NULL, &st->trace, err)) != RT_OK)
+        return s;
 
     if (!d_rgba && img) {
         double t1 = rt_now_ms();

@@ -1270,6 +1270,7 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
     if (ok) {
         st = lay_out(&b, ws, threads, tree, err);
         tree->bounds = root.set.cell;
+        tree->d_bounds = NULL;
     } else {
         st = rt_fail(err, RT_ERR_OOM, "KD: out of memory while building over %u triangles",
                      tris->count);

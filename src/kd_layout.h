@@ -99,6 +99,8 @@ typedef struct RtKdTree {
     uint32_t node_count, leaf_count, index_count;
     uint32_t node_cap, leaf_cap, index_cap;
     RtAabb bounds;   /* root cell: bounds of all (non-degenerate) triangles */
+    const RtAabb *d_bounds; /* device copy of `bounds` (GPU builder; NULL otherwise): the
+                               tracer reads it, so a frame need not wait for the build's sizes */
 } RtKdTree;
 
 /* The triangle arrays a tree indexes (after animation). */
