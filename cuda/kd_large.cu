@@ -183,55 +183,6 @@ __device__ __forceinline__ RtAabb kd_ref_aabb(const KdBufs &b, const KdConf &c, 
     return r;
 }
 
-/* Bounds of the part of triangle tri inside the closed box cell
- * (Sutherland-Hodgman in double, rounded outward to float, clamped to the
- * cell), or an empty box when the triangle misses the cell. */
-__device__ RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
-{
-    double p[9][3], q[9][3];
-    int n = 3;
-    for (int k = 0; k < 3; k++) {
-        float4 v = b.verts[3 * (size_t)tri + k];
-        p[k][0] = v.x;
-        p[k][1] = v.y;
-        p[k][2] = v.z;
-    }
-    for (int a = 0; a < 3 && n > 0; a++) {
-        for (int side = 0; side < 2 && n > 0; side++) {
-            double bound = side ? v3_get(cell.hi, a) : v3_get(cell.lo, a);
-            int m = 0;
-            for (int i = 0; i < n; i++) {
-                const double *P = p[i], *Q = p[i + 1 == n ? 0 : i + 1];
-                double dp = side ? bound - P[a] : P[a] - bound, dq = side ? bound - Q[a] : Q[a] - bound;
-                if (dp >= 0.0 && m < 9) {
-                    q[m][0] = P[0], q[m][1] = P[1], q[m][2] = P[2];
-                    m++;
-                }
-                if ((dp >= 0.0) != (dq >= 0.0) && m < 9) {
-                    double t = dp / (dp - dq);
-                    for (int k = 0; k < 3; k++) q[m][k] = P[k] + t * (Q[k] - P[k]);
-                    q[m][a] = bound;
-                    m++;
-                }
-            }
-            n = m;
-            for (int i = 0; i < n; i++)
-                for (int k = 0; k < 3; k++) p[i][k] = q[i][k];
-        }
-    }
-    if (n == 0) return aabb_empty();
-    double lo[3] = {p[0][0], p[0][1], p[0][2]}, hi[3] = {p[0][0], p[0][1], p[0][2]};
-    for (int i = 1; i < n; i++)
-        for (int k = 0; k < 3; k++) {
-            lo[k] = fmin(lo[k], p[i][k]);
-            hi[k] = fmax(hi[k], p[i][k]);
-        }
-    RtAabb r;
-    r.lo = v3(__double2float_rd(lo[0]), __double2float_rd(lo[1]), __double2float_rd(lo[2]));
-    r.hi = v3(__double2float_ru(hi[0]), __double2float_ru(hi[1]), __double2float_ru(hi[2]));
-    return kd_box_clip(r, cell);
-}
-
 /* One chunk's box (one block): its refs' boxes clipped to the node's cell,
  * reduced in the block ([D] shuffles or a shared-memory tree), then 6
  * atomics into the node ([C]) or a per-chunk box for the segmented reduction. */
@@ -382,8 +333,9 @@ __global__ void kd_large_split_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 
 /* Which children ref (pos, tri) of node nd goes to, and with clipping the
  * boxes it takes there. Box inclusion: the ref's box against the plane.
- * Clipping: a straddler is clipped to each child's cell and dropped where
- * the triangle itself misses it (never from both: a ref is never lost). */
+ * Clipping: a straddler is clipped at the split plane (kd_tri_clip_plane),
+ * its box cut to the ref's box and the child's cell, and dropped where the
+ * triangle misses that (never from both: a ref is never lost). */
 __device__ __forceinline__ void kd_sort_ref(const KdBufs &b, const KdConf &c, const KdLargeNode *nd, int src,
                                             uint32_t pos, uint32_t tri, uint32_t *l, uint32_t *r, RtAabb box[2])
 {
@@ -398,8 +350,8 @@ __device__ __forceinline__ void kd_sort_ref(const KdBufs &b, const KdConf &c, co
     RtAabb cl = nd->cell, cr = nd->cell;
     v3_set(&cl.hi, nd->axis, nd->split);
     v3_set(&cr.lo, nd->axis, nd->split);
-    box[0] = kd_tri_clip(b, tri, cl);
-    box[1] = kd_tri_clip(b, tri, cr);
+    box[0] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, nd->axis, nd->split, 0), box[0]), cl);
+    box[1] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, nd->axis, nd->split, 1), box[1]), cr);
     *l = !aabb_is_empty(box[0]);
     *r = !aabb_is_empty(box[1]);
     if (!*l && !*r) { /* rounding: keep the box-inclusion answer */

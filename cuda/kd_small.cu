@@ -21,6 +21,19 @@ __device__ __forceinline__ uint32_t kd_bitcount(unsigned long long x)
     return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 }
 
+/* Small ref k's box inside its root's cell: with clipping the exact box of
+ * the triangle's part in the cell (the large stage's boxes are clipped at
+ * split planes only: kd_tri_clip_plane), so the candidates are Wald and
+ * Havran's "perfect splits"; a clip that rounding leaves empty keeps the
+ * large stage's box. */
+__device__ __forceinline__ RtAabb kd_small_ref_box(const KdBufs &b, const KdConf &c, uint32_t k, RtAabb cell)
+{
+    RtAabb box = kd_box_clip(b.small_box[k], cell);
+    if (!c.clip) return box;
+    RtAabb exact = kd_box_clip(kd_tri_clip(b, b.small_idx[k], cell), box);
+    return aabb_is_empty(exact) ? box : exact;
+}
+
 /* Writes `node` as a leaf over refs small_idx[first, first + n) (all of
  * them): one block, any size that is a multiple of 32. */
 __device__ void kd_leaf_from_range(const KdBufs &b, uint32_t node, uint32_t first, uint32_t n,
@@ -73,7 +86,7 @@ __device__ void kd_small_prep_root(const KdBufs &b, const KdConf &c, uint32_t ri
         return;
     }
     if (t < n) {
-        RtAabb box = kd_box_clip(b.small_box[r.first + t], r.cell);
+        RtAabb box = kd_small_ref_box(b, c, r.first + t, r.cell);
         for (int a = 0; a < 3; a++) {
             slo[a][t] = v3_get(box.lo, a);
             shi[a][t] = v3_get(box.hi, a);
@@ -340,7 +353,8 @@ __device__ __forceinline__ uint32_t kd_warp_min(uint32_t v)
 /* The root's candidates and masks into shared memory: a ballot per face of
  * each triangle gives its 64-bit masks (lane j classifies triangles j and
  * j + 32, Chang's tie rule as kd_classify). */
-__device__ void kd_fused_stage(const KdBufs &b, const KdSmallRoot &r, KdFusedWarp &s, uint32_t lane)
+__device__ void kd_fused_stage(const KdBufs &b, const KdConf &c, const KdSmallRoot &r, KdFusedWarp &s,
+                               uint32_t lane)
 {
     const uint32_t n = r.count;
     float lo[2][3], hi[2][3];
@@ -348,7 +362,7 @@ __device__ void kd_fused_stage(const KdBufs &b, const KdSmallRoot &r, KdFusedWar
         const uint32_t t = lane + 32 * h;
         RtAabb box = aabb_empty();
         if (t < n) {
-            box = kd_box_clip(b.small_box[r.first + t], r.cell);
+            box = kd_small_ref_box(b, c, r.first + t, r.cell);
             s.idx[t] = b.small_idx[r.first + t];
         }
         for (int a = 0; a < 3; a++) {
@@ -517,7 +531,7 @@ template <bool POPC>
 __device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoot &r, KdFusedWarp &s,
                               uint32_t lane)
 {
-    kd_fused_stage(b, r, s, lane);
+    kd_fused_stage(b, c, r, s, lane);
     KdFusedEntry root;
     root.cell = r.cell;
     root.mask = r.count == 64 ? ~0ull : ((1ull << r.count) - 1ull);
