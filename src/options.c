@@ -57,7 +57,7 @@ static const RtNamedValue ce_values[] = {
 };
 static const RtNamedValue box_values[] = {
     {"inclusion", RT_KD_GPU_BOX_INCLUSION, "a straddling triangle's AABB decides (fast, loose refs)"},
-    {"clipping", RT_KD_GPU_CLIP, "straddling triangles are clipped to each child's cell (tight)"},
+    {"clipping", RT_KD_GPU_CLIP, "straddling triangles are clipped to each child's cell (tight; default)"},
     {NULL, 0, NULL},
 };
 static const RtNamedValue small_node_values[] = {

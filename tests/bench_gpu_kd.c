@@ -96,12 +96,12 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
             p.small_fused = 0;
             vname = "All, level-by-level small stage";
         } else if (v == 9) {
-            p.assoc = RT_KD_GPU_CLIP;
-            vname = "All, clipping";
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
+            vname = "All, box inclusion";
         } else {
-            p.assoc = RT_KD_GPU_CLIP;
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
             p.small_mode = RT_KD_GPU_SMALL_NONE;
-            vname = "All, clipping, no small stage";
+            vname = "All, box inclusion, no small stage";
         }
         RtKdTree dt;
         RtKdGpuStats st;

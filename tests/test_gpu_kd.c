@@ -249,6 +249,7 @@ static void gpu_kd_scenes_match_brute_force(void **state)
     (void)state;
     if (!gpu_ready()) skip();
     RtKdGpuParams p = rt_kd_gpu_params_default();
+    p.assoc = RT_KD_GPU_BOX_INCLUSION; /* beside the default, clipping */
     static const struct { SceneKind k; uint32_t n; const char *name; } sc[] = {
         {SC_SOUP, 3000, "soup 3000 (with degenerate)"},
         {SC_CLUSTER, 4000, "clusters 4000"},
@@ -287,6 +288,7 @@ static void gpu_kd_large_mesh_valid(void **state)
         skip();
     }
     RtKdGpuParams p = rt_kd_gpu_params_default();
+    p.assoc = RT_KD_GPU_BOX_INCLUSION;
     RtTriArrays t = make_scene(SC_GRID, 200000, 7);
     RtKdGpuParams pc = p;
     pc.assoc = RT_KD_GPU_CLIP;
@@ -331,13 +333,13 @@ static void gpu_kd_every_variant_valid(void **state)
             p.small_mode = RT_KD_GPU_SMALL_NONE;
             snprintf(name, sizeof name, "C_e 35%% + no small stage");
         } else if (v == 15) {
-            p.assoc = RT_KD_GPU_CLIP;
-            snprintf(name, sizeof name, "clipping (All)");
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
+            snprintf(name, sizeof name, "box inclusion (All)");
         } else if (v == 16) {
             rt_kd_gpu_params_ladder(&p, 0);
-            p.assoc = RT_KD_GPU_CLIP;
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
             p.small_fused = 0;
-            snprintf(name, sizeof name, "clipping (Original)");
+            snprintf(name, sizeof name, "box inclusion (Original)");
         } else if (v == 13) {
             p.small_fused = 0;
             snprintf(name, sizeof name, "level-by-level small stage");

@@ -119,7 +119,7 @@ static void gpu_variant_options_parsed(void **state)
     rt_options_default(&o);
     RtKdGpuParams d = rt_options_kd_gpu(&o), ref = rt_kd_gpu_params_default();
     assert_memory_equal(&d, &ref, sizeof d); /* defaults agree with kd_gpu.h's */
-    const char *argv[] = {"rtviewer", "--build", "ladder=[A]-[B],ce=35,box=clipping,small=ssah,leaf=32",
+    const char *argv[] = {"rtviewer", "--build", "ladder=[A]-[B],ce=35,box=inclusion,small=ssah,leaf=32",
                           "--trace", "traversal=restart,stack=8,skip=0,map=rows,packet=warp"};
     assert_int_equal(rt_options_parse(5, (char **)argv, &o, &err), RT_OK);
     RtKdGpuParams b = rt_options_kd_gpu(&o);
@@ -128,7 +128,7 @@ static void gpu_variant_options_parsed(void **state)
     assert_int_equal(b.chang_c, 0);
     assert_int_equal(b.chang_e, 0);
     assert_true(fabsf(b.empty_cut - 0.35f) < 1e-6f);
-    assert_int_equal(b.assoc, RT_KD_GPU_CLIP);
+    assert_int_equal(b.assoc, RT_KD_GPU_BOX_INCLUSION);
     assert_int_equal(b.small_mode, RT_KD_GPU_SMALL_SSAH);
     assert_int_equal(b.small_threshold, 32);
     RtTraceParams t = rt_options_trace_gpu(&o);
