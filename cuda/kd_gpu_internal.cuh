@@ -270,21 +270,29 @@ __device__ __forceinline__ uint32_t kd_alloc(uint32_t *counter, uint32_t n, uint
     return first;
 }
 
-/* A leaf and its n tri_index entries from the packed counter; false (and
- * the overflow flagged) when either passes its capacity. */
-__device__ __forceinline__ bool kd_alloc_leaf(const KdBufs &b, uint32_t n, uint32_t *leaf, uint32_t *base,
-                                              uint32_t *level_ovf = NULL)
+/* `leaves` leaves and n tri_index entries from the packed counter (one
+ * 64-bit atomic); false (and the overflow flagged) when either passes its
+ * capacity. */
+__device__ __forceinline__ bool kd_alloc_leaves(const KdBufs &b, uint32_t leaves, uint32_t n, uint32_t *leaf,
+                                                uint32_t *base, uint32_t *level_ovf = NULL)
 {
-    unsigned long long old = atomicAdd(&b.ctr->leaf_index, (1ull << 32) | n);
+    unsigned long long old = atomicAdd(&b.ctr->leaf_index, ((unsigned long long)leaves << 32) | n);
     *leaf = (uint32_t)(old >> 32);
     *base = (uint32_t)old;
     uint32_t bits = 0;
-    if ((uint64_t)*leaf + 1 > b.leaf_cap) bits |= KD_OVF_LEAVES;
+    if ((uint64_t)*leaf + leaves > b.leaf_cap) bits |= KD_OVF_LEAVES;
     if ((uint64_t)*base + n > b.index_cap) bits |= KD_OVF_INDEX;
     if (!bits) return true;
     atomicOr(&b.ctr->overflow, bits);
     if (level_ovf) atomicOr(level_ovf, bits);
     return false;
+}
+
+/* A leaf and its n tri_index entries. */
+__device__ __forceinline__ bool kd_alloc_leaf(const KdBufs &b, uint32_t n, uint32_t *leaf, uint32_t *base,
+                                              uint32_t *level_ovf = NULL)
+{
+    return kd_alloc_leaves(b, 1, n, leaf, base, level_ovf);
 }
 
 /* Triangle association against a split (Chang's rule, box inclusion): left

@@ -266,26 +266,29 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
     uint32_t kids = 0;
     if ((int)depth + 1 < c.max_depth && !aabb_is_empty(tight)) {
         /* Zhou: cut off empty space on a side when it exceeds C_e of the
-         * extent; each cut is an interior node with an empty leaf child. */
+         * extent; each cut is an interior node with an empty leaf child.
+         * The cuts and the median are planned first (geometry only), then
+         * allocated with one atomic per counter: this runs on the critical
+         * path of every large level, where up to 14 dependent atomics (two
+         * per cut, one for the median) were a chain of L2 round trips. */
+        float plane[6];
+        uint32_t cuts = 0, ncut = 0; /* bit 2a + side: a cut on axis a's low (0) or high (1) side */
+#pragma unroll
         for (int a = 0; a < 3; a++) {
+#pragma unroll
             for (int side = 0; side < 2; side++) {
-                if ((int)depth + 2 >= c.max_depth) break;
+                const int k = 2 * a + side;
+                plane[k] = 0.0f;
+                if ((int)depth + 2 >= c.max_depth) continue;
                 float lo = v3_get(cell.lo, a), hi = v3_get(cell.hi, a);
                 float ext = hi - lo;
                 float gap = side == 0 ? v3_get(tight.lo, a) - lo : hi - v3_get(tight.hi, a);
                 if (!(ext > 0.0f) || !(gap > c.empty_cut * ext)) continue;
-                float plane = side == 0 ? v3_get(tight.lo, a) : v3_get(tight.hi, a);
-                uint32_t pair = kd_alloc(&ctr->nodes, 2, b.node_cap, &ctr->overflow, KD_OVF_NODES, lovf);
-                uint32_t leaf, base;
-                if (!kd_alloc_leaf(b, 0, &leaf, &base, lovf) || pair == UINT32_MAX) continue;
-                b.nodes[node] = kd_make_interior(a, plane, pair);
-                b.nodes[pair + (side == 0 ? 0 : 1)] = kd_make_leaf(leaf, 0);
-                RtKdLeaf lf = {0, 0};
-                b.leaves[leaf] = lf;
-                b.leaf_boxes[leaf] = aabb_empty();
-                node = pair + (side == 0 ? 1 : 0);
-                if (side == 0) v3_set(&cell.lo, a, plane);
-                else v3_set(&cell.hi, a, plane);
+                plane[k] = side == 0 ? v3_get(tight.lo, a) : v3_get(tight.hi, a);
+                if (side == 0) v3_set(&cell.lo, a, plane[k]);
+                else v3_set(&cell.hi, a, plane[k]);
+                cuts |= 1u << k;
+                ncut++;
                 depth++;
             }
         }
@@ -294,13 +297,39 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
         int a = d.x >= d.y && d.x >= d.z ? 0 : (d.y >= d.z ? 1 : 2);
         float lo = v3_get(cell.lo, a), hi = v3_get(cell.hi, a);
         float s = 0.5f * (lo + hi);
-        if ((int)depth + 1 < c.max_depth && s > lo && s < hi) {
-            kids = kd_alloc(&ctr->nodes, 2, b.node_cap, &ctr->overflow, KD_OVF_NODES, lovf);
-            if (kids != UINT32_MAX) {
+        const bool median = (int)depth + 1 < c.max_depth && s > lo && s < hi;
+        const uint32_t pairs = ncut + (median ? 1u : 0u);
+        uint32_t pair = 0, leaf = 0, ibase = 0;
+        bool ok = true;
+        if (pairs) {
+            pair = kd_alloc(&ctr->nodes, 2 * pairs, b.node_cap, &ctr->overflow, KD_OVF_NODES, lovf);
+            ok = pair != UINT32_MAX;
+        }
+        if (ncut) ok = kd_alloc_leaves(b, ncut, 0, &leaf, &ibase, lovf) && ok;
+        if (ok) { /* else the build is redone: the node stops here */
+#pragma unroll
+            for (int k = 0; k < 6; k++) {
+                if (!(cuts >> k & 1u)) continue;
+                const int side = k & 1;
+                b.nodes[node] = kd_make_interior(k >> 1, plane[k], pair);
+                b.nodes[pair + side] = kd_make_leaf(leaf, 0);
+                RtKdLeaf lf = {0, 0};
+                b.leaves[leaf] = lf;
+                b.leaf_boxes[leaf] = aabb_empty();
+                node = pair + 1 - side;
+                pair += 2;
+                leaf++;
+            }
+            if (median) {
+                kids = pair;
                 axis = a;
                 split = s;
                 b.nodes[node] = kd_make_interior(a, s, kids);
             }
+        } else {
+            cell = nd->cell;
+            depth = nd->depth;
+            node = nd->node;
         }
     }
     /* Each child may receive every ref of the parent (straddlers go both
@@ -516,7 +545,7 @@ size_t kd_large_scan_bytes(uint32_t n)
  * Reads what other blocks wrote with __ldcg (L2, never a stale L1 line). */
 template <bool IMPL1, bool SPLIT>
 __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t refs,
-                              uint32_t lane)
+                              uint32_t lane, int only_kid = -1)
 {
     const int src = level & 1;
     KdCounters *ctr = b.ctr;
@@ -549,6 +578,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 c.c_trav + c.c_isect * (al * (float)kn[0] + ar * (float)kn[1]) / area >= c.c_isect * (float)nd->count;
     }
     for (int k = 0; k < nkids; k++) {
+        if (only_kid >= 0 && k != only_kid) continue;
         uint32_t n = kn[k];
         RtAabb cell = nd->cell;
         uint32_t node = nd->node, depth = nd->depth;
@@ -710,9 +740,12 @@ __global__ void __launch_bounds__(KD_CHUNK, 4) kd_large_persistent_kernel(KdBufs
         }
         for (uint32_t ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
             bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC>(b, c, level, ch, sh, shf, off);
-            if (last && threadIdx.x < 32)
+            /* the node's two children are routed by two warps at once:
+             * each child's chain of allocations (and, with [C], its
+             * split) is the critical path of the level */
+            if (last && threadIdx.x < 64)
                 kd_route_node<false, ATOMIC>(b, c, &b.active[level & 1][b.chunks[level & 1][ch].x], level, 0,
-                                             threadIdx.x);
+                                             threadIdx.x & 31, (int)(threadIdx.x >> 5));
             __syncthreads();
         }
         grid.sync();
