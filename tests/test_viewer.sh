@@ -192,7 +192,7 @@ if [ -n "$RT_EXPECT_INTEROP" ]; then
     ok "GPU backend in the window; G to the CPU reference: $f of the pixels differ"
     $X key g
     for k in 1 4 5 7 9 y; do $X key $k; done
-    for w in "Chang's ladder: Original" "box: clipping" "small nodes: ssah" "traversal: restart" "packets: warp" "ray map: rows"; do
+    for w in "Chang's ladder: Original" "box: inclusion" "small nodes: ssah" "traversal: restart" "packets: warp" "ray map: rows"; do
         grep -q "$w" "$TMP/err.log" || fail "a variant key did not report '$w'"
     done
     shot gpu_variants
