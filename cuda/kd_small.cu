@@ -319,10 +319,14 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
  * contended counters) and the global candidate loads of the earlier
  * one-pass kernel were its latency chain (measured: docs/kd_gpu.md). */
 #define KD_FUSED_WARPS 2
-#define KD_SMALL_STACK 48
-/* Decisions recorded per root; nodes past it become leaves (a 64-triangle
- * root needing more than 1024 nodes is far beyond any scene we have seen). */
-#define KD_SMALL_DECISIONS 1024
+/* Shared memory per warp (~10 KB: the masks are 6 KB) bounds the resident
+ * warps (20 per SM on an H100). A deeper stack or a longer decision list
+ * makes leaves only where they run out (the SAH cost of Sponza, the BART
+ * kitchen and the 1M grid did not move), while shrinking them from 48 and
+ * 1024 to 32 and 512 bought 2 more warps per SM: small stage -5 % (H100). */
+#define KD_SMALL_STACK 32
+/* Decisions recorded per root; nodes past it become leaves. */
+#define KD_SMALL_DECISIONS 512
 #define KD_DEC_LEAF 0xffffu
 
 struct KdFusedEntry {
