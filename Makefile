@@ -105,7 +105,7 @@ $(BUILD)/cuda/%.o: cuda/%.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) $(NVFLAGS) -MMD -MP -c $< -o $@
 
-$(BUILD)/tests/%: tests/%.c tests/test_util.h $(BUILD)/librt.a $(GPU_LIB)
+$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/trace_check.h $(BUILD)/librt.a $(GPU_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LINK_RT) $(GPU_LIBS) -lcmocka $(LDLIBS)
 

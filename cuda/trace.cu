@@ -1,24 +1,9 @@
 /* trace.cu — GPU ray tracing of the shared kd-tree layout (kd_layout.h).
  *
- * One traversal loop, trace_ray<kTrav, kIsect, kPacket>, with the variants
- * of Hoedt 2011 ch. 4 as parameters:
- *   kd-restart (Foley & Sugerman 2005; Hoedt Alg. 20) or a circular short
- *   stack that restarts from the root on underflow (Horn et al. 2007; Hoedt
- *   Alg. 21); leaf skipping (Hoedt 4.2.4, a run-time flag); Woop or
- *   Moller-Trumbore (Hoedt 4.3); and Horn et al.'s packet traversal, where a
- *   warp walks the tree together with one shared stack while every ray keeps
- *   its own interval. The 4x8 warp tiles (Hoedt Alg. 22) are only a thread
- *   -> pixel map, applied by the kernels.
- *
- * Exactness (tests/test_gpu_trace.c checks it against the CPU brute force):
- * every ray keeps `t_done`, the distance up to which all leaves on its path
- * have been searched; a hit counts only inside the current leaf's
- * [t_lo, t_hi] (widened by eps, as kd_traverse_cpu.c widens its node
- * decisions, so rounding in a plane crossing never loses a hit), the closest
- * wins, ties go to the lower triangle id, and a ray is finished once its
- * best hit lies before t_done or t_done reaches the scene's exit. Restarts
- * resume from t_done, so short-stack overflow and kd-restart cost only
- * repeated descents, never a missed leaf.
+ * The traversal loop, trace_ray<kTrav, kIsect, kPacket>, lives in
+ * trace_ray.cuh (shared with the host emulation, trace_emu.cu); this file
+ * gives it the device's scene and warp votes (DevPrims) and runs it from
+ * the render and ray-cast kernels.
  *
  * Shading (render_kernel) follows src/render_cpu.c and docs/renderer.md
  * operation for operation; docs/trace_gpu.md lists the differences. */
@@ -28,6 +13,8 @@
 #include "cuda_check.h"
 #include "gpu_scene_dev.h"
 #include "trace.h"
+#define RT_TRACE_FN __device__
+#include "trace_ray.cuh"
 
 /* ---- constants ------------------------------------------------------------ */
 
@@ -35,35 +22,9 @@
 /* Threads per block: a multiple of the 32-thread warp (packets and tiles
  * need whole warps); 128 keeps several blocks resident per SM. */
 static const int kBlock = 128;
-/* Widening of node and hit-interval decisions: 2^-16 of the scene's largest
- * coordinate, the value of kd_traverse_cpu.c (a plane crossing or a Woop/MT
- * t is off by a few ulps of the coordinates involved). */
-#define TRACE_EPS_SCALE (1.0f / 65536.0f)
-/* A safety net against a traversal that never ends (a corrupt tree):
- * node visits per ray. Far above any real count (a 300K-triangle tree
- * needs < 1,000). */
-#define TRACE_MAX_VISITS (1u << 18)
 /* As render_cpu.c: heatmap scale and alpha cut-off. */
 #define HEAT_MAX_STEPS 128.0f
 #define ALPHA_CUTOFF 0.5f
-
-/* The tree as the kernels read it (by value). */
-typedef struct TraceTree {
-    const RtKdNode *nodes;
-    const RtKdLeaf *leaves;
-    const RtAabb *boxes;
-    const uint32_t *index;
-    RtAabb bounds;
-    const RtAabb *d_bounds; /* the GPU builder's root cell on the device (bounds is then unknown) */
-    uint32_t node_count;
-} TraceTree;
-
-/* The run-time part of the variant (the rest are template parameters). */
-typedef struct TraceCfg {
-    int leaf_skip;
-    int stack_size;
-    int textures;
-} TraceCfg;
 
 /* ---- textures and the alpha filter -------------------------------------- */
 
@@ -120,259 +81,22 @@ __device__ static int isect_tri(const RtGpuSceneView &sc, uint32_t id, RtVec3 o,
                        t, u, v);
 }
 
-/* The ray's [t0, t1] inside box b widened by eps (kd_traverse_cpu.c's
- * clip_ray): a ray parallel to a slab is inside it by its origin alone. */
-__device__ static bool clip_box(RtAabb b, RtVec3 o, RtVec3 d, float eps, float *t0, float *t1)
-{
-    float lo = *t0, hi = *t1;
-#pragma unroll
-    for (int a = 0; a < 3; a++) {
-        float oa = v3_get(o, a), da = v3_get(d, a);
-        float bl = v3_get(b.lo, a), bh = v3_get(b.hi, a);
-        if (da == 0.0f) {
-            if (oa < bl || oa > bh) return false;
-            continue;
-        }
-        float ta = (bl - oa) / da, tb = (bh - oa) / da;
-        float tn = fminf(ta, tb), tf = fmaxf(ta, tb);
-        lo = fmaxf(lo, tn - eps);
-        hi = fminf(hi, tf + eps);
+/* What trace_ray reads on the device: the scene, the warp's votes. */
+struct DevPrims {
+    const RtGpuSceneView &sc;
+    const TraceCfg &cfg;
+    __device__ bool any(bool x) const { return __any_sync(FULL_MASK, x); }
+    __device__ unsigned ballot(bool x) const { return __ballot_sync(FULL_MASK, x); }
+    __device__ int lane() const { return (int)(threadIdx.x & 31u); }
+    __device__ int isect(int kIsect, uint32_t id, RtVec3 o, RtVec3 d, float tmin, float tmax,
+                         float *t, float *u, float *v) const
+    {
+        return kIsect == RT_ISECT_WOOP ? isect_tri<RT_ISECT_WOOP>(sc, id, o, d, tmin, tmax, t, u, v)
+                                       : isect_tri<RT_ISECT_MT>(sc, id, o, d, tmin, tmax, t, u, v);
     }
-    *t0 = lo;
-    *t1 = hi;
-    return lo <= hi;
-}
-
-/* ---- the traversal loop ------------------------------------------------- */
-
-/* Warp-wide "any" in packet mode, the lane's own value otherwise. */
-template <bool kPacket>
-__device__ static bool warp_any(bool x)
-{
-    return kPacket ? __any_sync(FULL_MASK, x) : x;
-}
-
-/* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. In packet
- * mode every lane of the warp must call this together (a lane without a ray
- * passes live = false). steps (may be NULL) += nodes visited. */
-template <int kTrav, int kIsect, bool kPacket>
-__device__ static RtHit trace_ray(const RtGpuSceneView &sc, const TraceTree &tr,
-                                  const TraceCfg &cfg, RtVec3 o, RtVec3 d, float tmin, float tmax,
-                                  bool live, bool any, uint32_t *steps)
-{
-    RtHit best;
-    best.t = tmax;
-    best.u = best.v = 0.0f;
-    best.tri = RT_NO_HIT;
-
-    /* --- clip to the scene's box; eps as kd_traverse_cpu.c --- */
-    const RtAabb bounds = tr.d_bounds ? *tr.d_bounds : tr.bounds;
-    float dlen = v3_len(d);
-    if (!(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
-        tr.node_count == 0 || aabb_is_empty(bounds))
-        live = false;
-    float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
-                        fmaxf(fmaxf(fmaxf(fabsf(bounds.lo.x), fabsf(bounds.lo.y)),
-                                    fabsf(bounds.lo.z)),
-                              fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
-                                    fabsf(bounds.hi.z))));
-    float eps = TRACE_EPS_SCALE * scale / dlen;
-    float r0 = tmin, r1 = tmax;
-    if (live && !clip_box(bounds, o, d, eps, &r0, &r1)) live = false;
-    bool finished = !live;
-    if (!warp_any<kPacket>(!finished)) return best;
-
-    float t_done = r0;  /* every leaf on the path before t_done has been searched */
-    uint32_t visits = 0;
-    /* the circular short stack: node indices are the same in every lane of
-     * a packet (pushed together), intervals are per ray */
-    uint32_t stk_node[RT_TRACE_STACK_MAX];
-    float stk_lo[RT_TRACE_STACK_MAX], stk_hi[RT_TRACE_STACK_MAX];
-    bool stk_pin[RT_TRACE_STACK_MAX];
-    int stk_top = 0, stk_count = 0;
-    const int stk_size = cfg.stack_size;
-
-    /* current node and this ray's interval in it (lo > hi: not in it) */
-    uint32_t node = 0;
-    float lo = finished ? INFINITY : r0, hi = finished ? -INFINITY : r1;
-
-    for (;;) {
-        /* --- descend to a leaf --- */
-        bool at_leaf = true;
-        for (;;) {
-            RtKdNode n = tr.nodes[node];
-            visits++;
-            if (kd_is_leaf(n)) break;
-            bool active = !finished && lo <= hi && lo <= best.t + eps;
-            int a = kd_axis(n);
-            float p = kd_split(n), oa = v3_get(o, a), da = v3_get(d, a);
-            uint32_t left = kd_left(n);
-            /* which children this ray needs, with its interval in each,
-             * and the one it would visit first (the tie rules of kd_layout.h) */
-            bool need_l = false, need_r = false, pref_l = true;
-            float lo_l = INFINITY, hi_l = -INFINITY, lo_r = INFINITY, hi_r = -INFINITY;
-            if (active) {
-                if (da == 0.0f) {
-                    /* parallel: the origin's side, both when it lies on the plane */
-                    need_l = oa <= p;
-                    need_r = oa >= p;
-                    lo_l = lo_r = lo;
-                    hi_l = hi_r = hi;
-                } else {
-                    float ts = (p - oa) / da;
-                    bool first_l = da > 0.0f;
-                    float lo_f = INFINITY, hi_f = -INFINITY, lo_s = INFINITY, hi_s = -INFINITY;
-                    bool pref_first = true;
-                    if (ts > hi + eps) {
-                        lo_f = lo; hi_f = hi;
-                    } else if (ts < lo - eps) {
-                        lo_s = lo; hi_s = hi;
-                    } else if (ts <= lo) {
-                        /* The ray is at the plane on entry (its origin, or a
-                         * restart at this plane): the far side first, then
-                         * the plane itself from the near side ([lo, lo]: a
-                         * flat cell holding triangles in the plane), as
-                         * kd_traverse_cpu.c does. */
-                        lo_f = lo; hi_f = lo;
-                        lo_s = lo; hi_s = hi;
-                        pref_first = false;
-                    } else {
-                        lo_f = lo; hi_f = fminf(ts, hi);
-                        lo_s = ts; hi_s = hi;
-                    }
-                    lo_l = first_l ? lo_f : lo_s;
-                    hi_l = first_l ? hi_f : hi_s;
-                    lo_r = first_l ? lo_s : lo_f;
-                    hi_r = first_l ? hi_s : hi_f;
-                    need_l = lo_l <= hi_l;
-                    need_r = lo_r <= hi_r;
-                    pref_l = pref_first == first_l;
-                }
-                if (!need_l) pref_l = false;
-                if (!need_r) pref_l = true;
-            }
-            bool any_l = warp_any<kPacket>(need_l), any_r = warp_any<kPacket>(need_r);
-            if (!any_l && !any_r) {
-                at_leaf = false; /* nobody is in this node: next pending one */
-                break;
-            }
-            bool go_l;
-            if (kPacket) {
-                /* the packet goes where most of its active rays would go first */
-                unsigned voters = __ballot_sync(FULL_MASK, need_l || need_r);
-                unsigned for_l = __ballot_sync(FULL_MASK, (need_l || need_r) && pref_l);
-                go_l = any_l && (!any_r || 2 * __popc(for_l) >= __popc(voters));
-            } else {
-                go_l = any_l && (!any_r || pref_l);
-            }
-            uint32_t other = go_l ? left + 1u : left;
-            bool need_go = go_l ? need_l : need_r, need_other = go_l ? need_r : need_l;
-            float lo_go = go_l ? lo_l : lo_r, hi_go = go_l ? hi_l : hi_r;
-            float lo_ot = go_l ? lo_r : lo_l, hi_ot = go_l ? hi_r : hi_l;
-            /* A packet never takes a ray to its far child before its near
-             * one: the ray sits out (its near child is pushed below, the far
-             * one comes back through a restart from t_done). Otherwise the
-             * rays in the minority at every level could all be out of order,
-             * and no ray's t_done would move: a livelock. (Known gap: when
-             * the child sat out is the plane itself seen from behind, no
-             * restart brings it back; docs/trace_gpu.md.) */
-            if (kPacket && need_other && need_go && pref_l != go_l) need_go = false;
-            /* A sibling that does not start after the child taken (the
-             * plane seen from behind, a ray lying in the plane) is "pinned":
-             * once t_done passes it, no restart can reach it again. The
-             * short stack pushes every pending sibling; kd-restart pushes
-             * only pinned ones and those of rays sitting out. When the
-             * circular stack is full, a pinned entry is never overwritten
-             * by one a restart can recover: that one is dropped instead. */
-            bool pin = warp_any<kPacket>(need_other && lo_ot <= lo_go);
-            bool stack_it = warp_any<kPacket>(
-                kTrav == RT_TRAV_SHORT_STACK ? need_other
-                                             : need_other && (lo_ot <= lo_go || !need_go));
-            int slot = stk_top + 1 == stk_size ? 0 : stk_top + 1;
-            if (stack_it && !(stk_count == stk_size && stk_pin[slot] && !pin)) {
-                stk_top = slot;
-                stk_node[slot] = other;
-                stk_pin[slot] = pin;
-                stk_lo[slot] = need_other ? lo_ot : INFINITY;
-                stk_hi[slot] = need_other ? hi_ot : -INFINITY;
-                if (stk_count < stk_size) stk_count++;
-            }
-            node = go_l ? left : left + 1u;
-            lo = need_go ? lo_go : INFINITY;
-            hi = need_go ? hi_go : -INFINITY;
-            if (visits > TRACE_MAX_VISITS) {
-                at_leaf = false;
-                break;
-            }
-        }
-
-        /* --- search the leaf: only hits inside [lo - eps, hi + eps] count --- */
-        if (at_leaf) {
-            bool active = !finished && lo <= hi && lo <= best.t + eps;
-            RtKdNode n = tr.nodes[node];
-            uint32_t count = kd_leaf_count(n);
-            if (active && count) {
-                uint32_t leaf = kd_leaf_id(n);
-                float b0 = lo - eps, b1 = hi + eps;
-                bool skip = cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, eps, &b0, &b1);
-                if (!skip) {
-                    RtKdLeaf lf = tr.leaves[leaf];
-                    for (uint32_t i = 0; i < lf.count; i++) {
-                        uint32_t id = __ldg(&tr.index[lf.first + i]);
-                        float t, u, v;
-                        float tcap = fminf(best.t, hi + eps);
-                        if (!isect_tri<kIsect>(sc, id, o, d, tmin, tcap, &t, &u, &v)) continue;
-                        if (t < lo - eps) continue;
-                        if (t == best.t && id > best.tri) continue;
-                        if (!alpha_pass(sc, cfg, id, u, v)) continue;
-                        best.t = t;
-                        best.u = u;
-                        best.v = v;
-                        best.tri = id;
-                        if (any) break;
-                    }
-                }
-            }
-            if (active && lo <= t_done) t_done = fmaxf(t_done, hi);
-            if (any && best.tri != RT_NO_HIT) finished = true;
-        }
-        if (visits > TRACE_MAX_VISITS) finished = true;
-        if (!warp_any<kPacket>(!finished)) break;
-
-        /* --- next: pop the short stack, or restart from the root at t_done --- */
-        bool popped = false;
-        while (stk_count > 0) {
-            node = stk_node[stk_top];
-            lo = stk_lo[stk_top];
-            hi = stk_hi[stk_top];
-            stk_top = stk_top == 0 ? stk_size - 1 : stk_top - 1;
-            stk_count--;
-            if (finished || lo > best.t + eps) {
-                lo = INFINITY;
-                hi = -INFINITY;
-            }
-            if (warp_any<kPacket>(lo <= hi)) {
-                popped = true;
-                break;
-            }
-        }
-        if (!popped) {
-            /* Nothing pending (entries beyond the best hit were dropped):
-             * done when the hit lies before t_done (by more than eps, so a
-             * triangle of the next leaf at the very same t still gets its
-             * say in the lower-id tie rule) or the ray left the scene. Checked only here, so the pending entries of a ray
-             * lying in a split plane (both sides, same interval) are
-             * searched too. */
-            if ((best.tri != RT_NO_HIT && best.t + eps <= t_done) || t_done >= r1) finished = true;
-            if (!warp_any<kPacket>(!finished)) break;
-            node = 0;
-            lo = finished ? INFINITY : t_done;
-            hi = finished ? -INFINITY : r1;
-        }
-    }
-    if (steps) *steps += visits;
-    return best;
-}
+    __device__ bool alpha(uint32_t id, float u, float v) const { return alpha_pass(sc, cfg, id, u, v); }
+    __device__ uint32_t index(const uint32_t *p) const { return __ldg(p); }
+};
 
 /* ---- shading (render_cpu.c, docs/renderer.md) ---------------------------- */
 
@@ -439,33 +163,6 @@ __device__ static uchar4 heat_color(uint32_t steps)
     return make_uchar4(out[0], out[1], out[2], 255);
 }
 
-/* Thread -> pixel: row-major, or Hoedt's Alg. 22 (a warp = a 4x8 tile;
- * tiles are laid out row-major over the image, partial tiles at the right
- * and bottom edges keep their threads idle). */
-#define TILE_W 4
-#define TILE_H 8
-__device__ static bool pixel_of(int ray_map, uint32_t tid, int w, int h, int *px, int *py)
-{
-    if (ray_map == RT_RAYMAP_TILES) {
-        uint32_t tiles_x = ((uint32_t)w + TILE_W - 1) / TILE_W;
-        uint32_t pid = tid / (TILE_W * TILE_H);
-        uint32_t lane = tid % (TILE_W * TILE_H);
-        *px = (int)((pid % tiles_x) * TILE_W + lane % TILE_W);
-        *py = (int)((pid / tiles_x) * TILE_H + lane / TILE_W);
-    } else {
-        *px = (int)(tid % (uint32_t)w);
-        *py = (int)(tid / (uint32_t)w);
-    }
-    return *px < w && *py < h;
-}
-
-static uint32_t thread_count(int ray_map, int w, int h)
-{
-    if (ray_map == RT_RAYMAP_TILES)
-        return (uint32_t)((w + TILE_W - 1) / TILE_W) * (uint32_t)((h + TILE_H - 1) / TILE_H) *
-               TILE_W * TILE_H;
-    return (uint32_t)w * (uint32_t)h;
-}
 
 /* Sums x over the warp and adds it to *c once (every lane calls it). */
 __device__ static void count_warp(unsigned long long *c, uint32_t x)
@@ -500,7 +197,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, Trace
     uint32_t id = RT_NO_HIT, steps = 0, n_shadow = 0, n_refl = 0;
     for (int depth = 0; depth <= ra.max_bounces; depth++) {
         if (depth > 0 && alive) n_refl++;
-        RtHit hit = trace_ray<kTrav, kIsect, kPacket>(sc, tr, cfg, ray.o, ray.d, 0.0f, INFINITY,
+        RtHit hit = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, ray.o, ray.d, 0.0f, INFINITY,
                                                       alive, false, depth == 0 ? &steps : NULL);
         if (alive && hit.tri == RT_NO_HIT) {
             color = v3_add(color, v3_mul(through, ra.background));
@@ -538,7 +235,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, Trace
                 float tmax = isinf(dist) ? INFINITY : dist - sc.eps;
                 bool cast = lit && tmax > 0.0f;
                 n_shadow += lit;
-                RtHit sh = trace_ray<kTrav, kIsect, kPacket>(sc, tr, cfg, origin, L, 0.0f, tmax,
+                RtHit sh = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, origin, L, 0.0f, tmax,
                                                              cast, true, NULL);
                 if (cast && sh.tri != RT_NO_HIT) lit = false;
             }
@@ -629,7 +326,7 @@ __global__ void __launch_bounds__(kBlock) cast_kernel(RtGpuSceneView sc, TraceTr
         r.tmin = r.tmax = 0.0f;
     }
     uint32_t steps = 0;
-    RtHit h = trace_ray<kTrav, kIsect, kPacket>(sc, tr, cfg, r.o, r.d, r.tmin, r.tmax, valid,
+    RtHit h = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, r.o, r.d, r.tmin, r.tmax, valid,
                                                 any != 0, &steps);
     if (!valid) return;
     hits[i] = h;
@@ -651,20 +348,6 @@ static TraceTree trace_tree(const RtKdTree *t)
      * host yet: its device bounds say whether it is empty */
     tr.node_count = t->d_bounds ? 1u : (aabb_is_empty(t->bounds) ? 0u : t->node_count);
     return tr;
-}
-
-static RtStatus check_params(const RtTraceParams *p, RtError *err)
-{
-    if (p->traversal < 0 || p->traversal > 1 || p->isect < 0 || p->isect > 1 || p->ray_map < 0 ||
-        p->ray_map > 1 || p->packet < 0 || p->packet > 1)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: unknown variant (traversal %d, isect %d, map %d, "
-                       "packet %d)", p->traversal, p->isect, p->ray_map, p->packet);
-    if (p->stack_size < 1 || p->stack_size > RT_TRACE_STACK_MAX)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: stack_size %d: expected 1..%d", p->stack_size,
-                       RT_TRACE_STACK_MAX);
-    if (p->max_bounces < 0 || p->max_bounces > 64)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: max_bounces %d: expected 0..64", p->max_bounces);
-    return RT_OK;
 }
 
 /* The one place a variant becomes a kernel instantiation. */
@@ -708,7 +391,7 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const R
     RtTraceParams params = p ? *p : rt_trace_params_default();
     if (!gs || !d_tree || !cam || !d_rgba || w <= 0 || h <= 0)
         return rt_fail(err, RT_ERR_ARG, "TRACE: missing scene, tree, camera or image (%dx%d)", w, h);
-    RtStatus st = check_params(&params, err);
+    RtStatus st = rt_trace_params_check(&params, err);
     if (st != RT_OK) return st;
     RtLaunchLog *log = rt_gpu_scene_launch_log(gs);
     if (log->pending > RT_LAUNCH_MAX_TIMED / 2) rt_launch_log_reset(log);
@@ -752,7 +435,7 @@ extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree,
     RtTraceParams params = p ? *p : rt_trace_params_default();
     if (!gs || !d_tree || (n && (!d_rays || !d_hits)) || width <= 0)
         return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs a scene, a tree, rays and hits");
-    RtStatus st = check_params(&params, err);
+    RtStatus st = rt_trace_params_check(&params, err);
     if (st != RT_OK) return st;
     if (ms) *ms = 0.0;
     if (n == 0) return RT_OK;

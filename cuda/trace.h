@@ -74,6 +74,8 @@ typedef struct RtTraceParams {
 
 /* Defaults as above; background and ambient as rt_render_params_default. */
 RtTraceParams rt_trace_params_default(void);
+/* RT_OK, or RT_ERR_ARG naming the parameter out of range. */
+RtStatus rt_trace_params_check(const RtTraceParams *p, RtError *err);
 
 typedef struct RtTraceStats {
     uint64_t primary_rays, shadow_rays, reflection_rays; /* reflection includes refraction */
@@ -107,6 +109,16 @@ typedef struct RtGpuRay {
 RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree, const RtTraceParams *p,
                            const RtGpuRay *d_rays, RtHit *d_hits, uint32_t *d_steps,
                            uint32_t n, int width, int any_hit, double *ms, RtError *err);
+
+/* The same casts on the CPU: trace_ray.cuh's loop compiled for the host
+ * (trace_emu.cu), warps of 32 lanes emulated in lock step, so every variant
+ * (packets included) can be checked against the brute force, and a missed
+ * hit debugged, without a GPU. Host arrays: tris (with Woop rows), a tree
+ * from rt_kd_build_cpu, rays, hits, steps (optional). map_d cut-outs are
+ * not applied. A build without CUDA returns RT_ERR_NO_DEVICE. */
+RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtKdTree *tree,
+                               const RtTraceParams *p, const RtGpuRay *rays, RtHit *hits,
+                               uint32_t *steps, uint32_t n, int width, int any_hit, RtError *err);
 
 #ifdef __cplusplus
 }

@@ -28,3 +28,12 @@ RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree, const RtTrace
     (void)width; (void)any_hit; (void)ms;
     return no_cuda(err);
 }
+
+RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtKdTree *tree,
+                               const RtTraceParams *p, const RtGpuRay *rays, RtHit *hits,
+                               uint32_t *steps, uint32_t n, int width, int any_hit, RtError *err)
+{
+    (void)tris; (void)tree; (void)p; (void)rays; (void)hits; (void)steps; (void)n; (void)width;
+    (void)any_hit;
+    return no_cuda(err);
+}

@@ -54,3 +54,17 @@ RtTraceParams rt_trace_params_default(void)
     p.ambient = r.ambient;
     return p;
 }
+
+RtStatus rt_trace_params_check(const RtTraceParams *p, RtError *err)
+{
+    if (p->traversal < 0 || p->traversal > 1 || p->isect < 0 || p->isect > 1 || p->ray_map < 0 ||
+        p->ray_map > 1 || p->packet < 0 || p->packet > 1)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: unknown variant (traversal %d, isect %d, map %d, "
+                       "packet %d)", p->traversal, p->isect, p->ray_map, p->packet);
+    if (p->stack_size < 1 || p->stack_size > RT_TRACE_STACK_MAX)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: stack_size %d: expected 1..%d", p->stack_size,
+                       RT_TRACE_STACK_MAX);
+    if (p->max_bounces < 0 || p->max_bounces > 64)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: max_bounces %d: expected 0..64", p->max_bounces);
+    return RT_OK;
+}
