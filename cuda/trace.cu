@@ -95,7 +95,22 @@ struct DevPrims {
                                        : isect_tri<RT_ISECT_MT>(sc, id, o, d, tmin, tmax, t, u, v);
     }
     __device__ bool alpha(uint32_t id, float u, float v) const { return alpha_pass(sc, cfg, id, u, v); }
+    /* the tree is read-only while it is traced: the non-coherent path */
     __device__ uint32_t index(const uint32_t *p) const { return __ldg(p); }
+    __device__ RtKdNode node(const RtKdNode *p) const
+    {
+        uint2 x = __ldg((const uint2 *)p);
+        RtKdNode n;
+        n.bits = x.x;
+        n.u.count = x.y;
+        return n;
+    }
+    __device__ RtKdLeaf leaf(const RtKdLeaf *p) const
+    {
+        uint2 x = __ldg((const uint2 *)p);
+        RtKdLeaf l = {x.x, x.y};
+        return l;
+    }
 };
 
 /* ---- shading (render_cpu.c, docs/renderer.md) ---------------------------- */

@@ -12,9 +12,10 @@
  *
  * The switches between running lanes use _setjmp/_longjmp, not
  * swapcontext: a packet ray votes thousands of times, and swapcontext's
- * signal-mask system call made a warp 20x slower. Fortified longjmp
- * refuses to jump to another stack, hence the #undef. */
-#undef _FORTIFY_SOURCE
+ * signal-mask system call made a warp 8x slower. Fortified longjmp
+ * refuses to jump to another stack, so the Makefile builds this file with
+ * -U_FORTIFY_SOURCE (an #undef here comes too late: nvcc includes
+ * cuda_runtime.h, and with it the C library's headers, first). */
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,8 @@ struct HostPrims {
     }
     bool alpha(uint32_t, float, float) const { return true; } /* no textures on the host */
     uint32_t index(const uint32_t *p) const { return *p; }
+    RtKdNode node(const RtKdNode *p) const { return *p; }
+    RtKdLeaf leaf(const RtKdLeaf *p) const { return *p; }
 };
 
 /* cast_kernel's body for thread tid (trace.cu), on the host. */

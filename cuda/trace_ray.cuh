@@ -11,6 +11,7 @@
  *   int isect(int kIsect, id, o, d, tmin, tmax, &t, &u, &v)
  *   bool alpha(id, u, v)                        map_d cut-outs
  *   uint32_t index(const uint32_t *p)           a leaf's triangle id
+ *   RtKdNode node(p), RtKdLeaf leaf(p)          tree loads
  * so a variant is a template parameter, never a copied loop.
  *
  * One traversal loop, trace_ray<kTrav, kIsect, kPacket>, with the variants
@@ -71,7 +72,8 @@ typedef struct TraceCfg {
 
 /* The ray's [t0, t1] inside box b widened by eps (kd_traverse_cpu.c's
  * clip_ray): a ray parallel to a slab is inside it by its origin alone. */
-RT_TRACE_FN static bool clip_box(RtAabb b, RtVec3 o, RtVec3 d, float eps, float *t0, float *t1)
+RT_TRACE_FN static bool clip_box(RtAabb b, RtVec3 o, RtVec3 d, RtVec3 inv, float eps, float *t0,
+                                 float *t1)
 {
     float lo = *t0, hi = *t1;
 #ifdef __CUDA_ARCH__
@@ -84,7 +86,8 @@ RT_TRACE_FN static bool clip_box(RtAabb b, RtVec3 o, RtVec3 d, float eps, float 
             if (oa < bl || oa > bh) return false;
             continue;
         }
-        float ta = (bl - oa) / da, tb = (bh - oa) / da;
+        float ia = v3_get(inv, a);
+        float ta = (bl - oa) * ia, tb = (bh - oa) * ia;
         float tn = fminf(ta, tb), tf = fmaxf(ta, tb);
         lo = fmaxf(lo, tn - eps);
         hi = fminf(hi, tf + eps);
@@ -175,7 +178,11 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
                                     fabsf(bounds.hi.z))));
     float eps = TRACE_EPS_SCALE * scale / dlen;
     float r0 = tmin, r1 = tmax;
-    if (live && !clip_box(bounds, o, d, eps, &r0, &r1)) live = false;
+    /* Plane crossings multiply by 1/d: a division per node visit was the
+     * loop's most expensive instruction, and the rounding difference (an
+     * ulp of t) is far below eps, which every decision is widened by. */
+    const RtVec3 inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
+    if (live && !clip_box(bounds, o, d, inv, eps, &r0, &r1)) live = false;
     bool finished = !live;
     if (!warp_any<kPacket>(pr, !finished)) return best;
 
@@ -205,7 +212,7 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
         /* --- descend to a leaf --- */
         bool at_leaf = true;
         for (;;) {
-            RtKdNode n = tr.nodes[node];
+            RtKdNode n = pr.node(&tr.nodes[node]);
             visits++;
             if (kd_is_leaf(n)) break;
             bool active = !finished && lo <= hi && lo <= best.t + eps;
@@ -224,7 +231,7 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
                     lo_l = lo_r = lo;
                     hi_l = hi_r = hi;
                 } else {
-                    float ts = (p - oa) / da;
+                    float ts = (p - oa) * v3_get(inv, a);
                     bool first_l = da > 0.0f;
                     float lo_f = INFINITY, hi_f = -INFINITY, lo_s = INFINITY, hi_s = -INFINITY;
                     bool pref_first = true;
@@ -304,14 +311,20 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
              * level 1 and 2. When the circular stack is full, the oldest
              * entry is overwritten only by one of at least its level;
              * otherwise the new one is dropped. */
-            int level = !need_other           ? 0
+            int level, stk_level;
+            if (kPacket) {
+                level = !need_other           ? 0
                         : lo_ot < t_done      ? 2 /* inside a subtree searched out of order */
                         : hi_ot <= lo_ot      ? 2 /* a flat cell: see below */
                         : !need_go            ? 1
                         : lo_ot > lo_go       ? 0
                         : hi_go > lo_ot       ? 2 : 1;
-            int stk_level = warp_any<kPacket>(pr, level == 2)   ? 2
+                stk_level = warp_any<kPacket>(pr, level == 2)   ? 2
                             : warp_any<kPacket>(pr, level == 1) ? 1 : 0;
+            } else {
+                /* a lone ray pops in t order, so only the pinned case is lost */
+                level = stk_level = need_other && lo_ot <= lo_go ? 2 : 0;
+            }
             bool stack_it = warp_any<kPacket>(
                 pr, kTrav == RT_TRAV_SHORT_STACK ? need_other : level > 0);
             int slot = stk_top + 1 == stk_size ? 0 : stk_top + 1;
@@ -344,14 +357,14 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
         /* --- search the leaf: only hits inside [lo - eps, hi + eps] count --- */
         if (at_leaf) {
             bool active = !finished && lo <= hi && lo <= best.t + eps;
-            RtKdNode n = tr.nodes[node];
+            RtKdNode n = pr.node(&tr.nodes[node]);
             uint32_t count = kd_leaf_count(n);
             if (active && count) {
                 uint32_t leaf = kd_leaf_id(n);
                 float b0 = lo - eps, b1 = hi + eps;
-                bool skip = cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, eps, &b0, &b1);
+                bool skip = cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, inv, eps, &b0, &b1);
                 if (!skip) {
-                    RtKdLeaf lf = tr.leaves[leaf];
+                    RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
                     for (uint32_t i = 0; i < lf.count; i++) {
                         uint32_t id = pr.index(&tr.index[lf.first + i]);
                         float t, u, v;
