@@ -221,6 +221,31 @@ static double bench_cast(Fixture *f, const RtTraceParams *p, void *d_rays, void 
     return ms[RUNS / 2];
 }
 
+/* Mrays/s of primary, shadow (any hit) and reflection rays, and the full
+ * frame's median ms (primary + shadows + 1 bounce, shaded), for one variant. */
+static void bench_variant(Fixture *f, const RtCamera *cam, const RtTraceParams *v,
+                          const RaySet *prim, const RaySet *shadow, const RaySet *refl,
+                          void *d_rays, void *d_hits, void *d_img, int w, int h, double out[4])
+{
+    RtError err = {0};
+    const RaySet *sets[3] = {prim, shadow, refl};
+    for (int s = 0; s < 3; s++) {
+        /* reflection rays are stored compacted (hits only), width w as well */
+        assert_int_equal(rt_gpu_memcpy(d_rays, sets[s]->rays, sets[s]->n * sizeof(RtGpuRay),
+                                       RT_COPY_TO_DEVICE, &err), RT_OK);
+        double ms = bench_cast(f, v, d_rays, d_hits, sets[s]->n, w, s == 1);
+        out[s] = sets[s]->n / (ms * 1e3);
+    }
+    double frame[5];
+    for (int k = 0; k < 7; k++) {
+        RtTraceStats st;
+        assert_int_equal(rt_trace_gpu(f->gs, &f->dtree, cam, v, d_img, w, h, NULL, &st, &err), RT_OK);
+        if (k >= 2) frame[k - 2] = st.ms;
+    }
+    qsort(frame, 5, sizeof frame[0], cmp_double);
+    out[3] = frame[2];
+}
+
 static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name)
 {
     const int w = 1920, h = 1080;
@@ -265,31 +290,30 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name)
     print_message("BENCH | traversal | isect | leaf skip | ray map | packet | primary Mrays/s | "
                   "shadow (any hit) Mrays/s | reflection Mrays/s | full frame ms |\n");
     RtTraceParams v;
+    double r[4];
     for (int i = 0; variant(i, &v); i++) {
         if (i >= 32) continue;
-        double mp, ms_sh, mr;
-        assert_int_equal(rt_gpu_memcpy(d_rays, prim.rays, n * sizeof(RtGpuRay), RT_COPY_TO_DEVICE, &err), RT_OK);
-        mp = bench_cast(f, &v, d_rays, d_hits, n, w, 0);
-        assert_int_equal(rt_gpu_memcpy(d_rays, shadow.rays, shadow.n * sizeof(RtGpuRay),
-                                       RT_COPY_TO_DEVICE, &err), RT_OK);
-        ms_sh = bench_cast(f, &v, d_rays, d_hits, shadow.n, w, 1);
-        /* reflection rays are stored compacted (hits only), width w as well */
-        assert_int_equal(rt_gpu_memcpy(d_rays, refl.rays, refl.n * sizeof(RtGpuRay),
-                                       RT_COPY_TO_DEVICE, &err), RT_OK);
-        mr = bench_cast(f, &v, d_rays, d_hits, refl.n, w, 0);
-        /* full frame: primary + shadows + 1 bounce, shaded into RGBA8 */
-        double frame[5];
-        for (int k = 0; k < 7; k++) {
-            RtTraceStats st;
-            assert_int_equal(rt_trace_gpu(f->gs, &f->dtree, cam, &v, d_img, w, h, NULL, &st, &err), RT_OK);
-            if (k >= 2) frame[k - 2] = st.ms;
-        }
-        qsort(frame, 5, sizeof frame[0], cmp_double);
+        bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
         print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
                       rt_trace_traversals[v.traversal].name, rt_trace_isects[v.isect].name,
                       v.leaf_skip ? "yes" : "no", v.ray_map ? "4x8" : "rows",
-                      rt_trace_packets[v.packet].name, n / (mp * 1e3), shadow.n / (ms_sh * 1e3),
-                      refl.n / (mr * 1e3), frame[2]);
+                      rt_trace_packets[v.packet].name, r[0], r[1], r[2], r[3]);
+    }
+    /* the short stack's size, on the fastest combination of the rest */
+    print_message("BENCH stack | short-stack entries (shortstack, woop, no leaf skip, 4x8, no "
+                  "packets) | primary Mrays/s | shadow Mrays/s | reflection Mrays/s | full frame ms |\n");
+    static const int sizes[] = {1, 2, 4, 8, 16};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        v = rt_trace_params_default();
+        v.traversal = RT_TRAV_SHORT_STACK;
+        v.isect = RT_ISECT_WOOP;
+        v.leaf_skip = 0;
+        v.ray_map = RT_RAYMAP_TILES;
+        v.packet = RT_PACKET_OFF;
+        v.stack_size = sizes[k];
+        bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
+        print_message("BENCH stack | %d | %.0f | %.0f | %.0f | %.3f |\n", sizes[k], r[0], r[1], r[2],
+                      r[3]);
     }
     free(hits);
     free(prim.rays);
