@@ -31,6 +31,7 @@ typedef struct Fixture {
     const char *name;
     int gpu;          /* 1: cast on the GPU (trace.cu), 0: the host emulation (trace_emu.cu) */
     float eps;        /* the renderer's ray offset: 1e-4 of the scene's diagonal */
+    int cam_w, cam_h; /* camera rays of check_fixture; 0: 120 x 90 */
     RtScene s;
     RtTriArrays tris;
     RtKdTree tree;    /* host, CPU oracle */
@@ -94,6 +95,7 @@ static void add_tri(RtScene *s, RtVec3 a, RtVec3 b, RtVec3 c, int32_t mat)
 static void soup_fixture(Fixture *f, int gpu, uint32_t n, uint64_t seed)
 {
     f->gpu = gpu;
+    f->cam_w = f->cam_h = 0;
     RtTestRng rng = {seed};
     f->name = "soup";
     rt_scene_init(&f->s);
@@ -117,6 +119,7 @@ static void soup_fixture(Fixture *f, int gpu, uint32_t n, uint64_t seed)
 static void grid_fixture(Fixture *f, int gpu, int n)
 {
     f->gpu = gpu;
+    f->cam_w = f->cam_h = 0;
     f->name = "grid";
     rt_scene_init(&f->s);
     assert_true(rt_scene_add_object(&f->s, "grid") >= 0);
@@ -142,6 +145,7 @@ static void grid_fixture(Fixture *f, int gpu, int n)
 static void default_fixture(Fixture *f, int gpu)
 {
     f->gpu = gpu;
+    f->cam_w = f->cam_h = 0;
     RtError err = {0};
     f->name = "default";
     assert_int_equal(rt_scene_make_default(&f->s, &err), RT_OK);
@@ -153,6 +157,7 @@ static void default_fixture(Fixture *f, int gpu)
 static int cornell_fixture(Fixture *f, int gpu)
 {
     f->gpu = gpu;
+    f->cam_w = f->cam_h = 0;
     char path[1024];
     const char *me = __FILE__, *tail = strstr(me, "tests/trace_check.h");
     snprintf(path, sizeof path, "%.*sscenes/cornell.scene", tail ? (int)(tail - me) : 0, me);
@@ -333,7 +338,7 @@ static int variant(int i, RtTraceParams *p)
 static void check_fixture(Fixture *f, const RaySet *extra)
 {
     RaySet prim = {0}, shadow = {0}, refl = {0};
-    camera_rays(&prim, &f->s.camera, 120, 90);
+    camera_rays(&prim, &f->s.camera, f->cam_w ? f->cam_w : 120, f->cam_h ? f->cam_h : 90);
     for (uint32_t i = 0; extra && i < extra->n; i++)
         rays_push(&prim, extra->rays[i].o, extra->rays[i].d, extra->rays[i].tmin, extra->rays[i].tmax);
     float eps = f->eps;
