@@ -197,15 +197,14 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
     const int stk_size = cfg.stack_size;
     /* Packets: a round runs from one restart to the next. A ray whose
      * t_done did not move in a round it took part in is starving (the
-     * shared stack kept dropping its entries for other rays'). The next
-     * round is the starving rays' alone, the others paused (their stack is
-     * empty at a restart, so they lose nothing): they are usually alike (a
-     * group the packet kept skipping) and move on together. If one of them
-     * starves even then, the round after is the lowest such ray's alone: a
-     * lone ray walks in its own order and always moves on. */
+     * shared stack kept dropping its entries for other rays'), and the
+     * next round is the lowest such ray's alone, the others paused (their
+     * stack is empty at a restart, so they lose nothing): a lone ray walks
+     * in its own order and always moves on. (Letting all starving rays
+     * share that round cut the emulated node visits but was slower on the
+     * GPU: docs/trace_gpu.md.) */
     float t_round = r0;
     bool paused = false, solo = false;
-    int round_kind = 0; /* 0: everyone, 1: the starving rays, 2: one ray (warp-uniform) */
 
     /* current node and this ray's interval in it (lo > hi: not in it) */
     uint32_t node = 0;
@@ -319,7 +318,7 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
                 level = !need_other           ? 0
                         : lo_ot < t_done      ? 2 /* inside a subtree searched out of order */
                         : hi_ot <= lo_ot      ? 2 /* a flat cell: see below */
-                        : !need_go            ? (kTrav == RT_TRAV_RESTART ? 1 : 0)
+                        : !need_go            ? 1
                         : lo_ot > lo_go       ? 0
                         : hi_go > lo_ot       ? 2 : 1;
                 stk_level = warp_any<kPacket>(pr, level == 2)   ? 2
@@ -421,10 +420,8 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
             if (kPacket) {
                 bool starving = !finished && !paused && !(t_done > t_round);
                 unsigned hungry = pr.ballot(starving);
-                round_kind = !hungry ? 0 : round_kind == 1 ? 2 : 1;
-                solo = round_kind == 2;
-                paused = round_kind == 1 ? !starving
-                         : round_kind == 2 ? pr.lane() != lowest_lane(hungry) : false;
+                solo = hungry != 0;
+                paused = solo && pr.lane() != lowest_lane(hungry);
                 t_round = t_done;
             }
             bool go_on = !finished && !paused;
