@@ -330,6 +330,15 @@ static RtStatus kd_build_counters(RtKdGpu *g, RtKdGpuStats *s, uint32_t *overflo
     *overflow = g->h_ctr->overflow;
     if (!s->large_levels)
         for (; s->large_levels < KD_MAX_LEVELS && g->h_ctr->level_active[s->large_levels]; s->large_levels++) {}
+    const KdCounters *h = g->h_ctr;
+    for (int l = 0; l < RT_KD_GPU_PROFILE_LEVELS; l++) {
+        const bool run = l < (int)s->large_levels;
+        s->level_nodes[l] = run ? h->level_active[l] : 0;
+        s->level_chunks[l] = run ? h->level_chunks[l] : 0;
+        s->level_us[l] = run && h->level_ns[l] && h->level_ns[l + 1] > h->level_ns[l]
+                             ? (float)((h->level_ns[l + 1] - h->level_ns[l]) * 1e-3)
+                             : 0.0f;
+    }
     return RT_OK;
 }
 
@@ -352,6 +361,10 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
     c->small_mode = (int)p.small_mode;
     c->clip = p.assoc == RT_KD_GPU_CLIP;
     c->split_at_route = p.chang_a && p.chang_c; /* the persistent stage with [C] */
+    if (p.large_ways != 0 && p.large_ways != 2 && p.large_ways != 4)
+        return rt_fail(err, RT_ERR_ARG, "KD: %d children per large split: expected 2 or 4", p.large_ways);
+    /* 4 ways need the children's boxes from the sort, i.e. [A] and [C] */
+    c->ways = p.large_ways == 4 && c->split_at_route ? 4 : 2;
     c->sms = g->sms;
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
     c->max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);

@@ -47,6 +47,9 @@ typedef struct RtKdGpuParams {
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
     int large_blocks_per_sm;     /* Impl. II's persistent large stage: resident blocks per
                                     multiprocessor (0 = 4; capped by the occupancy) */
+    int large_ways;              /* children per large-stage split: 2 (Zhou) or 4 (ours: each half
+                                    split again at its own median in the same level; needs [A]
+                                    and [C], else 2); 0 = 2 */
 } RtKdGpuParams;
 
 /* A {name, value, description} row of a variant table (docs, HUD, bench). */
@@ -70,6 +73,8 @@ typedef struct RtKdGpuStageStats {
     float ms; /* GPU time from CUDA events (0 unless params.timed) */
 } RtKdGpuStageStats;
 
+#define RT_KD_GPU_PROFILE_LEVELS 64
+
 typedef struct RtKdGpuStats {
     double build_ms;       /* host wall time from the start of the build to its finish */
     float gpu_ms;          /* events around the whole build */
@@ -83,6 +88,11 @@ typedef struct RtKdGpuStats {
     uint32_t nodes, leaves, references, triangles, valid_triangles;
     RtKdGpuStageStats kernels[48];
     int kernel_count;
+    /* Per large level (the first RT_KD_GPU_PROFILE_LEVELS): active nodes,
+     * chunks and, for the persistent stage (Impl. II), GPU microseconds from
+     * the level's start to the next one's (%globaltimer; 0 for Impl. I). */
+    uint32_t level_nodes[RT_KD_GPU_PROFILE_LEVELS], level_chunks[RT_KD_GPU_PROFILE_LEVELS];
+    float level_us[RT_KD_GPU_PROFILE_LEVELS];
 } RtKdGpuStats;
 
 RtKdGpuParams rt_kd_gpu_params_default(void);

@@ -30,6 +30,10 @@ enum {
     KD_OVF_SNODES = 1u << 8,
 };
 
+/* Children of one large-stage split: 2 (Zhou's binary split) or 4 (ours:
+ * both halves split again at their own medians in the same pass). */
+#define KD_WAYS_MAX 4
+
 /* An active node of the large-node stage. */
 struct KdLargeNode {
     RtAabb cell;               /* the node's cell (loose box) */
@@ -40,12 +44,33 @@ struct KdLargeNode {
     int box[6];                /* tight box, order-preserving ints (atomic min/max) */
     int axis;                  /* split axis; -1: the node stops here (goes to the small stage whole) */
     float split;
-    uint32_t kids;             /* output slot of the left child (right = kids + 1) */
-    uint32_t kid_base[2];      /* each child's region (count refs reserved) in the next ref list */
-    uint32_t kid_cursor[2];    /* Impl. II: per-block atomicAdd cursor = the child's count at the end */
-    int kid_box[2][6];         /* [C] fused: each child's tight box, 6 atomics per chunk in the sort */
+    int ways;                  /* children: 2, or 4 (half h split again at axis2[h] = split2[h]) */
+    int axis2[2];
+    float split2[2];
+    uint32_t kids;             /* output slot of child 0; child k is kids + k */
+    uint32_t kid_base[KD_WAYS_MAX];   /* each child's region (count refs reserved) in the next ref list */
+    uint32_t kid_cursor[KD_WAYS_MAX]; /* Impl. II: per-block atomicAdd cursor = the child's count at the end */
+    int kid_box[KD_WAYS_MAX][6];      /* [C] fused: each child's tight box, 6 atomics per chunk in the sort */
     uint32_t done;             /* persistent stage: chunks sorted; the last one routes the node */
 };
+
+/* Child k's cell (a stopped node: its own cell); W: the most children a
+ * node of the caller's launch has (2: nd->ways is not read). */
+template <int W>
+__device__ __forceinline__ RtAabb kd_kid_cell(const KdLargeNode *nd, int k)
+{
+    RtAabb cell = nd->cell;
+    if (nd->axis < 0) return cell;
+    const bool four = W == 4 && nd->ways == 4;
+    const int h = four ? k >> 1 : k;
+    if (h == 0) v3_set(&cell.hi, nd->axis, nd->split);
+    else v3_set(&cell.lo, nd->axis, nd->split);
+    if (four) {
+        if (k & 1) v3_set(&cell.lo, nd->axis2[h], nd->split2[h]);
+        else v3_set(&cell.hi, nd->axis2[h], nd->split2[h]);
+    }
+    return cell;
+}
 
 /* A small root (a node handed from the large stage to the small stage). */
 struct KdSmallRoot {
@@ -81,6 +106,9 @@ struct KdCounters {
      * no block writes during that level, so every block decides alike). */
     uint32_t level_ovf[KD_MAX_LEVELS + 1];
     uint32_t prep_next, fused_next;   /* work queues of the small stage (roots taken) */
+    /* persistent large stage: %globaltimer (ns) when level L started (the
+     * level after the last one: when the stage ended), for the profile */
+    unsigned long long level_ns[KD_MAX_LEVELS + 1];
 };
 
 /* Everything a kernel may touch, by value (device pointers + capacities). */
@@ -126,6 +154,7 @@ struct KdConf {
     int small_mode;
     int clip;                          /* RT_KD_GPU_CLIP */
     int split_at_route;                /* persistent [C]: children split where they are routed */
+    int ways;                          /* children per large split: 2, or 4 (split_at_route only) */
     int sms;                           /* multiprocessors (grids of the persistent kernels) */
 };
 
@@ -166,17 +195,26 @@ __device__ __forceinline__ RtAabb kd_box_clip(RtAabb a, RtAabb cell)
  * cell), or an empty box when the triangle misses the cell. */
 __device__ inline RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
 {
-    double p[9][3], q[9][3];
-    int n = 3;
+    double buf[2][9][3];
+    int n = 3, cur = 0;
+    double tlo[3], thi[3]; /* the triangle's bounds: a plane outside them cuts nothing */
     for (int k = 0; k < 3; k++) {
         float4 v = b.verts[3 * (size_t)tri + k];
-        p[k][0] = v.x;
-        p[k][1] = v.y;
-        p[k][2] = v.z;
+        buf[0][k][0] = v.x;
+        buf[0][k][1] = v.y;
+        buf[0][k][2] = v.z;
+    }
+    for (int a = 0; a < 3; a++) {
+        tlo[a] = fmin(fmin(buf[0][0][a], buf[0][1][a]), buf[0][2][a]);
+        thi[a] = fmax(fmax(buf[0][0][a], buf[0][1][a]), buf[0][2][a]);
     }
     for (int a = 0; a < 3 && n > 0; a++) {
         for (int side = 0; side < 2 && n > 0; side++) {
             double bound = side ? v3_get(cell.hi, a) : v3_get(cell.lo, a);
+            /* every vertex of the polygon (inside the triangle) is kept and
+             * no edge crosses: the clip would copy it unchanged */
+            if (side ? thi[a] <= bound : tlo[a] >= bound) continue;
+            double(*p)[3] = buf[cur], (*q)[3] = buf[cur ^ 1];
             int m = 0;
             for (int i = 0; i < n; i++) {
                 const double *P = p[i], *Q = p[i + 1 == n ? 0 : i + 1];
@@ -193,10 +231,10 @@ __device__ inline RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
                 }
             }
             n = m;
-            for (int i = 0; i < n; i++)
-                for (int k = 0; k < 3; k++) p[i][k] = q[i][k];
+            cur ^= 1;
         }
     }
+    double(*p)[3] = buf[cur];
     if (n == 0) return aabb_empty();
     double lo[3] = {p[0][0], p[0][1], p[0][2]}, hi[3] = {p[0][0], p[0][1], p[0][2]};
     for (int i = 1; i < n; i++)
@@ -339,62 +377,65 @@ struct KdMin { __device__ float operator()(float a, float b) const { return fmin
 struct KdMax { __device__ float operator()(float a, float b) const { return fmaxf(a, b); } };
 struct KdAdd { __device__ uint32_t operator()(uint32_t a, uint32_t b) const { return a + b; } };
 
-/* Exclusive scan of two 0/1 flags over a block of KD_CHUNK threads; also
- * returns the block totals. BALLOT ([B]): Chang's ballot/popc per warp and a
+/* Exclusive scans of N 0/1 flags over a block of KD_CHUNK threads; also
+ * the block totals. BALLOT ([B]): Chang's ballot/popc per warp and a
  * shuffle scan over the 8 warp totals; otherwise a Hillis-Steele scan in
  * shared memory (the "original" intra-block scan). */
-template <bool BALLOT>
-__device__ __forceinline__ void kd_block_scan2(uint32_t fl, uint32_t fr, uint32_t *xl, uint32_t *xr,
-                                               uint32_t *tl, uint32_t *tr, uint32_t *sh /* 2*KD_CHUNK */)
+template <bool BALLOT, int N>
+__device__ __forceinline__ void kd_block_scan(const uint32_t f[N], uint32_t x[N], uint32_t t[N],
+                                              uint32_t *sh /* N * KD_CHUNK */)
 {
-    if (BALLOT) {
+    const int nw = KD_CHUNK / 32;
+    if constexpr (BALLOT) {
         const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-        unsigned lt = (1u << lane) - 1u;
-        unsigned ml = __ballot_sync(0xffffffffu, fl), mr = __ballot_sync(0xffffffffu, fr);
-        uint32_t ol = __popc(ml & lt), orr = __popc(mr & lt);
-        if (lane == 31) {
-            sh[warp] = __popc(ml);
-            sh[KD_CHUNK / 32 + warp] = __popc(mr);
+        const unsigned lt = (1u << lane) - 1u;
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            const unsigned m = __ballot_sync(0xffffffffu, f[k]);
+            x[k] = __popc(m & lt);
+            if (lane == 31) sh[k * nw + warp] = __popc(m);
         }
         __syncthreads();
         if (threadIdx.x < 32) {
-            const int nw = KD_CHUNK / 32;
-            uint32_t a = lane < nw ? sh[lane] : 0, b = lane < nw ? sh[nw + lane] : 0;
-            uint32_t ia = a, ib = b;
-            for (int i = 1; i < nw; i <<= 1) {
-                uint32_t na = __shfl_up_sync(0xffffffffu, ia, i), nb = __shfl_up_sync(0xffffffffu, ib, i);
-                if ((int)lane >= i) { ia += na; ib += nb; }
+#pragma unroll
+            for (int k = 0; k < N; k++) {
+                const uint32_t a = lane < nw ? sh[k * nw + lane] : 0;
+                uint32_t ia = a;
+                for (int i = 1; i < nw; i <<= 1) {
+                    const uint32_t na = __shfl_up_sync(0xffffffffu, ia, i);
+                    if ((int)lane >= i) ia += na;
+                }
+                if (lane < nw) sh[(N + k) * nw + lane] = ia - a;
+                if (lane == nw - 1) sh[2 * N * nw + k] = ia;
             }
-            __syncwarp();
-            if (lane < nw) { sh[2 * nw + lane] = ia - a; sh[3 * nw + lane] = ib - b; }
-            if (lane == nw - 1) { sh[4 * nw] = ia; sh[4 * nw + 1] = ib; }
         }
         __syncthreads();
-        const int nw = KD_CHUNK / 32;
-        *xl = ol + sh[2 * nw + warp];
-        *xr = orr + sh[3 * nw + warp];
-        *tl = sh[4 * nw];
-        *tr = sh[4 * nw + 1];
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            x[k] += sh[(N + k) * nw + warp];
+            t[k] = sh[2 * N * nw + k];
+        }
         __syncthreads();
-        return;
+    } else {
+#pragma unroll
+        for (int k = 0; k < N; k++) sh[k * KD_CHUNK + threadIdx.x] = f[k];
+        __syncthreads();
+        for (int o = 1; o < KD_CHUNK; o <<= 1) {
+            uint32_t v[N];
+#pragma unroll
+            for (int k = 0; k < N; k++) v[k] = threadIdx.x >= (unsigned)o ? sh[k * KD_CHUNK + threadIdx.x - o] : 0;
+            __syncthreads();
+#pragma unroll
+            for (int k = 0; k < N; k++) sh[k * KD_CHUNK + threadIdx.x] += v[k];
+            __syncthreads();
+        }
+#pragma unroll
+        for (int k = 0; k < N; k++) {
+            x[k] = sh[k * KD_CHUNK + threadIdx.x] - f[k];
+            t[k] = sh[k * KD_CHUNK + KD_CHUNK - 1];
+        }
+        __syncthreads();
     }
-    uint32_t *a = sh, *b = sh + KD_CHUNK;
-    a[threadIdx.x] = fl;
-    b[threadIdx.x] = fr;
-    __syncthreads();
-    for (int o = 1; o < KD_CHUNK; o <<= 1) {
-        uint32_t va = threadIdx.x >= (unsigned)o ? a[threadIdx.x - o] : 0;
-        uint32_t vb = threadIdx.x >= (unsigned)o ? b[threadIdx.x - o] : 0;
-        __syncthreads();
-        a[threadIdx.x] += va;
-        b[threadIdx.x] += vb;
-        __syncthreads();
-    }
-    *xl = a[threadIdx.x] - fl;
-    *xr = b[threadIdx.x] - fr;
-    *tl = a[KD_CHUNK - 1];
-    *tr = b[KD_CHUNK - 1];
-    __syncthreads();
 }
 
 /* ---- stage entry points (kd_large.cu, kd_small.cu, kd_output.cu) ---------- */

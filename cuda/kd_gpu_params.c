@@ -52,6 +52,7 @@ RtKdGpuParams rt_kd_gpu_params_default(void)
     p.c_trav = 1.0f;
     p.c_isect = 1.5f;
     p.small_fused = 1;
+    p.large_ways = 2;
     p.max_depth = 0;
     p.timed = 0;
     return p;

@@ -94,6 +94,7 @@ __device__ __forceinline__ void kd_box_init(int box[6])
     }
 }
 
+template <int W>
 __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t *lovf);
 
 /* One block: the root is an active large node (with its chunks) or, when it
@@ -123,7 +124,7 @@ __global__ void kd_root_kernel(KdBufs b, KdConf c)
             ctr->nodes = 1;
             if (c.split_at_route) { /* the root's box is the scene's bounds */
                 for (int k = 0; k < 6; k++) r.box[k] = ctr->bounds[k];
-                kd_split_node(b, c, &r, 0, &ctr->level_ovf[0]);
+                kd_split_node<KD_WAYS_MAX>(b, c, &r, 0, &ctr->level_ovf[0]);
             }
             b.active[0][0] = r;
             ctr->level_active[0] = 1;
@@ -255,14 +256,15 @@ __global__ void kd_large_segreduce_kernel(KdBufs b, int level)
  * median split, and each child's region of `count` refs in the next list.
  * Allocation failures are also flagged in *lovf (the persistent stage's
  * per-level word). */
+template <int W>
 __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t *lovf)
 {
     KdCounters *ctr = b.ctr;
     RtAabb cell = nd->cell;
     RtAabb tight = kd_box_clip(kd_box_decode(nd->box), cell);
     uint32_t node = nd->node, depth = nd->depth;
-    int axis = -1;
-    float split = 0.0f;
+    int axis = -1, ways = 2, a2[2] = {0, 0};
+    float split = 0.0f, s2[2] = {0.0f, 0.0f};
     uint32_t kids = 0;
     if ((int)depth + 1 < c.max_depth && !aabb_is_empty(tight)) {
         /* Zhou: cut off empty space on a side when it exceeds C_e of the
@@ -298,7 +300,23 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
         float lo = v3_get(cell.lo, a), hi = v3_get(cell.hi, a);
         float s = 0.5f * (lo + hi);
         const bool median = (int)depth + 1 < c.max_depth && s > lo && s < hi;
-        const uint32_t pairs = ncut + (median ? 1u : 0u);
+        /* 4 ways (ours): each half split again at the median of its own
+         * longest axis in the same pass, so a level of the large stage (a
+         * chain of dependent L2 round trips and a grid barrier) does two
+         * tree levels; the halves get no empty-space cuts of their own */
+        bool four = W == 4 && median && c.ways == 4 && (int)depth + 2 < c.max_depth;
+#pragma unroll
+        for (int h = 0; h < 2 && four; h++) {
+            RtAabb hc = cell;
+            if (h == 0) v3_set(&hc.hi, a, s);
+            else v3_set(&hc.lo, a, s);
+            const RtVec3 e = v3_sub(hc.hi, hc.lo);
+            a2[h] = e.x >= e.y && e.x >= e.z ? 0 : (e.y >= e.z ? 1 : 2);
+            const float l2 = v3_get(hc.lo, a2[h]), h2 = v3_get(hc.hi, a2[h]);
+            s2[h] = 0.5f * (l2 + h2);
+            four = four && s2[h] > l2 && s2[h] < h2;
+        }
+        const uint32_t pairs = ncut + (median ? 1u : 0u) + (four ? 2u : 0u);
         uint32_t pair = 0, leaf = 0, ibase = 0;
         bool ok = true;
         if (pairs) {
@@ -325,6 +343,12 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 axis = a;
                 split = s;
                 b.nodes[node] = kd_make_interior(a, s, kids);
+                if (four) { /* the halves (pair, pair + 1), their children from pair + 2 on */
+                    b.nodes[pair] = kd_make_interior(a2[0], s2[0], pair + 2);
+                    b.nodes[pair + 1] = kd_make_interior(a2[1], s2[1], pair + 4);
+                    kids = pair + 2;
+                    ways = 4;
+                }
             }
         } else {
             cell = nd->cell;
@@ -335,19 +359,25 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
     /* Each child may receive every ref of the parent (straddlers go both
      * ways), so reserve count per child; a stopped node sends all its refs
      * to child 0, which is the node itself. */
-    uint32_t n = nd->count, want = axis >= 0 ? 2 * n : n;
-    uint32_t base = kd_alloc(&ctr->level_refs[level + 1], want, b.ref_cap, &ctr->overflow, KD_OVF_REFS, lovf);
+    const uint32_t n = nd->count, nkids = axis >= 0 ? (uint32_t)ways : 1u;
+    uint32_t base = kd_alloc(&ctr->level_refs[level + 1], nkids * n, b.ref_cap, &ctr->overflow, KD_OVF_REFS, lovf);
     nd->cell = cell;
     nd->node = node;
     nd->depth = depth;
     nd->axis = axis;
     nd->split = split;
+    nd->ways = ways;
+    nd->axis2[0] = a2[0];
+    nd->axis2[1] = a2[1];
+    nd->split2[0] = s2[0];
+    nd->split2[1] = s2[1];
     nd->kids = kids;
-    nd->kid_base[0] = base;
-    nd->kid_base[1] = base == UINT32_MAX ? UINT32_MAX : base + n;
-    nd->kid_cursor[0] = nd->kid_cursor[1] = 0;
-    kd_box_init(nd->kid_box[0]);
-    kd_box_init(nd->kid_box[1]);
+#pragma unroll
+    for (int k = 0; k < W; k++) {
+        nd->kid_base[k] = base == UINT32_MAX ? UINT32_MAX : base + (uint32_t)k * n;
+        nd->kid_cursor[k] = 0;
+        kd_box_init(nd->kid_box[k]);
+    }
     nd->done = 0;
 }
 
@@ -355,39 +385,69 @@ __global__ void kd_large_split_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= active) return;
-    kd_split_node(b, c, &b.active[level & 1][i], level, &b.ctr->level_ovf[level + 1]);
+    kd_split_node<2>(b, c, &b.active[level & 1][i], level, &b.ctr->level_ovf[level + 1]);
 }
 
 /* ==== step 3: triangle sorting =========================================== */
 
-/* Which children ref (pos, tri) of node nd goes to, and with clipping the
- * boxes it takes there. Box inclusion: the ref's box against the plane.
- * Clipping: a straddler is clipped at the split plane (kd_tri_clip_plane),
- * its box cut to the ref's box and the child's cell, and dropped where the
- * triangle misses that (never from both: a ref is never lost). */
-__device__ __forceinline__ void kd_sort_ref(const KdBufs &b, const KdConf &c, const KdLargeNode *nd, int src,
-                                            uint32_t pos, uint32_t tri, uint32_t *l, uint32_t *r, RtAabb box[2])
+/* A ref's box rb against the plane x_axis = split inside cell: *l, *r say
+ * which sides it goes to, out[0], out[1] its boxes there. Box inclusion: the
+ * box against the plane. Clipping: a straddler is clipped at the plane
+ * (kd_tri_clip_plane), its box cut to rb and the side's cell, and dropped
+ * where the triangle misses that (never from both: a ref is never lost). */
+__device__ __forceinline__ void kd_split_ref(const KdBufs &b, const KdConf &c, uint32_t tri, const RtAabb &rb,
+                                             const RtAabb &cell, int axis, float split, uint32_t *l, uint32_t *r,
+                                             RtAabb out[2])
 {
-    box[0] = box[1] = kd_ref_aabb(b, c, src, pos, tri);
-    if (nd->axis < 0) {
-        *l = 1;
-        *r = 0;
-        return;
-    }
-    kd_classify(v3_get(box[0].lo, nd->axis), v3_get(box[0].hi, nd->axis), nd->split, l, r);
+    out[0] = out[1] = rb;
+    kd_classify(v3_get(rb.lo, axis), v3_get(rb.hi, axis), split, l, r);
     if (!c.clip || !*l || !*r) return;
-    RtAabb cl = nd->cell, cr = nd->cell;
-    v3_set(&cl.hi, nd->axis, nd->split);
-    v3_set(&cr.lo, nd->axis, nd->split);
-    box[0] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, nd->axis, nd->split, 0), box[0]), cl);
-    box[1] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, nd->axis, nd->split, 1), box[1]), cr);
-    *l = !aabb_is_empty(box[0]);
-    *r = !aabb_is_empty(box[1]);
+    RtAabb cl = cell, cr = cell;
+    v3_set(&cl.hi, axis, split);
+    v3_set(&cr.lo, axis, split);
+    out[0] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, axis, split, 0), rb), cl);
+    out[1] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, axis, split, 1), rb), cr);
+    *l = !aabb_is_empty(out[0]);
+    *r = !aabb_is_empty(out[1]);
     if (!*l && !*r) { /* rounding: keep the box-inclusion answer */
         *l = *r = 1;
-        box[0] = kd_box_clip(kd_ref_aabb(b, c, src, pos, tri), cl);
-        box[1] = kd_box_clip(kd_ref_aabb(b, c, src, pos, tri), cr);
+        out[0] = kd_box_clip(rb, cl);
+        out[1] = kd_box_clip(rb, cr);
     }
+}
+
+/* Which children of node nd ref (pos, tri) goes to (bit k: child k) and
+ * the boxes it takes there (box[k]). W = the most children a node of this
+ * launch has (2, or 4: the half's box split again at its own plane). */
+template <int W>
+__device__ __forceinline__ uint32_t kd_sort_ref(const KdBufs &b, const KdConf &c, const KdLargeNode *nd, int src,
+                                                uint32_t pos, uint32_t tri, RtAabb box[W])
+{
+    const RtAabb rb = kd_ref_aabb(b, c, src, pos, tri);
+    if (nd->axis < 0) {
+        box[0] = rb;
+        return 1u;
+    }
+    uint32_t l, r;
+    RtAabb half[2];
+    kd_split_ref(b, c, tri, rb, nd->cell, nd->axis, nd->split, &l, &r, half);
+    if (W == 2 || nd->ways != 4) {
+        box[0] = half[0];
+        box[1] = half[1];
+        return l | r << 1;
+    }
+    uint32_t f = 0;
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        if (!(h ? r : l)) continue;
+        RtAabb hc = nd->cell;
+        if (h == 0) v3_set(&hc.hi, nd->axis, nd->split);
+        else v3_set(&hc.lo, nd->axis, nd->split);
+        uint32_t l2, r2;
+        kd_split_ref(b, c, tri, half[h], hc, nd->axis2[h], nd->split2[h], &l2, &r2, &box[(2 * h) % W]);
+        f |= (l2 | r2 << 1) << (2 * h);
+    }
+    return f;
 }
 
 __device__ __forceinline__ void kd_put_ref(const KdBufs &b, const KdConf &c, int dst, uint32_t at, uint32_t tri,
@@ -400,32 +460,36 @@ __device__ __forceinline__ void kd_put_ref(const KdBufs &b, const KdConf &c, int
     }
 }
 
-/* Implementation II (Chang [A]): one kernel; per-block scan of the two flag
- * sets ([B]: ballot/popc/shfl), then two atomicAdd per block fetch the
- * chunk's offsets in the children. */
-/* The two child boxes of a chunk's refs (already clipped to the child
- * cells; empty for a child without refs), reduced over the block, then 12
+/* The W child boxes of a chunk's refs (already clipped to the child
+ * cells; empty for a child without refs), reduced over the block, then 6W
  * atomics into the node's kid_box ([C] fused into the sort). */
-template <bool SHFL>
-__device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[2], float *sh /* >= KD_CHUNK */)
+template <bool SHFL, int W>
+__device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[W], float *sh /* >= KD_CHUNK */)
 {
-    float v[12] = {kb[0].lo.x, kb[0].lo.y, kb[0].lo.z, kb[0].hi.x, kb[0].hi.y, kb[0].hi.z,
-                   kb[1].lo.x, kb[1].lo.y, kb[1].lo.z, kb[1].hi.x, kb[1].hi.y, kb[1].hi.z};
+    float v[6 * W];
+#pragma unroll
+    for (int k = 0; k < W; k++) {
+        v[6 * k + 0] = kb[k].lo.x, v[6 * k + 1] = kb[k].lo.y, v[6 * k + 2] = kb[k].lo.z;
+        v[6 * k + 3] = kb[k].hi.x, v[6 * k + 4] = kb[k].hi.y, v[6 * k + 5] = kb[k].hi.z;
+    }
     if (SHFL) {
         const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
         for (int o = 16; o > 0; o >>= 1)
-            for (int k = 0; k < 12; k++) {
+#pragma unroll
+            for (int k = 0; k < 6 * W; k++) {
                 float x = __shfl_down_sync(0xffffffffu, v[k], o);
                 v[k] = (k % 6) < 3 ? fminf(v[k], x) : fmaxf(v[k], x);
             }
         __syncthreads();
         if (lane == 0)
-            for (int k = 0; k < 12; k++) sh[warp * 12 + k] = v[k];
+#pragma unroll
+            for (int k = 0; k < 6 * W; k++) sh[warp * 6 * W + k] = v[k];
         __syncthreads();
-        if (threadIdx.x < 12) {
+        if (threadIdx.x < 6 * W) {
             const int k = threadIdx.x;
             float r = sh[k];
-            for (unsigned w = 1; w < nw; w++) r = (k % 6) < 3 ? fminf(r, sh[w * 12 + k]) : fmaxf(r, sh[w * 12 + k]);
+            for (unsigned w = 1; w < nw; w++)
+                r = (k % 6) < 3 ? fminf(r, sh[w * 6 * W + k]) : fmaxf(r, sh[w * 6 * W + k]);
             if (isfinite(r)) {
                 if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], kd_f2i(r));
                 else atomicMax(&nd->kid_box[k / 6][k % 6], kd_f2i(r));
@@ -433,10 +497,12 @@ __device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[2], float *sh /* >
         }
         __syncthreads();
     } else {
-        for (int k = 0; k < 12; k++)
+#pragma unroll
+        for (int k = 0; k < 6 * W; k++)
             v[k] = (k % 6) < 3 ? kd_block_reduce<false>(v[k], KdMin(), sh) : kd_block_reduce<false>(v[k], KdMax(), sh);
         if (threadIdx.x == 0)
-            for (int k = 0; k < 12; k++) {
+#pragma unroll
+            for (int k = 0; k < 6 * W; k++) {
                 if (!isfinite(v[k])) continue;
                 if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], kd_f2i(v[k]));
                 else atomicMax(&nd->kid_box[k / 6][k % 6], kd_f2i(v[k]));
@@ -445,53 +511,51 @@ __device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[2], float *sh /* >
 }
 
 /* Implementation II (Chang [A]) over one chunk (one block): per-block scan
- * of the two flag sets ([B]: ballot/popc/shfl), then two atomicAdd per
- * block fetch the chunk's offsets in the children. KIDBOX: also the
- * children's boxes ([C] fused). Then the block counts itself done on the
- * node and returns true when it was the node's last chunk (the caller
- * routes the node); the fences make every block's writes visible to it. */
-template <bool BALLOT, bool SHFL, bool KIDBOX>
+ * of the W flag sets ([B]: ballot/popc/shfl), then one atomicAdd per child
+ * and block fetches the chunk's offsets in the children (threads 0..W-1 at
+ * once). KIDBOX: also the children's boxes ([C] fused). Then the block
+ * counts itself done on the node and returns true when it was the node's
+ * last chunk (the caller routes the node); the fences make every block's
+ * writes visible to it. */
+template <bool BALLOT, bool SHFL, bool KIDBOX, int W>
 __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint32_t chunk, uint32_t *sh,
-                              float *shf, uint32_t *off /* 3 */)
+                              float *shf, uint32_t *off /* W + 1 */)
 {
     const int src = level & 1;
     uint2 ch = b.chunks[src][chunk];
     KdLargeNode *nd = &b.active[src][ch.x];
-    uint32_t i = ch.y + threadIdx.x, tri = 0, fl = 0, fr = 0;
-    RtAabb box[2];
+    uint32_t i = ch.y + threadIdx.x, tri = 0, f = 0;
+    RtAabb box[W];
     if (i < nd->count) {
         tri = b.refs[src][nd->first + i];
-        kd_sort_ref(b, c, nd, src, nd->first + i, tri, &fl, &fr, box);
+        f = kd_sort_ref<W>(b, c, nd, src, nd->first + i, tri, box);
     }
-    uint32_t xl, xr, tl, tr;
-    kd_block_scan2<BALLOT>(fl, fr, &xl, &xr, &tl, &tr, sh);
-    if (threadIdx.x == 0) {
-        off[0] = tl ? atomicAdd(&nd->kid_cursor[0], tl) : 0;
-        off[1] = tr ? atomicAdd(&nd->kid_cursor[1], tr) : 0;
-    }
+    uint32_t fk[W], x[W], t[W];
+#pragma unroll
+    for (int k = 0; k < W; k++) fk[k] = f >> k & 1u;
+    kd_block_scan<BALLOT, W>(fk, x, t, sh);
+#pragma unroll
+    for (int k = 0; k < W; k++)
+        if (threadIdx.x == (unsigned)k) off[k] = t[k] ? atomicAdd(&nd->kid_cursor[k], t[k]) : 0;
     __syncthreads();
     const bool ok = nd->kid_base[0] != UINT32_MAX; /* else the ref list overflowed: the build is redone */
-    if (ok && fl) kd_put_ref(b, c, src ^ 1, nd->kid_base[0] + off[0] + xl, tri, box[0]);
-    if (ok && fr) kd_put_ref(b, c, src ^ 1, nd->kid_base[1] + off[1] + xr, tri, box[1]);
+#pragma unroll
+    for (int k = 0; k < W; k++)
+        if (ok && fk[k]) kd_put_ref(b, c, src ^ 1, nd->kid_base[k] + off[k] + x[k], tri, box[k]);
     if (KIDBOX && ok) {
-        RtAabb kb[2] = {aabb_empty(), aabb_empty()};
-        RtAabb cl = nd->cell, cr = nd->cell;
-        if (nd->axis >= 0) {
-            v3_set(&cl.hi, nd->axis, nd->split);
-            v3_set(&cr.lo, nd->axis, nd->split);
-        }
-        if (fl) kb[0] = kd_box_clip(box[0], cl);
-        if (fr) kb[1] = kd_box_clip(box[1], cr);
-        kd_kid_boxes<SHFL>(nd, kb, shf);
+        RtAabb kb[W];
+#pragma unroll
+        for (int k = 0; k < W; k++) kb[k] = fk[k] ? kd_box_clip(box[k], kd_kid_cell<W>(nd, k)) : aabb_empty();
+        kd_kid_boxes<SHFL, W>(nd, kb, shf);
     }
     __threadfence(); /* this block's refs and atomics before its "done" */
     __syncthreads();
     if (threadIdx.x == 0) {
-        off[2] = atomicAdd(&nd->done, 1u) + 1 == nd->chunk_count;
+        off[W] = atomicAdd(&nd->done, 1u) + 1 == nd->chunk_count;
         __threadfence(); /* the other blocks' writes before the routing reads */
     }
     __syncthreads();
-    bool last = off[2] != 0;
+    bool last = off[W] != 0;
     __syncthreads();
     return last;
 }
@@ -504,11 +568,11 @@ __global__ void kd_large_flags_kernel(KdBufs b, KdConf c, int level, uint32_t re
     const KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
     if (i >= nd->count) return;
-    uint32_t fl, fr, p = nd->first + i;
+    const uint32_t p = nd->first + i;
     RtAabb box[2];
-    kd_sort_ref(b, c, nd, src, p, b.refs[src][p], &fl, &fr, box);
-    b.flags[p] = fl;
-    b.flags[refs + p] = fr;
+    const uint32_t f = kd_sort_ref<2>(b, c, nd, src, p, b.refs[src][p], box); /* 2 ways here (kd_conf) */
+    b.flags[p] = f & 1u;
+    b.flags[refs + p] = f >> 1;
 }
 
 /* ... an exclusive scan over all 2 refs + 1 flags (CUB) gives every ref its
@@ -520,9 +584,9 @@ __global__ void kd_large_scatter_kernel(KdBufs b, KdConf c, int level, uint32_t 
     const KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
     if (i >= nd->count || nd->kid_base[0] == UINT32_MAX) return;
-    uint32_t p = nd->first + i, tri = b.refs[src][p], fl, fr;
+    uint32_t p = nd->first + i, tri = b.refs[src][p];
     RtAabb box[2];
-    if (c.clip) kd_sort_ref(b, c, nd, src, p, tri, &fl, &fr, box); /* the boxes again */
+    if (c.clip) kd_sort_ref<2>(b, c, nd, src, p, tri, box); /* the boxes again */
     if (b.flags[p]) kd_put_ref(b, c, src ^ 1, nd->kid_base[0] + b.scan[p] - b.scan[nd->first], tri, box[0]);
     if (b.flags[refs + p])
         kd_put_ref(b, c, src ^ 1, nd->kid_base[1] + b.scan[refs + p] - b.scan[refs + nd->first], tri, box[1]);
@@ -543,17 +607,17 @@ size_t kd_large_scan_bytes(uint32_t n)
  * are copied to the small list; the others become next level's active nodes. SPLIT ([C] in the persistent stage): a large child gets the box the
  * sort accumulated and is split here, so the next level starts sorting.
  * Reads what other blocks wrote with __ldcg (L2, never a stale L1 line). */
-template <bool IMPL1, bool SPLIT>
+template <bool IMPL1, bool SPLIT, int W>
 __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t refs,
-                              uint32_t lane, int only_kid = -1)
+                              uint32_t lane, KdLargeNode *scratch /* shared, this warp's */, int only_kid = -1)
 {
     const int src = level & 1;
     KdCounters *ctr = b.ctr;
     if (nd->kid_base[0] == UINT32_MAX) return;
-    int nkids = nd->axis >= 0 ? 2 : 1;
-    uint32_t kn[2] = {0, 0};
+    const int nkids = nd->axis >= 0 ? (W == 4 ? nd->ways : 2) : 1;
+    uint32_t kn[KD_WAYS_MAX] = {0, 0, 0, 0};
     for (int k = 0; k < nkids; k++) {
-        if (IMPL1) {
+        if (IMPL1) { /* 2 ways (kd_conf) */
             uint32_t o = k ? refs : 0;
             kn[k] = b.scan[o + nd->first + nd->count] - b.scan[o + nd->first];
         } else {
@@ -563,31 +627,29 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
     /* Progress guard (ours; Zhou has none): when the median split only
      * duplicated refs (its local SAH is no better than a leaf: clumps of
      * overlapping triangles), splitting on would multiply the refs level
-     * after level. Both children then go to the small stage, which splits
-     * them by SAH (<= 64 refs) or makes them leaves. */
+     * after level. The children then go to the small stage, which splits
+     * them by SAH (<= 64 refs) or makes them leaves. With 4 ways the two
+     * halves' traversal steps count too. */
     bool stuck = false;
     if (nd->axis >= 0) {
-        RtVec3 d = v3_sub(nd->cell.hi, nd->cell.lo);
-        float area = 2.0f * (d.x * d.y + d.y * d.z + d.z * d.x);
-        float dl[3] = {d.x, d.y, d.z}, dr[3] = {d.x, d.y, d.z};
-        dl[nd->axis] = nd->split - v3_get(nd->cell.lo, nd->axis);
-        dr[nd->axis] = v3_get(nd->cell.hi, nd->axis) - nd->split;
-        float al = 2.0f * (dl[0] * dl[1] + dl[1] * dl[2] + dl[2] * dl[0]);
-        float ar = 2.0f * (dr[0] * dr[1] + dr[1] * dr[2] + dr[2] * dr[0]);
-        stuck = area > 0.0f &&
-                c.c_trav + c.c_isect * (al * (float)kn[0] + ar * (float)kn[1]) / area >= c.c_isect * (float)nd->count;
+        const float area = aabb_area(nd->cell);
+        float cost = 0.0f, walk = 0.0f;
+        for (int k = 0; k < nkids; k++) cost += aabb_area(kd_kid_cell<W>(nd, k)) * (float)kn[k];
+        if (W == 4 && nkids == 4) /* the halves are interior nodes too */
+            for (int h = 0; h < 2; h++) {
+                RtAabb hc = nd->cell;
+                if (h == 0) v3_set(&hc.hi, nd->axis, nd->split);
+                else v3_set(&hc.lo, nd->axis, nd->split);
+                walk += aabb_area(hc);
+            }
+        stuck = area > 0.0f && c.c_trav * (1.0f + walk / area) + c.c_isect * cost / area >= c.c_isect * (float)nd->count;
     }
+    const uint32_t step = nd->axis >= 0 ? (nkids == 4 ? 2u : 1u) : 0u;
     for (int k = 0; k < nkids; k++) {
         if (only_kid >= 0 && k != only_kid) continue;
         uint32_t n = kn[k];
-        RtAabb cell = nd->cell;
-        uint32_t node = nd->node, depth = nd->depth;
-        if (nd->axis >= 0) {
-            if (k == 0) v3_set(&cell.hi, nd->axis, nd->split);
-            else v3_set(&cell.lo, nd->axis, nd->split);
-            node = nd->kids + k;
-            depth++;
-        }
+        const RtAabb cell = kd_kid_cell<W>(nd, k);
+        const uint32_t node = nd->axis >= 0 ? nd->kids + k : nd->node, depth = nd->depth + step;
         const uint32_t *from = b.refs[src ^ 1] + nd->kid_base[k];
         bool small = nd->axis < 0 || stuck || n <= c.small_threshold || (int)depth + 1 >= c.max_depth ||
                      level + 2 >= KD_MAX_LEVELS;
@@ -633,9 +695,15 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             cf = __shfl_sync(0xffffffffu, cf, 0);
             if (slot == UINT32_MAX || cf == UINT32_MAX) continue;
             for (uint32_t j = lane; j < cc; j += 32) b.chunks[src ^ 1][cf + j] = make_uint2(slot, j * KD_CHUNK);
+            /* the new node is built in this warp's shared slot, then the
+             * whole warp copies it out (a per-thread struct went through
+             * local memory and out one thread's stores) */
+            uint32_t *w = (uint32_t *)scratch;
+            const uint32_t words = sizeof(KdLargeNode) / 4;
+            for (uint32_t j = lane; j < words; j += 32) w[j] = 0;
+            __syncwarp();
             if (lane == 0) {
-                KdLargeNode r;
-                memset(&r, 0, sizeof r);
+                KdLargeNode &r = *scratch;
                 r.cell = cell;
                 r.node = node;
                 r.first = nd->kid_base[k];
@@ -646,10 +714,13 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 kd_box_init(r.box);
                 if (SPLIT) {
                     for (int q = 0; q < 6; q++) r.box[q] = __ldcg(&nd->kid_box[k][q]);
-                    kd_split_node(b, c, &r, level + 1, lovf);
+                    kd_split_node<W>(b, c, &r, level + 1, lovf);
                 }
-                b.active[src ^ 1][slot] = r;
             }
+            __syncwarp();
+            uint32_t *dst = (uint32_t *)&b.active[src ^ 1][slot];
+            for (uint32_t j = lane; j < words; j += 32) dst[j] = w[j];
+            __syncwarp();
         }
     }
 }
@@ -659,7 +730,8 @@ __global__ void kd_large_route_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 {
     uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
     if (w >= active) return;
-    kd_route_node<IMPL1, false>(b, c, &b.active[level & 1][w], level, refs, lane);
+    __shared__ KdLargeNode s_route[4];
+    kd_route_node<IMPL1, false, 2>(b, c, &b.active[level & 1][w], level, refs, lane, &s_route[threadIdx.x >> 5]);
 }
 
 /* ==== one level of Implementation I (host-driven: a launch per step) ===== */
@@ -712,15 +784,21 @@ RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, cons
 /* (KD_CHUNK, 4): 64 registers, so 4 blocks are resident per multiprocessor
  * (80 registers allowed 3); despite ~200 bytes of spills it measured 12 %
  * faster on Sponza and 17 % on a 1M-triangle mesh (large stage, H100). */
-template <bool BALLOT, bool SHFL, bool ATOMIC>
-__global__ void __launch_bounds__(KD_CHUNK, 4) kd_large_persistent_kernel(KdBufs b, KdConf c)
+template <bool BALLOT, bool SHFL, bool ATOMIC, int W>
+__global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_kernel(KdBufs b, KdConf c)
 {
-    __shared__ uint32_t sh[2 * KD_CHUNK];
+    __shared__ uint32_t sh[W * KD_CHUNK];
     __shared__ float shf[KD_CHUNK];
-    __shared__ uint32_t off[3];
+    __shared__ uint32_t off[W + 1];
+    __shared__ KdLargeNode s_route[W];
     cooperative_groups::grid_group grid = cooperative_groups::this_grid();
     volatile KdCounters *vc = b.ctr;
     for (int level = 0; level + 1 < KD_MAX_LEVELS; level++) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            unsigned long long t;
+            asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+            b.ctr->level_ns[level] = t;
+        }
         if (vc->level_ovf[level]) return; /* an overflow before this level: the build is redone */
         uint32_t active = min(vc->level_active[level], b.active_cap);
         uint32_t chunks = min(vc->level_chunks[level], b.chunk_cap);
@@ -733,19 +811,19 @@ __global__ void __launch_bounds__(KD_CHUNK, 4) kd_large_persistent_kernel(KdBufs
             grid.sync();
             for (uint32_t n = blockIdx.x; n < active; n += gridDim.x) {
                 kd_segreduce_node<SHFL>(b, level, n, shf);
-                if (threadIdx.x == 0) kd_split_node(b, c, &b.active[level & 1][n], level, &b.ctr->level_ovf[level + 1]);
+                if (threadIdx.x == 0) kd_split_node<2>(b, c, &b.active[level & 1][n], level, &b.ctr->level_ovf[level + 1]);
                 __syncthreads();
             }
             grid.sync();
         }
         for (uint32_t ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
-            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC>(b, c, level, ch, sh, shf, off);
-            /* the node's two children are routed by two warps at once:
+            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, ch, sh, shf, off);
+            /* the node's children are routed by a warp each, at once:
              * each child's chain of allocations (and, with [C], its
              * split) is the critical path of the level */
-            if (last && threadIdx.x < 64)
-                kd_route_node<false, ATOMIC>(b, c, &b.active[level & 1][b.chunks[level & 1][ch].x], level, 0,
-                                             threadIdx.x & 31, (int)(threadIdx.x >> 5));
+            if (last && threadIdx.x < 32 * W)
+                kd_route_node<false, ATOMIC, W>(b, c, &b.active[level & 1][b.chunks[level & 1][ch].x], level, 0,
+                                                threadIdx.x & 31, &s_route[threadIdx.x >> 5], (int)(threadIdx.x >> 5));
             __syncthreads();
         }
         grid.sync();
@@ -755,7 +833,10 @@ __global__ void __launch_bounds__(KD_CHUNK, 4) kd_large_persistent_kernel(KdBufs
 template <bool BALLOT, bool SHFL, bool ATOMIC>
 static RtStatus kd_persistent_launch(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int want, RtError *err)
 {
-    void (*k)(KdBufs, KdConf) = kd_large_persistent_kernel<BALLOT, SHFL, ATOMIC>;
+    /* 4 ways only where children are split as they are routed ([C]: their
+     * boxes come from the sort); kd_conf sets c.ways accordingly */
+    void (*k)(KdBufs, KdConf) = ATOMIC && c.ways == 4 ? kd_large_persistent_kernel<BALLOT, SHFL, ATOMIC, ATOMIC ? 4 : 2>
+                                                      : kd_large_persistent_kernel<BALLOT, SHFL, ATOMIC, 2>;
     int per_sm = 0;
     CUDA_CHECK(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, KD_CHUNK, 0));
     if (per_sm < 1) return rt_fail(err, RT_ERR_CUDA, "KD: the persistent large-stage kernel does not fit on a multiprocessor");

@@ -485,8 +485,14 @@ __device__ __forceinline__ void kd_fused_children(const KdFusedWarp &s, const Kd
 __device__ void kd_fused_leaf(const KdBufs &b, const KdFusedWarp &s, const KdFusedEntry &e, uint32_t leaf,
                               uint32_t base, uint32_t n, uint32_t lane)
 {
-    const uint32_t nlo = __popcll(e.mask & 0xffffffffull);
-    for (uint32_t k = lane; k < n; k += 32) b.tri_index[base + k] = s.idx[kd_nth_bit(e.mask, nlo, k)];
+    /* lane j holds mask bits j and j + 32: a set bit's rank is its place
+     * (n-th set bit per lane through __fns measured 9 % of the stage's
+     * instructions, H100 ncu) */
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const uint32_t j = lane + 32u * h;
+        if ((e.mask >> j) & 1ull) b.tri_index[base + __popcll(e.mask & ((1ull << j) - 1ull))] = s.idx[j];
+    }
     if (lane < 6) {
         const bool is_hi = lane & 1; /* candidate faces: lo x, hi x, lo y, hi y, lo z, hi z */
         const int a = lane >> 1;

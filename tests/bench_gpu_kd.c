@@ -5,7 +5,9 @@
  * CPU oracle. Prints Markdown rows for docs/benchmarks.md.
  *   build/tests/bench_gpu_kd [scene.obj ...]   (default: $RT_TEST_EXT/sponza/sponza.obj)
  * Env: RT_BENCH_RUNS (25), RT_BENCH_MESH (1048576 triangles, 0 = none),
- * RT_BENCH_CPU=0 (no CPU oracle), RT_BENCH_VALIDATE=0 (no validation). */
+ * RT_BENCH_CPU=0 (no CPU oracle), RT_BENCH_VALIDATE=0 (no validation),
+ * RT_BENCH_VARIANTS=5,9 (those rows only), RT_BENCH_LEVELS=1 (the large
+ * stage level by level), RT_BENCH_BPS=0 (no blocks-per-SM sweep). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -54,6 +56,39 @@ static void make_mesh(uint32_t want, RtTriArrays *t)
         }
 }
 
+/* Is v in the comma-separated list? */
+static int bench_listed(const char *list, int v)
+{
+    for (const char *q = list; *q;) {
+        char *end;
+        long x = strtol(q, &end, 10);
+        if (end == q) return 0;
+        if (x == v) return 1;
+        q = *end == ',' ? end + 1 : end;
+    }
+    return 0;
+}
+
+/* The persistent large stage level by level (one build; box inclusion or
+ * clipping): active nodes, chunks of 256 refs, GPU us per level. */
+static void bench_levels(RtKdGpu *kd, const RtFloat4 *dv, const RtFloat4 *dw, uint32_t n, int assoc, int ways,
+                         const char *what)
+{
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    p.assoc = assoc;
+    p.large_ways = ways;
+    RtKdTree dt;
+    RtKdGpuStats st;
+    RtError err;
+    for (int i = 0; i < 3; i++)
+        if (rt_kd_gpu_build(kd, &p, dv, dw, n, &dt, &st, &err) != RT_OK) return;
+    printf("\nLarge stage level by level (%s, one build: large %.3f ms, %u levels):\n\n", what, st.large_ms,
+           st.large_levels);
+    printf("| level | nodes | chunks | us |\n|---|---|---|---|\n");
+    for (uint32_t l = 0; l < st.large_levels && l < RT_KD_GPU_PROFILE_LEVELS; l++)
+        printf("| %u | %u | %u | %.1f |\n", l, st.level_nodes[l], st.level_chunks[l], st.level_us[l]);
+}
+
 static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int runs, const char *gpu_name)
 {
     RtError err;
@@ -80,7 +115,9 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
            gpu_name, cpu_sah, rt_now_ms() - t0);
     printf("| variant | GPU ms (median) | large ms | small ms | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (int v = 0; v < 11; v++) {
+    const char *only = getenv("RT_BENCH_VARIANTS"); /* e.g. "5,9": those rows only */
+    for (int v = 0; v < 14; v++) {
+        if (only && !bench_listed(only, v)) continue;
         RtKdGpuParams p = rt_kd_gpu_params_default();
         const char *vname;
         if (v < 6) {
@@ -98,10 +135,22 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         } else if (v == 9) {
             p.assoc = RT_KD_GPU_BOX_INCLUSION;
             vname = "All, box inclusion";
-        } else {
+        } else if (v == 10) {
             p.assoc = RT_KD_GPU_BOX_INCLUSION;
             p.small_mode = RT_KD_GPU_SMALL_NONE;
             vname = "All, box inclusion, no small stage";
+        } else if (v == 11) {
+            p.large_ways = 4;
+            vname = "All, 4 ways";
+        } else if (v == 12) {
+            p.large_ways = 4;
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
+            vname = "All, 4 ways, box inclusion";
+        } else {
+            p.large_ways = 4;
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
+            p.small_mode = RT_KD_GPU_SMALL_NONE;
+            vname = "All, 4 ways, box inclusion, no small stage";
         }
         RtKdTree dt;
         RtKdGpuStats st;
@@ -129,7 +178,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         rt_kd_tree_stats(&h, p.c_trav, p.c_isect, &ks);
         /* validating a big tree takes seconds: once, for the fastest variant */
         const char *want_val = getenv("RT_BENCH_VALIDATE");
-        RtStatus vs = (v == 5 || v == 9) && (!want_val || atoi(want_val))
+        RtStatus vs = (v == 5 || v == 9 || v == 11 || v == 12) && (!want_val || atoi(want_val))
                           ? rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err)
                           : RT_OK;
         rt_kd_tree_free(&h);
@@ -143,9 +192,15 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         free(lms);
         free(sms);
     }
+    if (getenv("RT_BENCH_LEVELS") && atoi(getenv("RT_BENCH_LEVELS"))) {
+        bench_levels(kd, dv, dw, t->count, RT_KD_GPU_CLIP, 2, "clipping");
+        bench_levels(kd, dv, dw, t->count, RT_KD_GPU_BOX_INCLUSION, 2, "box inclusion");
+        bench_levels(kd, dv, dw, t->count, RT_KD_GPU_CLIP, 4, "clipping, 4 ways");
+    }
     /* the persistent large stage's resident blocks per multiprocessor */
-    printf("\nAll, persistent large stage by resident blocks per SM (median GPU ms: build / large stage):");
-    for (int bps = 1; bps <= 16; bps *= 2) {
+    const int sweep = !getenv("RT_BENCH_BPS") || atoi(getenv("RT_BENCH_BPS"));
+    if (sweep) printf("\nAll, persistent large stage by resident blocks per SM (median GPU ms: build / large stage):");
+    for (int bps = 1; sweep && bps <= 16; bps *= 2) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         p.large_blocks_per_sm = bps;
         RtKdTree dt;
@@ -165,7 +220,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         free(gms);
         free(lms);
     }
-    printf("\n");
+    if (sweep) printf("\n");
     /* per-kernel times of the fastest variant (events around every launch) */
     RtKdGpuParams p = rt_kd_gpu_params_default();
     p.timed = 1;

@@ -311,7 +311,7 @@ static void gpu_kd_every_variant_valid(void **state)
     if (!gpu_ready()) skip();
     uint32_t n = quick() ? 600 : 3000;
     RtTriArrays sc[2] = {make_scene(SC_SOUP, n, 60), make_scene(SC_CLUSTER, 5 * n / 3, 61)};
-    for (int v = 0; v < 17; v++) {
+    for (int v = 0; v < 20; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         char name[96];
         if (v < 6) {
@@ -340,6 +340,19 @@ static void gpu_kd_every_variant_valid(void **state)
             p.assoc = RT_KD_GPU_BOX_INCLUSION;
             p.small_fused = 0;
             snprintf(name, sizeof name, "box inclusion (Original)");
+        } else if (v == 17) {
+            p.large_ways = 4;
+            snprintf(name, sizeof name, "4 ways (All)");
+        } else if (v == 18) {
+            p.large_ways = 4;
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
+            snprintf(name, sizeof name, "4 ways, box inclusion");
+        } else if (v == 19) {
+            /* 4 ways with the shared-memory scans and reductions */
+            rt_kd_gpu_params_ladder(&p, 0);
+            p.chang_a = p.chang_c = 1;
+            p.large_ways = 4;
+            snprintf(name, sizeof name, "4 ways, [A] + [C] only");
         } else if (v == 13) {
             p.small_fused = 0;
             snprintf(name, sizeof name, "level-by-level small stage");
