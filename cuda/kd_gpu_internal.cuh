@@ -109,6 +109,7 @@ struct KdCounters {
     /* persistent large stage: %globaltimer (ns) when level L started (the
      * level after the last one: when the stage ended), for the profile */
     unsigned long long level_ns[KD_MAX_LEVELS + 1];
+    uint32_t bar_count, bar_gen;      /* kd_grid_sync */
 };
 
 /* Everything a kernel may touch, by value (device pointers + capacities). */
@@ -248,8 +249,8 @@ __device__ inline RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
     return kd_box_clip(r, cell);
 }
 
-/* Bounds of the part of triangle tri on one side of the plane x_axis =
- * split (side 0: at or below it, 1: at or above), rounded outward: the
+/* Bounds of the parts of triangle tri on each side of the plane x_axis =
+ * split (out[0]: at or below it, out[1]: at or above), rounded outward: the
  * kept corners and the edges' crossings (double, registers only). The
  * large stage intersects it with the ref's box (tight in the parent's cell)
  * and the child's cell: that contains the exact box of the triangle's part
@@ -258,8 +259,11 @@ __device__ inline RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
  * its roots' boxes exactly (kd_tri_clip). Sutherland-Hodgman over six
  * planes per straddler and level, in the persistent kernel, measured 2.6x
  * the box-inclusion large stage on Sponza (H100). */
-__device__ __forceinline__ RtAabb kd_tri_clip_plane(const KdBufs &b, uint32_t tri, int axis, float split, int side)
+__device__ __forceinline__ void kd_tri_clip_plane(const KdBufs &b, uint32_t tri, int axis, float split,
+                                                  RtAabb out[2])
 {
+    /* both sides at once: the edges' crossings belong to both (one pass,
+     * half the double-precision work of two one-sided clips) */
     double v[3][3], d[3];
     for (int k = 0; k < 3; k++) {
         float4 f = b.verts[3 * (size_t)tri + k];
@@ -268,30 +272,38 @@ __device__ __forceinline__ RtAabb kd_tri_clip_plane(const KdBufs &b, uint32_t tr
         v[k][2] = f.z;
         d[k] = (axis == 0 ? v[k][0] : (axis == 1 ? v[k][1] : v[k][2])) - (double)split;
     }
-    double lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    double lo[2][3], hi[2][3];
+#pragma unroll
+    for (int q = 0; q < 3; q++) lo[0][q] = lo[1][q] = INFINITY, hi[0][q] = hi[1][q] = -INFINITY;
 #pragma unroll
     for (int k = 0; k < 3; k++) {
-        if (side ? d[k] >= 0.0 : d[k] <= 0.0)
 #pragma unroll
-            for (int q = 0; q < 3; q++) {
-                lo[q] = fmin(lo[q], v[k][q]);
-                hi[q] = fmax(hi[q], v[k][q]);
-            }
+        for (int side = 0; side < 2; side++)
+            if (side ? d[k] >= 0.0 : d[k] <= 0.0)
+#pragma unroll
+                for (int q = 0; q < 3; q++) {
+                    lo[side][q] = fmin(lo[side][q], v[k][q]);
+                    hi[side][q] = fmax(hi[side][q], v[k][q]);
+                }
         const int j = k == 2 ? 0 : k + 1;
         if ((d[k] < 0.0 && d[j] > 0.0) || (d[k] > 0.0 && d[j] < 0.0)) {
             const double t = d[k] / (d[k] - d[j]);
 #pragma unroll
             for (int q = 0; q < 3; q++) {
                 const double x = q == axis ? (double)split : v[k][q] + t * (v[j][q] - v[k][q]);
-                lo[q] = fmin(lo[q], x);
-                hi[q] = fmax(hi[q], x);
+#pragma unroll
+                for (int side = 0; side < 2; side++) {
+                    lo[side][q] = fmin(lo[side][q], x);
+                    hi[side][q] = fmax(hi[side][q], x);
+                }
             }
         }
     }
-    RtAabb r;
-    r.lo = v3(__double2float_rd(lo[0]), __double2float_rd(lo[1]), __double2float_rd(lo[2]));
-    r.hi = v3(__double2float_ru(hi[0]), __double2float_ru(hi[1]), __double2float_ru(hi[2]));
-    return r;
+#pragma unroll
+    for (int side = 0; side < 2; side++) {
+        out[side].lo = v3(__double2float_rd(lo[side][0]), __double2float_rd(lo[side][1]), __double2float_rd(lo[side][2]));
+        out[side].hi = v3(__double2float_ru(hi[side][0]), __double2float_ru(hi[side][1]), __double2float_ru(hi[side][2]));
+    }
 }
 
 /* Bounded allocation from a device counter: returns the first slot, or

@@ -19,7 +19,7 @@
  * children, whose boxes the sort accumulated with atomics): one barrier per
  * level. The steps are device functions shared by both schedules; the
  * variants are template flags of the same code. */
-#include <cooperative_groups.h>
+#include <cooperative_groups.h> /* this_grid().sync(): the barrier kd_grid_sync replaced (comparisons) */
 #include <cub/device/device_scan.cuh>
 
 #include "kd_gpu_internal.cuh"
@@ -405,8 +405,9 @@ __device__ __forceinline__ void kd_split_ref(const KdBufs &b, const KdConf &c, u
     RtAabb cl = cell, cr = cell;
     v3_set(&cl.hi, axis, split);
     v3_set(&cr.lo, axis, split);
-    out[0] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, axis, split, 0), rb), cl);
-    out[1] = kd_box_clip(kd_box_clip(kd_tri_clip_plane(b, tri, axis, split, 1), rb), cr);
+    kd_tri_clip_plane(b, tri, axis, split, out);
+    out[0] = kd_box_clip(kd_box_clip(out[0], rb), cl);
+    out[1] = kd_box_clip(kd_box_clip(out[1], rb), cr);
     *l = !aabb_is_empty(out[0]);
     *r = !aabb_is_empty(out[1]);
     if (!*l && !*r) { /* rounding: keep the box-inclusion answer */
@@ -473,26 +474,39 @@ __device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[W], float *sh /* >
         v[6 * k + 3] = kb[k].hi.x, v[6 * k + 4] = kb[k].hi.y, v[6 * k + 5] = kb[k].hi.z;
     }
     if (SHFL) {
+        /* [D]: warp intrinsics. On sm_80+ one redux.sync per value over the
+         * order-preserving ints the atomics take anyway (a shuffle tree is 5
+         * shuffles and 5 min/max per value: 13 % of the large stage's
+         * instructions, H100 ncu); shuffles (Chang) before that */
         const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-        for (int o = 16; o > 0; o >>= 1)
+        int *shi = (int *)sh;
+        int iv[6 * W];
 #pragma unroll
-            for (int k = 0; k < 6 * W; k++) {
-                float x = __shfl_down_sync(0xffffffffu, v[k], o);
+        for (int k = 0; k < 6 * W; k++) {
+#if __CUDA_ARCH__ >= 800
+            const int x = kd_f2i(v[k]);
+            iv[k] = (k % 6) < 3 ? __reduce_min_sync(0xffffffffu, x) : __reduce_max_sync(0xffffffffu, x);
+#else
+            for (int o = 16; o > 0; o >>= 1) {
+                const float x = __shfl_down_sync(0xffffffffu, v[k], o);
                 v[k] = (k % 6) < 3 ? fminf(v[k], x) : fmaxf(v[k], x);
             }
+            iv[k] = kd_f2i(v[k]);
+#endif
+        }
         __syncthreads();
         if (lane == 0)
 #pragma unroll
-            for (int k = 0; k < 6 * W; k++) sh[warp * 6 * W + k] = v[k];
+            for (int k = 0; k < 6 * W; k++) shi[warp * 6 * W + k] = iv[k];
         __syncthreads();
         if (threadIdx.x < 6 * W) {
             const int k = threadIdx.x;
-            float r = sh[k];
+            int r = shi[k];
             for (unsigned w = 1; w < nw; w++)
-                r = (k % 6) < 3 ? fminf(r, sh[w * 6 * W + k]) : fmaxf(r, sh[w * 6 * W + k]);
-            if (isfinite(r)) {
-                if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], kd_f2i(r));
-                else atomicMax(&nd->kid_box[k / 6][k % 6], kd_f2i(r));
+                r = (k % 6) < 3 ? min(r, shi[w * 6 * W + k]) : max(r, shi[w * 6 * W + k]);
+            if (isfinite(kd_i2f(r))) {
+                if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], r);
+                else atomicMax(&nd->kid_box[k / 6][k % 6], r);
             }
         }
         __syncthreads();
@@ -774,6 +788,36 @@ RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, cons
 
 /* ==== the persistent schedule (Implementation II) ======================== */
 
+/* A barrier over the whole (co-resident, cooperative) grid. Blocks that
+ * arrive early wait with __nanosleep: cooperative_groups' grid.sync spins
+ * on an acquire load that invalidates the SM's L1 at every turn (4.8M turns
+ * per Sponza build, 10 % of the stage's instructions, H100 ncu), under the
+ * feet of the blocks still sorting on that SM. The closing fence is the
+ * acquire for every thread of the block (they read only after the
+ * __syncthreads that follows it). */
+__device__ __forceinline__ void kd_grid_sync(KdCounters *ctr)
+{
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        volatile uint32_t *gen = &ctr->bar_gen;
+        const uint32_t g = *gen;
+        __threadfence(); /* this block's writes before its arrival */
+        if (atomicAdd(&ctr->bar_count, 1u) == gridDim.x - 1) {
+            atomicExch(&ctr->bar_count, 0u);
+            __threadfence();
+            atomicAdd(&ctr->bar_gen, 1u);
+        } else {
+            unsigned ns = 32;
+            while (*gen == g) {
+                __nanosleep(ns);
+                ns = ns < 256 ? 2 * ns : ns;
+            }
+        }
+        __threadfence();
+    }
+    __syncthreads();
+}
+
 /* Every level of the large stage in one cooperative launch. Level L:
  *   [C] off: chunk boxes | barrier | per node: segmented reduction + split | barrier
  *   sort every chunk; the node's last chunk routes it (with [C]: splits the
@@ -791,7 +835,6 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
     __shared__ float shf[KD_CHUNK];
     __shared__ uint32_t off[W + 1];
     __shared__ KdLargeNode s_route[W];
-    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
     volatile KdCounters *vc = b.ctr;
     for (int level = 0; level + 1 < KD_MAX_LEVELS; level++) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -808,13 +851,13 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
                 kd_bbox_chunk<SHFL, false>(b, c, level, ch, shf);
                 __syncthreads();
             }
-            grid.sync();
+            kd_grid_sync(b.ctr);
             for (uint32_t n = blockIdx.x; n < active; n += gridDim.x) {
                 kd_segreduce_node<SHFL>(b, level, n, shf);
                 if (threadIdx.x == 0) kd_split_node<2>(b, c, &b.active[level & 1][n], level, &b.ctr->level_ovf[level + 1]);
                 __syncthreads();
             }
-            grid.sync();
+            kd_grid_sync(b.ctr);
         }
         for (uint32_t ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
             bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, ch, sh, shf, off);
@@ -826,7 +869,7 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
                                                 threadIdx.x & 31, &s_route[threadIdx.x >> 5], (int)(threadIdx.x >> 5));
             __syncthreads();
         }
-        grid.sync();
+        kd_grid_sync(b.ctr);
     }
 }
 
