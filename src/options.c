@@ -71,6 +71,11 @@ static const RtNamedValue leaf_values[] = {
     {"64", 64, "a node of at most 64 triangles is small (64-bit masks, default)"},
     {NULL, 0, NULL},
 };
+static const RtNamedValue ways_values[] = {
+    {"2", 2, "large stage: Zhou et al.'s binary split per level (default)"},
+    {"4", 4, "large stage: both halves split again in the same level (half the levels; needs [A] and [C])"},
+    {NULL, 0, NULL},
+};
 /* GPU tracer groups (cuda/trace.h, docs/trace_gpu.md). */
 static const RtNamedValue traversal_values[] = {
     {"restart", RT_TRAV_RESTART, "kd-restart (Foley and Sugerman 2005): no stack"},
@@ -109,6 +114,7 @@ const RtVariantGroup rt_variant_groups[RT_VAR_COUNT] = {
     [RT_VAR_BOX] = {"box", '4', "--build box=", box_values, RT_NO_GPU},
     [RT_VAR_SMALL_NODE] = {"small nodes", '5', "--build small=", small_node_values, RT_NO_GPU},
     [RT_VAR_LEAF_SIZE] = {"small threshold", '6', "--build leaf=", leaf_values, RT_NO_GPU},
+    [RT_VAR_LARGE_WAYS] = {"large split", 'K', "--build ways=", ways_values, RT_NO_GPU},
     [RT_VAR_TRAVERSAL] = {"traversal", '7', "--trace traversal=", traversal_values, RT_NO_GPU},
     [RT_VAR_STACK_SIZE] = {"stack", '8', "--trace stack=", stack_values, RT_NO_GPU},
     [RT_VAR_PACKETS] = {"packets", '9', "--trace packet=", packet_values, RT_NO_GPU},
@@ -151,6 +157,7 @@ static int *variant_field(RtOptions *o, RtVariantGroupId g)
     case RT_VAR_BOX: return &o->kd_box;
     case RT_VAR_SMALL_NODE: return &o->kd_small;
     case RT_VAR_LEAF_SIZE: return &o->kd_leaf;
+    case RT_VAR_LARGE_WAYS: return &o->kd_ways;
     case RT_VAR_TRAVERSAL: return &o->trace.traversal;
     case RT_VAR_STACK_SIZE: return &o->trace.stack_size;
     case RT_VAR_PACKETS: return &o->trace.packet;
@@ -208,6 +215,7 @@ void rt_options_default(RtOptions *o)
     o->kd_box = o->build.assoc;
     o->kd_small = o->build.small_mode;
     o->kd_leaf = (int)o->build.small_threshold;
+    o->kd_ways = o->build.large_ways;
     o->speed = 1.0f;
     o->warmup = 3;
 }
@@ -224,6 +232,7 @@ RtKdGpuParams rt_options_kd_gpu(const RtOptions *o)
     p.assoc = (RtKdGpuAssoc)o->kd_box;
     p.small_mode = (RtKdGpuSmallMode)o->kd_small;
     p.small_threshold = (uint32_t)o->kd_leaf;
+    p.large_ways = o->kd_ways;
     return p;
 }
 
@@ -372,6 +381,7 @@ static const KvKey kBuildKeys[] = {
     {"c", "[C] node boxes by atomics: 0/1"}, {"d", "[D] shuffle reductions: 0/1"},
     {"e", "[E] __popc bit counting: 0/1"}, {"ce", "C_e in percent, 1..99 (25)"},
     {"box", "inclusion or clipping"}, {"small", "none, sah or ssah"}, {"leaf", "32 or 64"},
+    {"ways", "children per large-stage split: 2 or 4 (2)"},
     {"ctrav", "SAH traversal cost (1)"}, {"ci", "SAH intersection cost (1.5)"},
     {"fused", "small stage in one launch: 0/1 (1)"}, {"timed", "CUDA events per kernel: 0/1"},
     {NULL, NULL},
@@ -410,6 +420,7 @@ static RtStatus build_key(RtOptions *o, const char *k, const char *v, RtError *e
     if (!strcmp(k, "box")) return parse_named("--build box", v, box_values, &o->kd_box, err);
     if (!strcmp(k, "small")) return parse_named("--build small", v, small_node_values, &o->kd_small, err);
     if (!strcmp(k, "leaf")) return parse_named("--build leaf", v, leaf_values, &o->kd_leaf, err);
+    if (!strcmp(k, "ways")) return parse_named("--build ways", v, ways_values, &o->kd_ways, err);
     if (!strcmp(k, "ctrav") || !strcmp(k, "ci")) {
         if (o->kd_costs >= 0) {
             b->c_trav = kCostPresets[o->kd_costs].c_trav;

@@ -42,6 +42,7 @@ typedef struct RtOptions {
     int kd_box;              /* RtKdGpuAssoc */
     int kd_small;            /* RtKdGpuSmallMode */
     int kd_leaf;             /* small-node threshold 32/64 */
+    int kd_ways;             /* children per large-stage split: 2 or 4 */
     /* dynamic scenes (anim.h) */
     int has_time;            /* --time T given: render (headless) / start (viewer) at t = time */
     float time;
@@ -94,6 +95,7 @@ typedef enum RtVariantGroupId {
     RT_VAR_BOX,
     RT_VAR_SMALL_NODE,
     RT_VAR_LEAF_SIZE,
+    RT_VAR_LARGE_WAYS,
     RT_VAR_TRAVERSAL,  /* GPU tracer */
     RT_VAR_STACK_SIZE,
     RT_VAR_PACKETS,

@@ -119,7 +119,7 @@ static void gpu_variant_options_parsed(void **state)
     rt_options_default(&o);
     RtKdGpuParams d = rt_options_kd_gpu(&o), ref = rt_kd_gpu_params_default();
     assert_memory_equal(&d, &ref, sizeof d); /* defaults agree with kd_gpu.h's */
-    const char *argv[] = {"rtviewer", "--build", "ladder=[A]-[B],ce=35,box=inclusion,small=ssah,leaf=32",
+    const char *argv[] = {"rtviewer", "--build", "ladder=[A]-[B],ce=35,box=inclusion,small=ssah,leaf=32,ways=4",
                           "--trace", "traversal=restart,stack=8,skip=0,map=rows,packet=warp"};
     assert_int_equal(rt_options_parse(5, (char **)argv, &o, &err), RT_OK);
     RtKdGpuParams b = rt_options_kd_gpu(&o);
@@ -131,6 +131,7 @@ static void gpu_variant_options_parsed(void **state)
     assert_int_equal(b.assoc, RT_KD_GPU_BOX_INCLUSION);
     assert_int_equal(b.small_mode, RT_KD_GPU_SMALL_SSAH);
     assert_int_equal(b.small_threshold, 32);
+    assert_int_equal(b.large_ways, 4);
     RtTraceParams t = rt_options_trace_gpu(&o);
     assert_int_equal(t.traversal, RT_TRAV_RESTART);
     assert_int_equal(t.stack_size, 8);
@@ -156,6 +157,7 @@ static void gpu_variant_options_parsed(void **state)
         {"rtviewer", "--build", "speed=1"},  {"rtviewer", "--build", "ce"},
         {"rtviewer", "--trace", "stack=99"}, {"rtviewer", "--trace", "packet=yes"},
         {"rtviewer", "--trace", ""},         {"rtviewer", "--trace", "traversal="},
+        {"rtviewer", "--build", "ways=3"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         rt_options_default(&o);
