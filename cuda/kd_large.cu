@@ -256,6 +256,16 @@ __global__ void kd_large_segreduce_kernel(KdBufs b, int level)
  * median split, and each child's region of `count` refs in the next list.
  * Allocation failures are also flagged in *lovf (the persistent stage's
  * per-level word). */
+/* Does [first, first + n) fit under cap? Else the overflow is flagged. */
+__device__ __forceinline__ bool kd_fits(const KdBufs &b, uint32_t first, uint32_t n, uint32_t cap, uint32_t bit,
+                                        uint32_t *lovf)
+{
+    if ((uint64_t)first + n <= cap) return true;
+    atomicOr(&b.ctr->overflow, bit);
+    atomicOr(lovf, bit);
+    return false;
+}
+
 template <int W>
 __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t *lovf)
 {
@@ -265,7 +275,7 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
     uint32_t node = nd->node, depth = nd->depth;
     int axis = -1, ways = 2, a2[2] = {0, 0};
     float split = 0.0f, s2[2] = {0.0f, 0.0f};
-    uint32_t kids = 0;
+    uint32_t kids = 0, refs_at = UINT32_MAX, refs_want = 0;
     if ((int)depth + 1 < c.max_depth && !aabb_is_empty(tight)) {
         /* Zhou: cut off empty space on a side when it exceeds C_e of the
          * extent; each cut is an interior node with an empty leaf child.
@@ -317,13 +327,17 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             four = four && s2[h] > l2 && s2[h] < h2;
         }
         const uint32_t pairs = ncut + (median ? 1u : 0u) + (four ? 2u : 0u);
-        uint32_t pair = 0, leaf = 0, ibase = 0;
-        bool ok = true;
-        if (pairs) {
-            pair = kd_alloc(&ctr->nodes, 2 * pairs, b.node_cap, &ctr->overflow, KD_OVF_NODES, lovf);
-            ok = pair != UINT32_MAX;
-        }
-        if (ncut) ok = kd_alloc_leaves(b, ncut, 0, &leaf, &ibase, lovf) && ok;
+        /* the three allocations at once, then the capacity checks: their L2
+         * round trips overlap (a check between them made each wait for the
+         * one before, on the level's critical path). The refs are reserved
+         * for every child even if the node stops below. */
+        const uint32_t pair_at = pairs ? atomicAdd(&ctr->nodes, 2 * pairs) : 0u;
+        const unsigned long long leaf_at = ncut ? atomicAdd(&ctr->leaf_index, (unsigned long long)ncut << 32) : 0ull;
+        refs_want = (median ? (four ? 4u : 2u) : 1u) * nd->count;
+        refs_at = atomicAdd(&ctr->level_refs[level + 1], refs_want);
+        uint32_t pair = pair_at, leaf = (uint32_t)(leaf_at >> 32);
+        bool ok = !pairs || kd_fits(b, pair_at, 2 * pairs, b.node_cap, KD_OVF_NODES, lovf);
+        if (ncut) ok = kd_fits(b, leaf, ncut, b.leaf_cap, KD_OVF_LEAVES, lovf) && ok;
         if (ok) { /* else the build is redone: the node stops here */
 #pragma unroll
             for (int k = 0; k < 6; k++) {
@@ -359,8 +373,9 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
     /* Each child may receive every ref of the parent (straddlers go both
      * ways), so reserve count per child; a stopped node sends all its refs
      * to child 0, which is the node itself. */
-    const uint32_t n = nd->count, nkids = axis >= 0 ? (uint32_t)ways : 1u;
-    uint32_t base = kd_alloc(&ctr->level_refs[level + 1], nkids * n, b.ref_cap, &ctr->overflow, KD_OVF_REFS, lovf);
+    const uint32_t n = nd->count;
+    if (refs_at == UINT32_MAX) refs_at = atomicAdd(&ctr->level_refs[level + 1], refs_want = n);
+    const uint32_t base = kd_fits(b, refs_at, refs_want, b.ref_cap, KD_OVF_REFS, lovf) ? refs_at : UINT32_MAX;
     nd->cell = cell;
     nd->node = node;
     nd->depth = depth;
@@ -562,11 +577,19 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint3
         for (int k = 0; k < W; k++) kb[k] = fk[k] ? kd_box_clip(box[k], kd_kid_cell<W>(nd, k)) : aabb_empty();
         kd_kid_boxes<SHFL, W>(nd, kb, shf);
     }
-    __threadfence(); /* this block's refs and atomics before its "done" */
     __syncthreads();
+    /* A node's only chunk: its block routes it and reads nothing but what it
+     * wrote itself (refs; cursors and boxes by atomics), which the barrier
+     * orders. Deep levels are mostly such nodes. */
+    if (nd->chunk_count == 1) return true;
     if (threadIdx.x == 0) {
+        /* release: the barrier orders the block's refs and atomics before
+         * this fence (cumulative, as in cooperative_groups' grid barrier);
+         * one fence per block, not per warp (each fence invalidates the
+         * SM's L1) */
+        __threadfence();
         off[W] = atomicAdd(&nd->done, 1u) + 1 == nd->chunk_count;
-        __threadfence(); /* the other blocks' writes before the routing reads */
+        if (off[W]) __threadfence(); /* acquire: the other blocks' writes before the routing reads */
     }
     __syncthreads();
     bool last = off[W] != 0;
@@ -670,9 +693,11 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
         uint32_t *lovf = &ctr->level_ovf[level + 1];
         if (small) {
             uint32_t slot = 0, first = 0;
-            if (lane == 0) {
-                slot = kd_alloc(&ctr->small_roots, 1, b.sroot_cap, &ctr->overflow, KD_OVF_SROOTS, lovf);
-                first = kd_alloc(&ctr->small_refs, n, b.sref_cap, &ctr->overflow, KD_OVF_SREFS, lovf);
+            if (lane == 0) { /* both atomics in flight at once, then the checks */
+                slot = atomicAdd(&ctr->small_roots, 1u);
+                first = atomicAdd(&ctr->small_refs, n);
+                if (!kd_fits(b, slot, 1, b.sroot_cap, KD_OVF_SROOTS, lovf)) slot = UINT32_MAX;
+                if (!kd_fits(b, first, n, b.sref_cap, KD_OVF_SREFS, lovf)) first = UINT32_MAX;
             }
             slot = __shfl_sync(0xffffffffu, slot, 0);
             first = __shfl_sync(0xffffffffu, first, 0);
@@ -702,8 +727,10 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
         } else {
             uint32_t cc = (n + KD_CHUNK - 1) / KD_CHUNK, slot = 0, cf = 0;
             if (lane == 0) {
-                slot = kd_alloc(&ctr->level_active[level + 1], 1, b.active_cap, &ctr->overflow, KD_OVF_ACTIVE, lovf);
-                cf = kd_alloc(&ctr->level_chunks[level + 1], cc, b.chunk_cap, &ctr->overflow, KD_OVF_CHUNKS, lovf);
+                slot = atomicAdd(&ctr->level_active[level + 1], 1u);
+                cf = atomicAdd(&ctr->level_chunks[level + 1], cc);
+                if (!kd_fits(b, slot, 1, b.active_cap, KD_OVF_ACTIVE, lovf)) slot = UINT32_MAX;
+                if (!kd_fits(b, cf, cc, b.chunk_cap, KD_OVF_CHUNKS, lovf)) cf = UINT32_MAX;
             }
             slot = __shfl_sync(0xffffffffu, slot, 0);
             cf = __shfl_sync(0xffffffffu, cf, 0);
