@@ -361,6 +361,9 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
     c->small_mode = (int)p.small_mode;
     c->clip = p.assoc == RT_KD_GPU_CLIP;
     c->split_at_route = p.chang_a && p.chang_c; /* the persistent stage with [C] */
+    if (p.small_fused < 0 || p.small_fused > 1)
+        return rt_fail(err, RT_ERR_ARG, "KD: small-stage schedule %d: expected 0 (a launch per level) or 1 (one launch)",
+                       p.small_fused);
     if (p.large_ways != 0 && p.large_ways != 2 && p.large_ways != 4)
         return rt_fail(err, RT_ERR_ARG, "KD: %d children per large split: expected 2 or 4", p.large_ways);
     /* 4 ways need the children's boxes from the sort, i.e. [A] and [C] */
