@@ -854,7 +854,9 @@ __device__ __forceinline__ void kd_grid_sync(KdCounters *ctr)
  * the same decision (a block leaving early would hang the barrier). */
 /* (KD_CHUNK, 4): 64 registers, so 4 blocks are resident per multiprocessor
  * (80 registers allowed 3); despite ~200 bytes of spills it measured 12 %
- * faster on Sponza and 17 % on a 1M-triangle mesh (large stage, H100). */
+ * faster on Sponza and 17 % on a 1M-triangle mesh (large stage, H100); 5
+ * blocks (48 registers) measured 10 % slower. 4 ways carry twice the
+ * per-ref state: 3 blocks of 80 registers measured 4-7 % faster there. */
 template <bool BALLOT, bool SHFL, bool ATOMIC, int W>
 __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_kernel(KdBufs b, KdConf c)
 {
