@@ -32,7 +32,7 @@ typedef struct KdArr {
 enum {
     A_TRI_LO, A_TRI_HI, A_REFS0, A_REFS1, A_ACT0, A_ACT1, A_CH0, A_CH1, A_CHBOX, A_FLAGS, A_SCAN,
     A_SROOTS, A_SIDX, A_SBOX, A_CSPLIT, A_CMASK, A_SN0, A_SN1, A_NODES, A_LEAVES, A_LBOX, A_TIDX,
-    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_TBOUNDS, A_COUNT
+    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_TBOUNDS, A_RBUCKET, A_COUNT
 };
 
 struct RtKdGpu {
@@ -180,6 +180,7 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_RLO1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_RHI1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
+        {A_RBUCKET, KD_ROOT_BUCKETS * (size_t)g->sroot_cap * sizeof(uint32_t)},
         {A_SBOX, g->sref_cap * sizeof(RtAabb)},
         /* global candidates and small-node lists: Zhou's level-by-level
          * small stage only (the fused one keeps them in shared memory) */
@@ -217,6 +218,7 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     b->scan = (uint32_t *)g->arr[A_SCAN].p;
     b->sroots = (KdSmallRoot *)g->arr[A_SROOTS].p;
     b->sroot_cap = g->sroot_cap;
+    b->root_bucket = (uint32_t *)g->arr[A_RBUCKET].p;
     b->small_idx = (uint32_t *)g->arr[A_SIDX].p;
     b->small_box = (RtAabb *)g->arr[A_SBOX].p;
     b->cand_split = (float *)g->arr[A_CSPLIT].p;

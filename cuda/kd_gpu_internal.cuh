@@ -17,6 +17,12 @@
 /* The small stage addresses a small root's triangles with 64-bit masks. */
 #define KD_SMALL_MAX 64
 
+/* The fused small stage takes its roots most refs first: every small root
+ * is listed in one of these buckets by its ref count (kd_root_bucket). A
+ * root's subtree grows with its refs, so the big ones start early and the
+ * stage does not end on a few warps finishing them. */
+#define KD_ROOT_BUCKETS 8
+
 /* Which buffer overflowed (KdCounters.overflow): the driver grows it and rebuilds. */
 enum {
     KD_OVF_NODES = 1u << 0,
@@ -106,6 +112,7 @@ struct KdCounters {
      * no block writes during that level, so every block decides alike). */
     uint32_t level_ovf[KD_MAX_LEVELS + 1];
     uint32_t prep_next, fused_next;   /* work queues of the small stage (roots taken) */
+    uint32_t bucket_count[KD_ROOT_BUCKETS]; /* small roots per bucket (root_bucket) */
     /* persistent large stage: %globaltimer (ns) when level L started (the
      * level after the last one: when the stage ended), for the profile */
     unsigned long long level_ns[KD_MAX_LEVELS + 1];
@@ -130,6 +137,7 @@ struct KdBufs {
     uint32_t *scan;
     KdSmallRoot *sroots;
     uint32_t sroot_cap;
+    uint32_t *root_bucket;             /* KD_ROOT_BUCKETS lists of sroot_cap small-root slots (kd_root_bucket) */
     uint32_t *small_idx;               /* refs of the small roots */
     RtAabb *small_box;                 /* their (clipped) boxes, inside the root cell */
     float *cand_split;                 /* 6 candidates per small ref */
@@ -158,6 +166,21 @@ struct KdConf {
     int ways;                          /* children per large split: 2, or 4 (split_at_route only) */
     int sms;                           /* multiprocessors (grids of the persistent kernels) */
 };
+
+/* Bucket 0: 57-64 refs, ..., 7: 1-8 refs, or a root that is a leaf at once
+ * (over 64 refs): the order the small stage takes them in. */
+__device__ __forceinline__ uint32_t kd_root_bucket(uint32_t n)
+{
+    return n >= 1 && n <= KD_SMALL_MAX ? (uint32_t)(KD_SMALL_MAX - n) / (KD_SMALL_MAX / KD_ROOT_BUCKETS)
+                                       : KD_ROOT_BUCKETS - 1;
+}
+
+/* Lists small root `slot` (n refs) in its bucket. */
+__device__ __forceinline__ void kd_root_list(const KdBufs &b, uint32_t slot, uint32_t n)
+{
+    const uint32_t k = kd_root_bucket(n);
+    b.root_bucket[k * (size_t)b.sroot_cap + atomicAdd(&b.ctr->bucket_count[k], 1u)] = slot;
+}
 
 /* ---- order-preserving float <-> int for atomicMin/atomicMax ---------------- */
 __device__ __forceinline__ int kd_f2i(float f)

@@ -147,6 +147,7 @@ __global__ void kd_root_kernel(KdBufs b, KdConf c)
         r.depth = 0;
         b.sroots[0] = r;
         ctr->small_roots = 1;
+        kd_root_list(b, 0, n);
         ctr->small_refs = n;
         ctr->nodes = 1;
     }
@@ -723,6 +724,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 r.count = n;
                 r.depth = depth;
                 b.sroots[slot] = r;
+                kd_root_list(b, slot, n);
             }
         } else {
             uint32_t cc = (n + KD_CHUNK - 1) / KD_CHUNK, slot = 0, cf = 0;

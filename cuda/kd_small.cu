@@ -635,14 +635,24 @@ __global__ void __launch_bounds__(32 * KD_FUSED_WARPS) kd_small_fused_kernel(KdB
     const uint32_t lane = threadIdx.x & 31;
     KdCounters *ctr = b.ctr;
     if (*(volatile uint32_t *)&ctr->overflow) return; /* the build is redone */
-    const uint32_t roots = min(*(volatile uint32_t *)&ctr->small_roots, b.sroot_cap);
+    /* the queue: the buckets one after the other, most refs first (lane k
+     * < KD_ROOT_BUCKETS holds bucket k's count and where it starts) */
+    const uint32_t bn = lane < KD_ROOT_BUCKETS ? min(ctr->bucket_count[lane], b.sroot_cap) : 0u;
+    uint32_t bend = bn;
+    for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t x = __shfl_up_sync(KD_WARP_FULL, bend, o);
+        if (lane >= (uint32_t)o) bend += x;
+    }
+    const uint32_t roots = __shfl_sync(KD_WARP_FULL, bend, 31);
     for (;;) {
         /* a warp takes the next root from the queue (balances deep and shallow subtrees) */
-        uint32_t ri = 0;
-        if (lane == 0) ri = atomicAdd(&ctr->fused_next, 1u);
-        ri = __shfl_sync(KD_WARP_FULL, ri, 0);
-        if (ri >= roots) return;
-        const KdSmallRoot r = b.sroots[ri];
+        uint32_t t = 0;
+        if (lane == 0) t = atomicAdd(&ctr->fused_next, 1u);
+        t = __shfl_sync(KD_WARP_FULL, t, 0);
+        if (t >= roots) return;
+        const uint32_t k = __ffs(__ballot_sync(KD_WARP_FULL, lane < KD_ROOT_BUCKETS && t < bend)) - 1;
+        const uint32_t at = t - (__shfl_sync(KD_WARP_FULL, bend, k) - __shfl_sync(KD_WARP_FULL, bn, k));
+        const KdSmallRoot r = b.sroots[b.root_bucket[k * (size_t)b.sroot_cap + at]];
         const bool ok = kd_small_root_is_leaf(c, r) ? kd_fused_range_leaf(b, r, lane)
                                                     : kd_fused_root<POPC>(b, c, r, s, lane);
         if (!ok) return;
