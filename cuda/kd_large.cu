@@ -19,7 +19,6 @@
  * children, whose boxes the sort accumulated with atomics): one barrier per
  * level. The steps are device functions shared by both schedules; the
  * variants are template flags of the same code. */
-#include <cooperative_groups.h> /* this_grid().sync(): the barrier kd_grid_sync replaced (comparisons) */
 #include <cub/device/device_scan.cuh>
 
 #include "kd_gpu_internal.cuh"
