@@ -1,13 +1,14 @@
 /* kd_large.cu — the large-node stage of Zhou et al. 2008 with Chang et al.'s
  * optimisations as switches. Per level, over the active (large) nodes:
  *   1. node boxes: per-chunk reduction of the refs' AABBs clipped to the
- *      cell ([D] shuffles or shared memory), then per node 6 atomics per
+ *      cell ([D] warp intrinsics or shared memory), then per node 6 atomics per
  *      chunk ([C]) or a segmented reduction over the node's chunks;
  *   2. split: empty-space cuts above C_e, then the spatial median of the
- *      longest axis; each child gets a region of `count` refs in the next list;
+ *      longest axis (with 4 ways, ours, each half again at its own median);
+ *      each child gets a region of `count` refs in the next list;
  *   3. triangle sorting: Implementation II (one kernel, per-block scan with
- *      [B] ballot/popc/shfl or shared memory, two atomicAdd per block: [A])
- *      or Implementation I (bit flags, a CUB scan, a scatter);
+ *      [B] ballot/popc/shfl or shared memory, one atomicAdd per child and
+ *      block: [A]) or Implementation I (bit flags, a CUB scan, a scatter);
  *   4. routing: children at or below the small threshold become small roots
  *      (their refs copied to the small list), the others the next level's
  *      active nodes with their chunks.
