@@ -362,6 +362,9 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
     c->small_threshold = p.small_threshold;
     c->small_mode = (int)p.small_mode;
     c->clip = p.assoc == RT_KD_GPU_CLIP;
+    if (p.small_exact_clip < 0 || p.small_exact_clip > 1)
+        return rt_fail(err, RT_ERR_ARG, "KD: small-stage exact clip %d: expected 0 or 1", p.small_exact_clip);
+    c->small_exact = p.small_exact_clip;
     c->split_at_route = p.chang_a && p.chang_c; /* the persistent stage with [C] */
     if (p.small_fused < 0 || p.small_fused > 1)
         return rt_fail(err, RT_ERR_ARG, "KD: small-stage schedule %d: expected 0 (a launch per level) or 1 (one launch)",

@@ -42,6 +42,10 @@ typedef struct RtKdGpuParams {
     uint32_t small_threshold;    /* a node at or below this many triangles is small: 32 or 64 (64) */
     int small_fused;             /* 1: small stage as one launch, a warp per root depth first (ours);
                                     0: Zhou's level-by-level launches (one host round trip per level) */
+    int small_exact_clip;        /* 1: the small stage clips each root's triangles exactly to the
+                                    root's cell (Wald and Havran's perfect splits; with either
+                                    assoc); 0: it takes the large stage's boxes, which clipping cuts
+                                    at every split plane (0: the same SAH within 0.1 %, faster) */
     float c_trav, c_isect;       /* SAH costs, as the CPU oracle's defaults (1.0, 1.5) */
     int max_depth;               /* 0 = 8 + 1.3 log2(N), at most 100 */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */

@@ -162,6 +162,7 @@ struct KdConf {
     int max_depth;
     int small_mode;
     int clip;                          /* RT_KD_GPU_CLIP */
+    int small_exact;                   /* small roots' triangles clipped exactly to the root cell */
     int split_at_route;                /* persistent [C]: children split where they are routed */
     int ways;                          /* children per large split: 2, or 4 (split_at_route only) */
     int sms;                           /* multiprocessors (grids of the persistent kernels) */

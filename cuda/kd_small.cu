@@ -21,15 +21,18 @@ __device__ __forceinline__ uint32_t kd_bitcount(unsigned long long x)
     return (uint32_t)((x * 0x0101010101010101ull) >> 56);
 }
 
-/* Small ref k's box inside its root's cell: with clipping the exact box of
- * the triangle's part in the cell (the large stage's boxes are clipped at
- * split planes only: kd_tri_clip_plane), so the candidates are Wald and
- * Havran's "perfect splits"; a clip that rounding leaves empty keeps the
- * large stage's box. */
+/* Small ref k's box inside its root's cell: the large stage's box cut to
+ * the cell (with clipping: the triangle clipped at every split plane above,
+ * kd_tri_clip_plane), or with small_exact the exact box of the triangle's
+ * part in the cell, so the candidates are Wald and Havran's "perfect
+ * splits"; a clip that rounding leaves empty keeps the large stage's box.
+ * The exact clip is a Sutherland-Hodgman polygon in local memory per ref:
+ * 15 % of Sponza's small stage, for an SAH cost 0.05 % lower (H100,
+ * docs/kd_gpu.md), so it is off by default. */
 __device__ __forceinline__ RtAabb kd_small_ref_box(const KdBufs &b, const KdConf &c, uint32_t k, RtAabb cell)
 {
     RtAabb box = kd_box_clip(b.small_box[k], cell);
-    if (!c.clip) return box;
+    if (!c.small_exact) return box;
     RtAabb exact = kd_box_clip(kd_tri_clip(b, b.small_idx[k], cell), box);
     return aabb_is_empty(exact) ? box : exact;
 }

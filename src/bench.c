@@ -513,9 +513,10 @@ static void write_json(FILE *f, const Bench *b, const BenchRow *median, const ch
     }
     fprintf(f, ", \"chang_a\": %d, \"chang_b\": %d, \"chang_c\": %d, \"chang_d\": %d, \"chang_e\": %d", k->chang_a,
             k->chang_b, k->chang_c, k->chang_d, k->chang_e);
-    fprintf(f, ", \"assoc\": \"%s\", \"small_mode\": \"%s\", \"small_threshold\": %u, \"small_fused\": %d",
+    fprintf(f, ", \"assoc\": \"%s\", \"small_mode\": \"%s\", \"small_threshold\": %u, \"small_fused\": %d, \"small_exact_clip\": %d",
             kd_variant_name(rt_kd_gpu_assoc_variants, 2, k->assoc),
-            kd_variant_name(rt_kd_gpu_small_variants, 3, k->small_mode), k->small_threshold, k->small_fused);
+            kd_variant_name(rt_kd_gpu_small_variants, 3, k->small_mode), k->small_threshold, k->small_fused,
+            k->small_exact_clip);
     fprintf(f, ", \"empty_cut\": %.3g, \"c_trav\": %.3g, \"c_isect\": %.3g, \"max_depth\": %d, \"large_ways\": %d, \"timed\": %d},\n",
             k->empty_cut, k->c_trav, k->c_isect, k->max_depth, k->large_ways, k->timed);
     fprintf(f, "    \"trace\": {\"traversal\": \"%s\", \"isect\": \"%s\", \"ray_map\": \"%s\", \"packet\": \"%s\"",

@@ -272,7 +272,7 @@ void rt_options_usage(FILE *f)
             "  --stats               print kd-tree statistics per frame\n"
             "  --build K=V[,K=V...]  GPU builder variant: ladder=0..5|Original|All, a..e=0/1 (Chang's steps),\n"
             "                        ce=PCT, box=inclusion|clipping, small=none|sah|ssah, leaf=32|64,\n"
-            "                        ctrav=F, ci=F, fused=0/1, timed=0/1\n"
+            "                        ctrav=F, ci=F, fused=0/1, exact=0/1, timed=0/1\n"
             "  --trace K=V[,K=V...]  GPU tracer variant: traversal=restart|shortstack, stack=1..16,\n"
             "                        skip=0/1 (leaf skipping), map=rows|tiles, packet=off|warp, refraction=0/1\n"
             "  --time T              the animation at time T seconds (headless: every frame; window: start)\n"
@@ -383,7 +383,9 @@ static const KvKey kBuildKeys[] = {
     {"box", "inclusion or clipping"}, {"small", "none, sah or ssah"}, {"leaf", "32 or 64"},
     {"ways", "children per large-stage split: 2 or 4 (2)"},
     {"ctrav", "SAH traversal cost (1)"}, {"ci", "SAH intersection cost (1.5)"},
-    {"fused", "small stage in one launch: 0/1 (1)"}, {"timed", "CUDA events per kernel: 0/1"},
+    {"fused", "small stage in one launch: 0/1 (1)"},
+    {"exact", "small roots' triangles clipped exactly to the root cell (perfect splits): 0/1 (0)"},
+    {"timed", "CUDA events per kernel: 0/1"},
     {NULL, NULL},
 };
 static const KvKey kTraceKeys[] = {
@@ -431,6 +433,7 @@ static RtStatus build_key(RtOptions *o, const char *k, const char *v, RtError *e
                            k[1] == 't' ? &b->c_trav : &b->c_isect, err);
     }
     if (!strcmp(k, "fused")) st = parse_int("--build fused", v, 0, 1, &b->small_fused, err);
+    else if (!strcmp(k, "exact")) st = parse_int("--build exact", v, 0, 1, &b->small_exact_clip, err);
     else if (!strcmp(k, "timed")) st = parse_int("--build timed", v, 0, 1, &b->timed, err);
     else return unknown_key("--build", k, kBuildKeys, err);
     return st;

@@ -116,7 +116,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
     printf("| variant | GPU ms (median) | large ms | small ms | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const char *only = getenv("RT_BENCH_VARIANTS"); /* e.g. "5,9": those rows only */
-    for (int v = 0; v < 14; v++) {
+    for (int v = 0; v < 16; v++) {
         if (only && !bench_listed(only, v)) continue;
         RtKdGpuParams p = rt_kd_gpu_params_default();
         const char *vname;
@@ -146,11 +146,18 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
             p.large_ways = 4;
             p.assoc = RT_KD_GPU_BOX_INCLUSION;
             vname = "All, 4 ways, box inclusion";
-        } else {
+        } else if (v == 13) {
             p.large_ways = 4;
             p.assoc = RT_KD_GPU_BOX_INCLUSION;
             p.small_mode = RT_KD_GPU_SMALL_NONE;
             vname = "All, 4 ways, box inclusion, no small stage";
+        } else if (v == 14) {
+            p.small_exact_clip = 1;
+            vname = "All, exact clips of small roots";
+        } else {
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
+            p.small_exact_clip = 1;
+            vname = "All, box inclusion, exact clips of small roots";
         }
         RtKdTree dt;
         RtKdGpuStats st;
@@ -178,7 +185,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         rt_kd_tree_stats(&h, p.c_trav, p.c_isect, &ks);
         /* validating a big tree takes seconds: once, for the fastest variant */
         const char *want_val = getenv("RT_BENCH_VALIDATE");
-        RtStatus vs = (v == 5 || v == 9 || v == 11 || v == 12) && (!want_val || atoi(want_val))
+        RtStatus vs = (v == 5 || v == 9 || v == 11 || v == 12 || v == 14 || v == 15) && (!want_val || atoi(want_val))
                           ? rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err)
                           : RT_OK;
         rt_kd_tree_free(&h);

@@ -311,7 +311,7 @@ static void gpu_kd_every_variant_valid(void **state)
     if (!gpu_ready()) skip();
     uint32_t n = quick() ? 600 : 3000;
     RtTriArrays sc[2] = {make_scene(SC_SOUP, n, 60), make_scene(SC_CLUSTER, 5 * n / 3, 61)};
-    for (int v = 0; v < 20; v++) {
+    for (int v = 0; v < 22; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         char name[96];
         if (v < 6) {
@@ -356,6 +356,13 @@ static void gpu_kd_every_variant_valid(void **state)
         } else if (v == 13) {
             p.small_fused = 0;
             snprintf(name, sizeof name, "level-by-level small stage");
+        } else if (v == 20) {
+            p.small_exact_clip = 1;
+            snprintf(name, sizeof name, "exact clips of small roots");
+        } else if (v == 21) {
+            p.assoc = RT_KD_GPU_BOX_INCLUSION;
+            p.small_exact_clip = 1;
+            snprintf(name, sizeof name, "box inclusion + exact small clips");
         } else {
             p.small_threshold = 32;
             p.c_trav = 2.0f;
