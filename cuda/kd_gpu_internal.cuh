@@ -112,6 +112,7 @@ struct KdCounters {
      * no block writes during that level, so every block decides alike). */
     uint32_t level_ovf[KD_MAX_LEVELS + 1];
     uint32_t prep_next, fused_next;   /* work queues of the small stage (roots taken) */
+    uint32_t level_next[KD_MAX_LEVELS + 1]; /* persistent large stage: chunks taken past the first round */
     uint32_t bucket_count[KD_ROOT_BUCKETS]; /* small roots per bucket (root_bucket) */
     /* persistent large stage: %globaltimer (ns) when level L started (the
      * level after the last one: when the stage ended), for the profile */

@@ -866,6 +866,7 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
     __shared__ float shf[KD_CHUNK];
     __shared__ uint32_t off[W + 1];
     __shared__ KdLargeNode s_route[W];
+    __shared__ uint32_t s_next[2];
     volatile KdCounters *vc = b.ctr;
     for (int level = 0; level + 1 < KD_MAX_LEVELS; level++) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -890,7 +891,14 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
             }
             kd_grid_sync(b.ctr);
         }
-        for (uint32_t ch = blockIdx.x; ch < chunks; ch += gridDim.x) {
+        /* the first round's chunks by block index, later ones from a queue:
+         * a block that routes a node (a chain of allocations) or sorts
+         * straddlers takes fewer; the next index is fetched while this
+         * chunk is sorted (two slots: thread 0 may run a chunk ahead) */
+        uint32_t ch = blockIdx.x;
+        for (int it = 0; ch < chunks; it++) {
+            if (threadIdx.x == 0)
+                s_next[it & 1] = chunks > gridDim.x ? gridDim.x + atomicAdd(&b.ctr->level_next[level], 1u) : UINT32_MAX;
             bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, ch, sh, shf, off);
             /* the node's children are routed by a warp each, at once:
              * each child's chain of allocations (and, with [C], its
@@ -899,6 +907,7 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
                 kd_route_node<false, ATOMIC, W>(b, c, &b.active[level & 1][b.chunks[level & 1][ch].x], level, 0,
                                                 threadIdx.x & 31, &s_route[threadIdx.x >> 5], (int)(threadIdx.x >> 5));
             __syncthreads();
+            ch = s_next[it & 1];
         }
         kd_grid_sync(b.ctr);
     }

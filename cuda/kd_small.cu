@@ -29,10 +29,10 @@ __device__ __forceinline__ uint32_t kd_bitcount(unsigned long long x)
  * The exact clip is a Sutherland-Hodgman polygon in local memory per ref:
  * 15 % of Sponza's small stage, for an SAH cost 0.05 % lower (H100,
  * docs/kd_gpu.md), so it is off by default. */
-__device__ __forceinline__ RtAabb kd_small_ref_box(const KdBufs &b, const KdConf &c, uint32_t k, RtAabb cell)
+__device__ __forceinline__ RtAabb kd_small_ref_box(const KdBufs &b, bool exact_clip, uint32_t k, RtAabb cell)
 {
     RtAabb box = kd_box_clip(b.small_box[k], cell);
-    if (!c.small_exact) return box;
+    if (!exact_clip) return box;
     RtAabb exact = kd_box_clip(kd_tri_clip(b, b.small_idx[k], cell), box);
     return aabb_is_empty(exact) ? box : exact;
 }
@@ -89,7 +89,7 @@ __device__ void kd_small_prep_root(const KdBufs &b, const KdConf &c, uint32_t ri
         return;
     }
     if (t < n) {
-        RtAabb box = kd_small_ref_box(b, c, r.first + t, r.cell);
+        RtAabb box = kd_small_ref_box(b, c.small_exact, r.first + t, r.cell);
         for (int a = 0; a < 3; a++) {
             slo[a][t] = v3_get(box.lo, a);
             shi[a][t] = v3_get(box.hi, a);
@@ -360,7 +360,8 @@ __device__ __forceinline__ uint32_t kd_warp_min(uint32_t v)
 /* The root's candidates and masks into shared memory: a ballot per face of
  * each triangle gives its 64-bit masks (lane j classifies triangles j and
  * j + 32, Chang's tie rule as kd_classify). */
-__device__ void kd_fused_stage(const KdBufs &b, const KdConf &c, const KdSmallRoot &r, KdFusedWarp &s,
+template <bool EXACT>
+__device__ void kd_fused_stage(const KdBufs &b, const KdSmallRoot &r, KdFusedWarp &s,
                                uint32_t lane)
 {
     const uint32_t n = r.count;
@@ -369,7 +370,7 @@ __device__ void kd_fused_stage(const KdBufs &b, const KdConf &c, const KdSmallRo
         const uint32_t t = lane + 32 * h;
         RtAabb box = aabb_empty();
         if (t < n) {
-            box = kd_small_ref_box(b, c, r.first + t, r.cell);
+            box = kd_small_ref_box(b, EXACT, r.first + t, r.cell);
             s.idx[t] = b.small_idx[r.first + t];
         }
         for (int a = 0; a < 3; a++) {
@@ -449,7 +450,9 @@ __device__ int kd_fused_best(const KdConf &c, KdFusedWarp &s, const KdFusedEntry
             const float ep = a == 0 ? ext_prod[0] : (a == 1 ? ext_prod[1] : ext_prod[2]);
             key = ((plane - lo) * es + ep) * nl + ((hi - plane) * es + ep) * nr;
         }
-        if (key < best || (key == best && ci < best_ci)) {
+        /* a lane's candidates come in increasing ci (the list is in root
+         * order), so the first of equal keys is its lowest */
+        if (key < best) {
             best = key;
             best_ci = ci;
         }
@@ -460,10 +463,11 @@ __device__ int kd_fused_best(const KdConf &c, KdFusedWarp &s, const KdFusedEntry
     const uint32_t bci = kd_warp_min(__float_as_uint(best) == bu ? best_ci : UINT32_MAX);
     __syncwarp(); /* s.list is rewritten by the next node */
     if (bci == UINT32_MAX) return -1;
+    /* split when C_trav + C_i * key / scale < C_i * n, scale = n (SSAH) or
+     * area / 2 (SAH), compared without the division (scale > 0) */
     const float key = __uint_as_float(bu);
-    const float cost = c.small_mode == RT_KD_GPU_SMALL_SSAH ? c.c_trav + c.c_isect * key / (float)n
-                                                            : c.c_trav + c.c_isect * (2.0f * key) / area;
-    return cost < c.c_isect * (float)n ? (int)bci : -1;
+    const float scale = c.small_mode == RT_KD_GPU_SMALL_SSAH ? (float)n : 0.5f * area;
+    return c.c_isect * key < (c.c_isect * (float)n - c.c_trav) * scale ? (int)bci : -1;
 }
 
 /* The two children of e split at candidate ci. */
@@ -540,11 +544,11 @@ __device__ __forceinline__ bool kd_small_root_is_leaf(const KdConf &c, const KdS
 }
 
 /* One small root's subtree (the two passes above). False on an overflow. */
-template <bool POPC>
+template <bool POPC, bool EXACT>
 __device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoot &r, KdFusedWarp &s,
                               uint32_t lane)
 {
-    kd_fused_stage(b, c, r, s, lane);
+    kd_fused_stage<EXACT>(b, r, s, lane);
     KdFusedEntry root;
     root.cell = r.cell;
     root.mask = r.count == 64 ? ~0ull : ((1ull << r.count) - 1ull);
@@ -630,7 +634,7 @@ __device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoo
     return true;
 }
 
-template <bool POPC>
+template <bool POPC, bool EXACT>
 __global__ void __launch_bounds__(32 * KD_FUSED_WARPS) kd_small_fused_kernel(KdBufs b, KdConf c)
 {
     __shared__ KdFusedWarp s_warp[KD_FUSED_WARPS];
@@ -657,7 +661,7 @@ __global__ void __launch_bounds__(32 * KD_FUSED_WARPS) kd_small_fused_kernel(KdB
         const uint32_t at = t - (__shfl_sync(KD_WARP_FULL, bend, k) - __shfl_sync(KD_WARP_FULL, bn, k));
         const KdSmallRoot r = b.sroots[b.root_bucket[k * (size_t)b.sroot_cap + at]];
         const bool ok = kd_small_root_is_leaf(c, r) ? kd_fused_range_leaf(b, r, lane)
-                                                    : kd_fused_root<POPC>(b, c, r, s, lane);
+                                                    : kd_fused_root<POPC, EXACT>(b, c, r, s, lane);
         if (!ok) return;
         __syncwarp(); /* shared memory is reused by the next root */
     }
@@ -667,7 +671,10 @@ RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int 
 {
     /* a fixed grid of resident blocks over the queue of roots: the root count
      * stays on the device */
-    void (*k)(KdBufs, KdConf) = popc ? kd_small_fused_kernel<true> : kd_small_fused_kernel<false>;
+    /* the exact clip is a template parameter: its polygon in local memory
+     * and its registers (96 against 78) stay out of the default kernel */
+    void (*k)(KdBufs, KdConf) = popc ? (c.small_exact ? kd_small_fused_kernel<true, true> : kd_small_fused_kernel<true, false>)
+                                     : (c.small_exact ? kd_small_fused_kernel<false, true> : kd_small_fused_kernel<false, false>);
     int per_sm = 0;
     CUDA_CHECK(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, 32 * KD_FUSED_WARPS, 0));
     if (per_sm < 1) per_sm = 1;
