@@ -194,6 +194,19 @@ __device__ __forceinline__ float kd_i2f(int i)
 {
     return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff);
 }
+/* Min (or max) of x over a full warp, every lane gets it (x: kd_f2i's ints). */
+__device__ __forceinline__ int kd_warp_reduce_minmax(int x, bool is_max)
+{
+#if __CUDA_ARCH__ >= 800
+    return is_max ? __reduce_max_sync(0xffffffffu, x) : __reduce_min_sync(0xffffffffu, x);
+#else
+    for (int o = 16; o > 0; o >>= 1) {
+        const int y = __shfl_xor_sync(0xffffffffu, x, o);
+        x = is_max ? max(x, y) : min(x, y);
+    }
+    return x;
+#endif
+}
 __host__ __device__ __forceinline__ int kd_f2i_host(float f)
 {
     union { float f; int i; } u;

@@ -49,8 +49,11 @@ __device__ __forceinline__ int kd_tri_degenerate(const KdBufs &b, uint32_t i)
 
 __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
 {
-    __shared__ float sh[KD_CHUNK];
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    __shared__ uint32_t s_warp[KD_CHUNK / 32]; /* valid refs before each warp */
+    __shared__ int s_box[6][KD_CHUNK / 32];    /* each warp's bounds (order-preserving ints) */
+    __shared__ uint32_t s_base;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const uint32_t nw = blockDim.x >> 5;
     int valid = i < b.tri_count && !kd_tri_degenerate(b, i);
     RtAabb box = aabb_empty();
     if (valid) {
@@ -61,27 +64,47 @@ __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
         b.tri_lo[i] = make_float4(box.lo.x, box.lo.y, box.lo.z, 0.0f);
         b.tri_hi[i] = make_float4(box.hi.x, box.hi.y, box.hi.z, 0.0f);
     }
-    /* warp-aggregated compaction of the valid ids into level 0's ref list */
-    unsigned m = __ballot_sync(0xffffffffu, valid);
-    unsigned lane = threadIdx.x & 31;
-    uint32_t base = 0;
-    if (lane == 0 && m) base = atomicAdd(&b.ctr->valid, (uint32_t)__popc(m));
-    base = __shfl_sync(0xffffffffu, base, 0);
-    if (valid) {
-        uint32_t pos = base + __popc(m & ((1u << lane) - 1u));
-        b.refs[0][pos] = i;
-        if (c.clip) {
-            b.ref_lo[0][pos] = b.tri_lo[i];
-            b.ref_hi[0][pos] = b.tri_hi[i];
+    /* block-aggregated compaction of the valid ids into level 0's ref list,
+     * and the block's bounds: one atomicAdd and 6 atomic min/max per block
+     * (a warp-aggregated atomicAdd on the one counter, 8 per block, made
+     * this kernel 4x slower: same-address atomics serialise in L2) */
+    const unsigned m = __ballot_sync(0xffffffffu, valid);
+    const float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
+    int r[6];
+#pragma unroll
+    for (int k = 0; k < 6; k++) r[k] = kd_warp_reduce_minmax(kd_f2i(v[k]), k >= 3);
+    if (lane == 0) {
+        s_warp[warp] = (uint32_t)__popc(m);
+#pragma unroll
+        for (int k = 0; k < 6; k++) s_box[k][warp] = r[k];
+    }
+    __syncthreads();
+    if (warp == 0) {
+        const uint32_t cnt = lane < nw ? s_warp[lane] : 0u;
+        uint32_t incl = cnt;
+        for (int o = 1; o < 32; o <<= 1) {
+            const uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
+            if (lane >= (uint32_t)o) incl += y;
+        }
+        const uint32_t total = __shfl_sync(0xffffffffu, incl, 31);
+        if (lane == 0) s_base = total ? atomicAdd(&b.ctr->valid, total) : 0u;
+        if (lane < nw) s_warp[lane] = incl - cnt;
+        if (lane < 6) {
+            int x = s_box[lane][0];
+            for (uint32_t w = 1; w < nw; w++) x = lane >= 3 ? max(x, s_box[lane][w]) : min(x, s_box[lane][w]);
+            if (total) {
+                if (lane < 3) atomicMin(&b.ctr->bounds[lane], x);
+                else atomicMax(&b.ctr->bounds[lane], x);
+            }
         }
     }
-    float lo[3] = {box.lo.x, box.lo.y, box.lo.z}, hi[3] = {box.hi.x, box.hi.y, box.hi.z};
-    for (int a = 0; a < 3; a++) {
-        float mn = kd_block_reduce<true>(lo[a], KdMin(), sh);
-        float mx = kd_block_reduce<true>(hi[a], KdMax(), sh);
-        if (threadIdx.x == 0 && mn <= mx) {
-            atomicMin(&b.ctr->bounds[a], kd_f2i(mn));
-            atomicMax(&b.ctr->bounds[3 + a], kd_f2i(mx));
+    __syncthreads();
+    if (valid) {
+        const uint32_t pos = s_base + s_warp[warp] + __popc(m & ((1u << lane) - 1u));
+        b.refs[0][pos] = i;
+        if (c.clip) {
+            b.ref_lo[0][pos] = make_float4(box.lo.x, box.lo.y, box.lo.z, 0.0f);
+            b.ref_hi[0][pos] = make_float4(box.hi.x, box.hi.y, box.hi.z, 0.0f);
         }
     }
 }
