@@ -30,9 +30,9 @@ typedef struct KdArr {
 } KdArr;
 
 enum {
-    A_TRI_LO, A_TRI_HI, A_REFS0, A_REFS1, A_ACT0, A_ACT1, A_CH0, A_CH1, A_CHBOX, A_FLAGS, A_SCAN,
+    A_TRI_LO, A_TRI_HI, A_REFS0, A_REFS1, A_REFS2, A_ACT0, A_ACT1, A_ACT2, A_CH0, A_CH1, A_CH2, A_CHBOX, A_FLAGS, A_SCAN,
     A_SROOTS, A_SIDX, A_SBOX, A_CSPLIT, A_CMASK, A_SN0, A_SN1, A_NODES, A_LEAVES, A_LBOX, A_TIDX,
-    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_TBOUNDS, A_RBUCKET, A_COUNT
+    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_RLO2, A_RHI2, A_TBOUNDS, A_RBUCKET, A_COUNT
 };
 
 struct RtKdGpu {
@@ -86,6 +86,7 @@ extern "C" RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err)
     CUDA_CHECK(err, cudaMallocHost((void **)&b->h_ctr, sizeof(KdCounters)));
     CUDA_CHECK(err, cudaMallocHost((void **)&b->h_init, sizeof(KdCounters)));
     memset(b->h_init, 0, sizeof(KdCounters));
+    for (int l = 1; l <= KD_MAX_LEVELS; l++) b->h_init->level_pending[l] = 1; /* the level before: not complete */
     for (int a = 0; a < 3; a++) {
         b->h_init->bounds[a] = kd_f2i_host(INFINITY);
         b->h_init->bounds[3 + a] = kd_f2i_host(-INFINITY);
@@ -169,8 +170,11 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     struct { int id; size_t bytes; } want[] = {
         {A_TRI_LO, N * sizeof(float4)}, {A_TRI_HI, N * sizeof(float4)},
         {A_REFS0, g->ref_cap * sizeof(uint32_t)}, {A_REFS1, g->ref_cap * sizeof(uint32_t)},
+        {A_REFS2, g->ref_cap * sizeof(uint32_t)},
         {A_ACT0, g->active_cap * sizeof(KdLargeNode)}, {A_ACT1, g->active_cap * sizeof(KdLargeNode)},
+        {A_ACT2, g->active_cap * sizeof(KdLargeNode)},
         {A_CH0, g->chunk_cap * sizeof(uint2)}, {A_CH1, g->chunk_cap * sizeof(uint2)},
+        {A_CH2, g->chunk_cap * sizeof(uint2)},
         {A_CHBOX, p->chang_c ? 0 : g->chunk_cap * sizeof(RtAabb)},
         {A_FLAGS, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
         {A_SCAN, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
@@ -179,6 +183,8 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_RHI0, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_RLO1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_RHI1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RLO2, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RHI2, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
         {A_RBUCKET, KD_ROOT_BUCKETS * (size_t)g->sroot_cap * sizeof(uint32_t)},
         {A_SBOX, g->sref_cap * sizeof(RtAabb)},
@@ -202,16 +208,21 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     b->tri_hi = (float4 *)g->arr[A_TRI_HI].p;
     b->refs[0] = (uint32_t *)g->arr[A_REFS0].p;
     b->refs[1] = (uint32_t *)g->arr[A_REFS1].p;
+    b->refs[2] = (uint32_t *)g->arr[A_REFS2].p;
     b->ref_cap = g->ref_cap;
     b->ref_lo[0] = (float4 *)g->arr[A_RLO0].p;
     b->ref_hi[0] = (float4 *)g->arr[A_RHI0].p;
     b->ref_lo[1] = (float4 *)g->arr[A_RLO1].p;
     b->ref_hi[1] = (float4 *)g->arr[A_RHI1].p;
+    b->ref_lo[2] = (float4 *)g->arr[A_RLO2].p;
+    b->ref_hi[2] = (float4 *)g->arr[A_RHI2].p;
     b->active[0] = (KdLargeNode *)g->arr[A_ACT0].p;
     b->active[1] = (KdLargeNode *)g->arr[A_ACT1].p;
+    b->active[2] = (KdLargeNode *)g->arr[A_ACT2].p;
     b->active_cap = g->active_cap;
     b->chunks[0] = (uint2 *)g->arr[A_CH0].p;
     b->chunks[1] = (uint2 *)g->arr[A_CH1].p;
+    b->chunks[2] = (uint2 *)g->arr[A_CH2].p;
     b->chunk_cap = g->chunk_cap;
     b->chunk_box = (RtAabb *)g->arr[A_CHBOX].p;
     b->flags = (uint32_t *)g->arr[A_FLAGS].p;
@@ -373,6 +384,15 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
         return rt_fail(err, RT_ERR_ARG, "KD: %d children per large split: expected 2 or 4", p.large_ways);
     /* 4 ways need the children's boxes from the sort, i.e. [A] and [C] */
     c->ways = p.large_ways == 4 && c->split_at_route ? 4 : 2;
+    if (p.large_dataflow < 0 || p.large_dataflow > 2)
+        return rt_fail(err, RT_ERR_ARG,
+                       "KD: large-stage schedule %d: expected 0 (a barrier per level), 1 (dataflow) or 2 (auto)",
+                       p.large_dataflow);
+    /* dataflow needs the nodes split as they are routed ([A] + [C]); auto:
+     * below KD_DATAFLOW_AUTO_TRIS triangles, where the levels' barriers cost
+     * more than its per-chunk publishing (docs/kd_gpu.md) */
+    c->dataflow = c->split_at_route &&
+                  (p.large_dataflow == 1 || (p.large_dataflow == 2 && tri_count < KD_DATAFLOW_AUTO_TRIS));
     c->sms = g->sms;
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
     c->max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);

@@ -51,6 +51,10 @@ typedef struct RtKdGpuParams {
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
     int large_blocks_per_sm;     /* Impl. II's persistent large stage: resident blocks per
                                     multiprocessor (0 = 4; capped by the occupancy) */
+    int large_dataflow;          /* persistent large stage ([A] and [C]): 1 = a node's chunks start as
+                                    soon as it is routed (ours), 0 = a grid barrier between levels
+                                    (Zhou's level by level), 2 = auto: dataflow below 2^19
+                                    triangles (2) */
     int large_ways;              /* children per large-stage split: 2 (Zhou) or 4 (ours: each half
                                     split again at its own median in the same level; needs [A]
                                     and [C], else 2); 0 = 2 */

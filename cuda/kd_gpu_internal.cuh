@@ -41,6 +41,24 @@ enum {
 #define KD_WAYS_MAX 4
 
 /* An active node of the large-node stage. */
+/* The large stage's per-level arrays (refs, their boxes, active nodes,
+ * chunks) rotate over three lists: level L reads kd_list(L) and writes
+ * kd_list(L + 1). Three, not two, because the persistent stage lets level
+ * L + 1 start while level L still runs (a node's chunks start as soon as
+ * the node is routed); level L + 1 writes the list level L - 1 read, which
+ * is complete by then (kd_large_persistent_kernel). */
+#define KD_LISTS 3
+/* large_dataflow = 2 (auto) takes the dataflow schedule below this many
+ * triangles: measured faster on Sponza (262K: -7 %) and the BART kitchen
+ * (110K: -15 %), slower on a 1M-triangle mesh (+11 %), H100 */
+#define KD_DATAFLOW_AUTO_TRIS (1u << 19)
+__host__ __device__ __forceinline__ int kd_list(int level)
+{
+    return level % KD_LISTS;
+}
+/* A chunk descriptor not yet published by the routing (its .x) */
+#define KD_CHUNK_FREE 0xffffffffu
+
 struct KdLargeNode {
     RtAabb cell;               /* the node's cell (loose box) */
     uint32_t node;             /* its slot in the output nodes[] */
@@ -112,7 +130,14 @@ struct KdCounters {
      * no block writes during that level, so every block decides alike). */
     uint32_t level_ovf[KD_MAX_LEVELS + 1];
     uint32_t prep_next, fused_next;   /* work queues of the small stage (roots taken) */
-    uint32_t level_next[KD_MAX_LEVELS + 1]; /* persistent large stage: chunks taken past the first round */
+    uint32_t level_next[KD_MAX_LEVELS + 1]; /* persistent large stage: chunks claimed */
+    /* persistent large stage (dataflow): chunks of the level not yet done
+     * (sorted and routed), plus 1 until the level before is complete (from
+     * level 1 on: the host's initial counters); the block that takes it to
+     * 0 completes the level */
+    uint32_t level_pending[KD_MAX_LEVELS + 1];
+    uint32_t level_complete[KD_MAX_LEVELS + 1]; /* persistent large stage: level done, and so its
+                                                   next level's chunk count final */
     uint32_t bucket_count[KD_ROOT_BUCKETS]; /* small roots per bucket (root_bucket) */
     /* persistent large stage: %globaltimer (ns) when level L started (the
      * level after the last one: when the stage ended), for the profile */
@@ -126,12 +151,12 @@ struct KdBufs {
     const float4 *woop;
     uint32_t tri_count;
     float4 *tri_lo, *tri_hi;           /* per-triangle AABB */
-    uint32_t *refs[2];                 /* large stage ref lists (ping-pong by level) */
-    float4 *ref_lo[2], *ref_hi[2];     /* clipping: each ref's (clipped) box, parallel to refs */
+    uint32_t *refs[KD_LISTS];          /* large stage ref lists (level L: kd_list(L)) */
+    float4 *ref_lo[KD_LISTS], *ref_hi[KD_LISTS]; /* clipping: each ref's (clipped) box, parallel to refs */
     uint32_t ref_cap;
-    KdLargeNode *active[2];
+    KdLargeNode *active[KD_LISTS];
     uint32_t active_cap;
-    uint2 *chunks[2];                  /* (active node, start within the node) */
+    uint2 *chunks[KD_LISTS];           /* (active node, start within the node); KD_CHUNK_FREE: not yet written */
     uint32_t chunk_cap;
     RtAabb *chunk_box;                 /* [C] off: per-chunk boxes for the segmented reduction */
     uint32_t *flags;                   /* Impl. I: 2 flags per ref (+1), scanned in place into scan */
@@ -166,6 +191,8 @@ struct KdConf {
     int small_exact;                   /* small roots' triangles clipped exactly to the root cell */
     int split_at_route;                /* persistent [C]: children split where they are routed */
     int ways;                          /* children per large split: 2, or 4 (split_at_route only) */
+    int dataflow;                      /* persistent large stage without barriers between levels
+                                          (split_at_route only) */
     int sms;                           /* multiprocessors (grids of the persistent kernels) */
 };
 

@@ -53,6 +53,7 @@ RtKdGpuParams rt_kd_gpu_params_default(void)
     p.c_isect = 1.5f;
     p.small_fused = 1;
     p.large_ways = 2;
+    p.large_dataflow = 2;
     p.max_depth = 0;
     p.timed = 0;
     return p;

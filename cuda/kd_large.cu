@@ -54,6 +54,10 @@ __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
     __shared__ uint32_t s_base;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const uint32_t nw = blockDim.x >> 5;
+    /* every chunk descriptor unpublished (the persistent stage waits for
+     * them to be set; kd_root then writes level 0's) */
+    for (size_t j = i; j < (size_t)KD_LISTS * b.chunk_cap; j += (size_t)gridDim.x * blockDim.x)
+        b.chunks[j / b.chunk_cap][j % b.chunk_cap] = make_uint2(KD_CHUNK_FREE, KD_CHUNK_FREE);
     int valid = i < b.tri_count && !kd_tri_degenerate(b, i);
     RtAabb box = aabb_empty();
     if (valid) {
@@ -152,6 +156,7 @@ __global__ void kd_root_kernel(KdBufs b, KdConf c)
             b.active[0][0] = r;
             ctr->level_active[0] = 1;
             ctr->level_chunks[0] = cc;
+            ctr->level_pending[0] = cc;
             ctr->level_refs[0] = n;
         }
         for (uint32_t k = threadIdx.x; k < cc; k += blockDim.x) b.chunks[0][k] = make_uint2(0, k * KD_CHUNK);
@@ -214,7 +219,7 @@ __device__ __forceinline__ RtAabb kd_ref_aabb(const KdBufs &b, const KdConf &c, 
 template <bool SHFL, bool ATOMIC>
 __device__ void kd_bbox_chunk(const KdBufs &b, const KdConf &c, int level, uint32_t chunk, float *sh)
 {
-    const int src = level & 1;
+    const int src = kd_list(level);
     uint2 ch = b.chunks[src][chunk];
     KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
@@ -254,7 +259,7 @@ __global__ void kd_large_bbox_kernel(KdBufs b, KdConf c, int level)
 template <bool SHFL>
 __device__ void kd_segreduce_node(const KdBufs &b, int level, uint32_t node, float *sh)
 {
-    KdLargeNode *nd = &b.active[level & 1][node];
+    KdLargeNode *nd = &b.active[kd_list(level)][node];
     RtAabb acc = aabb_empty();
     for (uint32_t k = threadIdx.x; k < nd->chunk_count; k += blockDim.x)
         acc = aabb_union(acc, b.chunk_box[nd->chunk_first + k]);
@@ -424,7 +429,7 @@ __global__ void kd_large_split_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= active) return;
-    kd_split_node<2>(b, c, &b.active[level & 1][i], level, &b.ctr->level_ovf[level + 1]);
+    kd_split_node<2>(b, c, &b.active[kd_list(level)][i], level, &b.ctr->level_ovf[level + 1]);
 }
 
 /* ==== step 3: triangle sorting =========================================== */
@@ -574,7 +579,7 @@ template <bool BALLOT, bool SHFL, bool KIDBOX, int W>
 __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint32_t chunk, uint32_t *sh,
                               float *shf, uint32_t *off /* W + 1 */)
 {
-    const int src = level & 1;
+    const int src = kd_list(level);
     uint2 ch = b.chunks[src][chunk];
     KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x, tri = 0, f = 0;
@@ -594,7 +599,7 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint3
     const bool ok = nd->kid_base[0] != UINT32_MAX; /* else the ref list overflowed: the build is redone */
 #pragma unroll
     for (int k = 0; k < W; k++)
-        if (ok && fk[k]) kd_put_ref(b, c, src ^ 1, nd->kid_base[k] + off[k] + x[k], tri, box[k]);
+        if (ok && fk[k]) kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[k] + off[k] + x[k], tri, box[k]);
     if (KIDBOX && ok) {
         RtAabb kb[W];
 #pragma unroll
@@ -624,7 +629,7 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint3
 /* Implementation I: bit flags (left at p, right at refs + p) ... */
 __global__ void kd_large_flags_kernel(KdBufs b, KdConf c, int level, uint32_t refs)
 {
-    const int src = level & 1;
+    const int src = kd_list(level);
     uint2 ch = b.chunks[src][blockIdx.x];
     const KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
@@ -640,7 +645,7 @@ __global__ void kd_large_flags_kernel(KdBufs b, KdConf c, int level, uint32_t re
  * rank in its child, order-preserving; the scatter writes it there. */
 __global__ void kd_large_scatter_kernel(KdBufs b, KdConf c, int level, uint32_t refs)
 {
-    const int src = level & 1;
+    const int src = kd_list(level);
     uint2 ch = b.chunks[src][blockIdx.x];
     const KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
@@ -648,9 +653,9 @@ __global__ void kd_large_scatter_kernel(KdBufs b, KdConf c, int level, uint32_t 
     uint32_t p = nd->first + i, tri = b.refs[src][p];
     RtAabb box[2];
     if (c.clip) kd_sort_ref<2>(b, c, nd, src, p, tri, box); /* the boxes again */
-    if (b.flags[p]) kd_put_ref(b, c, src ^ 1, nd->kid_base[0] + b.scan[p] - b.scan[nd->first], tri, box[0]);
+    if (b.flags[p]) kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[0] + b.scan[p] - b.scan[nd->first], tri, box[0]);
     if (b.flags[refs + p])
-        kd_put_ref(b, c, src ^ 1, nd->kid_base[1] + b.scan[refs + p] - b.scan[refs + nd->first], tri, box[1]);
+        kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[1] + b.scan[refs + p] - b.scan[refs + nd->first], tri, box[1]);
 }
 
 size_t kd_large_scan_bytes(uint32_t n)
@@ -672,7 +677,7 @@ template <bool IMPL1, bool SPLIT, int W>
 __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t refs,
                               uint32_t lane, KdLargeNode *scratch /* shared, this warp's */, int only_kid = -1)
 {
-    const int src = level & 1;
+    const int src = kd_list(level);
     KdCounters *ctr = b.ctr;
     if (nd->kid_base[0] == UINT32_MAX) return;
     const int nkids = nd->axis >= 0 ? (W == 4 ? nd->ways : 2) : 1;
@@ -711,7 +716,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
         uint32_t n = kn[k];
         const RtAabb cell = kd_kid_cell<W>(nd, k);
         const uint32_t node = nd->axis >= 0 ? nd->kids + k : nd->node, depth = nd->depth + step;
-        const uint32_t *from = b.refs[src ^ 1] + nd->kid_base[k];
+        const uint32_t *from = b.refs[kd_list(level + 1)] + nd->kid_base[k];
         bool small = nd->axis < 0 || stuck || n <= c.small_threshold || (int)depth + 1 >= c.max_depth ||
                      level + 2 >= KD_MAX_LEVELS;
         uint32_t *lovf = &ctr->level_ovf[level + 1];
@@ -731,11 +736,11 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 b.small_idx[first + j] = tri;
                 RtAabb rb;
                 if (c.clip) {
-                    float4 lo = __ldcg(&b.ref_lo[src ^ 1][at]), hi = __ldcg(&b.ref_hi[src ^ 1][at]);
+                    float4 lo = __ldcg(&b.ref_lo[kd_list(level + 1)][at]), hi = __ldcg(&b.ref_hi[kd_list(level + 1)][at]);
                     rb.lo = v3(lo.x, lo.y, lo.z);
                     rb.hi = v3(hi.x, hi.y, hi.z);
                 } else {
-                    rb = kd_ref_aabb(b, c, src ^ 1, at, tri);
+                    rb = kd_ref_aabb(b, c, kd_list(level + 1), at, tri);
                 }
                 b.small_box[first + j] = kd_box_clip(rb, cell);
             }
@@ -754,13 +759,13 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             if (lane == 0) {
                 slot = atomicAdd(&ctr->level_active[level + 1], 1u);
                 cf = atomicAdd(&ctr->level_chunks[level + 1], cc);
+                atomicAdd(&ctr->level_pending[level + 1], cc); /* before this node's chunk is done */
                 if (!kd_fits(b, slot, 1, b.active_cap, KD_OVF_ACTIVE, lovf)) slot = UINT32_MAX;
                 if (!kd_fits(b, cf, cc, b.chunk_cap, KD_OVF_CHUNKS, lovf)) cf = UINT32_MAX;
             }
             slot = __shfl_sync(0xffffffffu, slot, 0);
             cf = __shfl_sync(0xffffffffu, cf, 0);
             if (slot == UINT32_MAX || cf == UINT32_MAX) continue;
-            for (uint32_t j = lane; j < cc; j += 32) b.chunks[src ^ 1][cf + j] = make_uint2(slot, j * KD_CHUNK);
             /* the new node is built in this warp's shared slot, then the
              * whole warp copies it out (a per-thread struct went through
              * local memory and out one thread's stores) */
@@ -784,9 +789,14 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 }
             }
             __syncwarp();
-            uint32_t *dst = (uint32_t *)&b.active[src ^ 1][slot];
+            uint32_t *dst = (uint32_t *)&b.active[kd_list(level + 1)][slot];
             for (uint32_t j = lane; j < words; j += 32) dst[j] = w[j];
+            /* publish the chunks after the node (release, cumulative over
+             * the warp's writes): the persistent stage's blocks start a
+             * chunk as soon as its descriptor is set */
             __syncwarp();
+            __threadfence();
+            for (uint32_t j = lane; j < cc; j += 32) b.chunks[kd_list(level + 1)][cf + j] = make_uint2(slot, j * KD_CHUNK);
         }
     }
 }
@@ -797,7 +807,7 @@ __global__ void kd_large_route_kernel(KdBufs b, KdConf c, int level, uint32_t ac
     uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
     if (w >= active) return;
     __shared__ KdLargeNode s_route[4];
-    kd_route_node<IMPL1, false, 2>(b, c, &b.active[level & 1][w], level, refs, lane, &s_route[threadIdx.x >> 5]);
+    kd_route_node<IMPL1, false, 2>(b, c, &b.active[kd_list(level)][w], level, refs, lane, &s_route[threadIdx.x >> 5]);
 }
 
 /* ==== one level of Implementation I (host-driven: a launch per step) ===== */
@@ -870,6 +880,105 @@ __device__ __forceinline__ void kd_grid_sync(KdCounters *ctr)
     __syncthreads();
 }
 
+__device__ __forceinline__ unsigned long long kd_globaltimer()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+/* Thread 0, after a chunk of `lev` and, when it was the node's last, the
+ * routing: one chunk of the level less pending. The block that takes a
+ * level's count to 0 completes it (its chunks are sorted and its nodes
+ * routed, so the next level's chunk count is final) and takes the next
+ * level's "level before" token, which may complete that one too. Counts on
+ * one word per level need no fence between them; a routing block fences
+ * first, so the chunks it added to the next level count before its own is
+ * done. */
+__device__ void kd_chunk_done(const KdBufs &b, int lev, bool routed)
+{
+    volatile KdCounters *vc = b.ctr;
+    if (routed) __threadfence();
+    uint32_t left = atomicSub(&b.ctr->level_pending[lev], 1u) - 1u;
+    while (left == 0 && lev + 1 < KD_MAX_LEVELS) {
+        __threadfence(); /* release: what the level's blocks did before the flag */
+        vc->level_complete[lev] = 1u;
+        vc->level_ns[lev + 1] = kd_globaltimer();
+        lev++;
+        if (vc->level_chunks[lev] == 0) return; /* the stage ends here (final: the level before is complete) */
+        left = atomicSub(&b.ctr->level_pending[lev], 1u) - 1u;
+    }
+}
+
+/* The large stage as a dataflow (ours, `large_dataflow`, needs [A] and
+ * [C]): no barrier between levels. A node's chunks are published by the
+ * routing of its parent (descriptor after the node, kd_route_node) and any
+ * block may take them at once, while the parent's level still runs: the
+ * level-synchronous schedule spent 66 % of its warp samples at barriers
+ * (H100 ncu), and every level cost ~10 us however few chunks it had.
+ * Thread 0 of a block claims chunks from per-level queues, lowest level
+ * first; a claim past the level's current chunk count waits until more
+ * chunks are routed or the count is final (the level before complete),
+ * when the claim lapses and the block moves one level on. A block moves to
+ * level L + 1 only when level L - 1 is complete, so the list level L + 1
+ * writes (level L - 1's, kd_list) is free: three lists, not two. The stage
+ * ends at the first level with no chunks; an overflow stops every block
+ * (no barrier to keep). */
+template <bool BALLOT, bool SHFL, int W>
+__device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, uint32_t *sh, float *shf, uint32_t *off,
+                                  KdLargeNode *s_route, uint32_t *s_work /* [2] */)
+{
+    volatile KdCounters *vc = b.ctr;
+    int level = 0;               /* thread 0: the level it takes chunks from */
+    uint32_t claim = UINT32_MAX; /* thread 0: a claim in it, not yet a chunk */
+    if (blockIdx.x == 0 && threadIdx.x == 0) vc->level_ns[0] = kd_globaltimer();
+    for (;;) {
+        if (threadIdx.x == 0) {
+            uint32_t got = KD_CHUNK_FREE;
+            while (!vc->overflow && level + 1 < KD_MAX_LEVELS) {
+                const bool final = level == 0 || vc->level_complete[level - 1];
+                const uint32_t have = min(vc->level_chunks[level], b.chunk_cap);
+                if (final && have == 0) break; /* the stage is done */
+                if (claim == UINT32_MAX) claim = atomicAdd(&b.ctr->level_next[level], 1u);
+                if (claim < have) {
+                    got = claim;
+                    claim = UINT32_MAX;
+                    break;
+                }
+                if (final) { /* every chunk of the level is taken */
+                    claim = UINT32_MAX;
+                    level++;
+                    continue;
+                }
+                __nanosleep(128);
+            }
+            if (got != KD_CHUNK_FREE) { /* allocated; wait until it is written */
+                volatile uint32_t *d = &b.chunks[kd_list(level)][got].x;
+                while (*d == KD_CHUNK_FREE && !vc->overflow) __nanosleep(32);
+                __threadfence(); /* acquire for the block (it reads after the barrier) */
+                if (vc->overflow) got = KD_CHUNK_FREE;
+            }
+            s_work[0] = got;
+            s_work[1] = (uint32_t)level;
+        }
+        __syncthreads();
+        const uint32_t ch = s_work[0];
+        const int lev = (int)s_work[1];
+        if (ch == KD_CHUNK_FREE) return;
+        const uint32_t ni = b.chunks[kd_list(lev)][ch].x;
+        const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, ch, sh, shf, off);
+        if (last && threadIdx.x < 32 * W)
+            kd_route_node<false, true, W>(b, c, &b.active[kd_list(lev)][ni], lev, 0, threadIdx.x & 31,
+                                          &s_route[threadIdx.x >> 5], (int)(threadIdx.x >> 5));
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            /* unpublished again, for the level that reuses the list */
+            b.chunks[kd_list(lev)][ch] = make_uint2(KD_CHUNK_FREE, KD_CHUNK_FREE);
+            kd_chunk_done(b, lev, last);
+        }
+    }
+}
+
 /* Every level of the large stage in one cooperative launch. Level L:
  *   [C] off: chunk boxes | barrier | per node: segmented reduction + split | barrier
  *   sort every chunk; the node's last chunk routes it (with [C]: splits the
@@ -909,7 +1018,7 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
             kd_grid_sync(b.ctr);
             for (uint32_t n = blockIdx.x; n < active; n += gridDim.x) {
                 kd_segreduce_node<SHFL>(b, level, n, shf);
-                if (threadIdx.x == 0) kd_split_node<2>(b, c, &b.active[level & 1][n], level, &b.ctr->level_ovf[level + 1]);
+                if (threadIdx.x == 0) kd_split_node<2>(b, c, &b.active[kd_list(level)][n], level, &b.ctr->level_ovf[level + 1]);
                 __syncthreads();
             }
             kd_grid_sync(b.ctr);
@@ -927,13 +1036,26 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
              * each child's chain of allocations (and, with [C], its
              * split) is the critical path of the level */
             if (last && threadIdx.x < 32 * W)
-                kd_route_node<false, ATOMIC, W>(b, c, &b.active[level & 1][b.chunks[level & 1][ch].x], level, 0,
+                kd_route_node<false, ATOMIC, W>(b, c, &b.active[kd_list(level)][b.chunks[kd_list(level)][ch].x], level, 0,
                                                 threadIdx.x & 31, &s_route[threadIdx.x >> 5], (int)(threadIdx.x >> 5));
             __syncthreads();
             ch = s_next[it & 1];
         }
         kd_grid_sync(b.ctr);
     }
+}
+
+/* The dataflow schedule in its own kernel: the level loop's registers and
+ * spills stay out of it (same launch bounds: 4 blocks per SM, 3 with 4 ways). */
+template <bool BALLOT, bool SHFL, int W>
+__global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_dataflow_kernel(KdBufs b, KdConf c)
+{
+    __shared__ uint32_t sh[W * KD_CHUNK];
+    __shared__ float shf[KD_CHUNK];
+    __shared__ uint32_t off[W + 1];
+    __shared__ KdLargeNode s_route[W];
+    __shared__ uint32_t s_work[2];
+    kd_large_dataflow<BALLOT, SHFL, W>(b, c, sh, shf, off, s_route, s_work);
 }
 
 template <bool BALLOT, bool SHFL, bool ATOMIC>
@@ -943,6 +1065,8 @@ static RtStatus kd_persistent_launch(RtLaunchLog *log, const KdBufs &b, const Kd
      * boxes come from the sort); kd_conf sets c.ways accordingly */
     void (*k)(KdBufs, KdConf) = ATOMIC && c.ways == 4 ? kd_large_persistent_kernel<BALLOT, SHFL, ATOMIC, ATOMIC ? 4 : 2>
                                                       : kd_large_persistent_kernel<BALLOT, SHFL, ATOMIC, 2>;
+    if (ATOMIC && c.dataflow) /* kd_conf: dataflow needs [C] (nodes split as they are routed) */
+        k = c.ways == 4 ? kd_large_dataflow_kernel<BALLOT, SHFL, 4> : kd_large_dataflow_kernel<BALLOT, SHFL, 2>;
     int per_sm = 0;
     CUDA_CHECK(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, KD_CHUNK, 0));
     if (per_sm < 1) return rt_fail(err, RT_ERR_CUDA, "KD: the persistent large-stage kernel does not fit on a multiprocessor");

@@ -517,8 +517,8 @@ static void write_json(FILE *f, const Bench *b, const BenchRow *median, const ch
             kd_variant_name(rt_kd_gpu_assoc_variants, 2, k->assoc),
             kd_variant_name(rt_kd_gpu_small_variants, 3, k->small_mode), k->small_threshold, k->small_fused,
             k->small_exact_clip);
-    fprintf(f, ", \"empty_cut\": %.3g, \"c_trav\": %.3g, \"c_isect\": %.3g, \"max_depth\": %d, \"large_ways\": %d, \"timed\": %d},\n",
-            k->empty_cut, k->c_trav, k->c_isect, k->max_depth, k->large_ways, k->timed);
+    fprintf(f, ", \"empty_cut\": %.3g, \"c_trav\": %.3g, \"c_isect\": %.3g, \"max_depth\": %d, \"large_ways\": %d, \"large_dataflow\": %d, \"timed\": %d},\n",
+            k->empty_cut, k->c_trav, k->c_isect, k->max_depth, k->large_ways, k->large_dataflow, k->timed);
     fprintf(f, "    \"trace\": {\"traversal\": \"%s\", \"isect\": \"%s\", \"ray_map\": \"%s\", \"packet\": \"%s\"",
             trace_variant_name(rt_trace_traversals, 2, tp->traversal),
             trace_variant_name(rt_trace_isects, 2, tp->isect), trace_variant_name(rt_trace_raymaps, 2, tp->ray_map),

@@ -116,7 +116,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
     printf("| variant | GPU ms (median) | large ms | small ms | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const char *only = getenv("RT_BENCH_VARIANTS"); /* e.g. "5,9": those rows only */
-    for (int v = 0; v < 16; v++) {
+    for (int v = 0; v < 18; v++) {
         if (only && !bench_listed(only, v)) continue;
         RtKdGpuParams p = rt_kd_gpu_params_default();
         const char *vname;
@@ -154,10 +154,16 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         } else if (v == 14) {
             p.small_exact_clip = 1;
             vname = "All, exact clips of small roots";
-        } else {
+        } else if (v == 15) {
             p.assoc = RT_KD_GPU_BOX_INCLUSION;
             p.small_exact_clip = 1;
             vname = "All, box inclusion, exact clips of small roots";
+        } else if (v == 16) {
+            p.large_dataflow = 0;
+            vname = "All, a grid barrier per large level";
+        } else {
+            p.large_dataflow = 1;
+            vname = "All, large stage as a dataflow";
         }
         RtKdTree dt;
         RtKdGpuStats st;

@@ -311,7 +311,7 @@ static void gpu_kd_every_variant_valid(void **state)
     if (!gpu_ready()) skip();
     uint32_t n = quick() ? 600 : 3000;
     RtTriArrays sc[2] = {make_scene(SC_SOUP, n, 60), make_scene(SC_CLUSTER, 5 * n / 3, 61)};
-    for (int v = 0; v < 22; v++) {
+    for (int v = 0; v < 25; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         char name[96];
         if (v < 6) {
@@ -363,6 +363,17 @@ static void gpu_kd_every_variant_valid(void **state)
             p.assoc = RT_KD_GPU_BOX_INCLUSION;
             p.small_exact_clip = 1;
             snprintf(name, sizeof name, "box inclusion + exact small clips");
+        } else if (v == 22) {
+            p.large_dataflow = 0;
+            snprintf(name, sizeof name, "a grid barrier per large level");
+        } else if (v == 23) {
+            p.large_dataflow = 0;
+            p.large_ways = 4;
+            snprintf(name, sizeof name, "4 ways, a grid barrier per level");
+        } else if (v == 24) {
+            p.large_dataflow = 1;
+            p.large_ways = 4;
+            snprintf(name, sizeof name, "4 ways, dataflow");
         } else {
             p.small_threshold = 32;
             p.c_trav = 2.0f;
