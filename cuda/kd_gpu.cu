@@ -394,6 +394,21 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
     c->dataflow = c->split_at_route &&
                   (p.large_dataflow == 1 || (p.large_dataflow == 2 && tri_count < KD_DATAFLOW_AUTO_TRIS));
     c->sms = g->sms;
+    if (p.large_chunk % KD_CHUNK || p.large_chunk > KD_CHUNK_REFS_MAX)
+        return rt_fail(err, RT_ERR_ARG, "KD: large-stage chunk of %u refs: expected 0 (auto) or a multiple of %d up to %d",
+                       p.large_chunk, KD_CHUNK, KD_CHUNK_REFS_MAX);
+    /* Longer chunks only where a chunk's block sorts them in rounds and adds
+     * the children's boxes by atomics ([A] + [C]). Auto: one chunk per
+     * resident block at the root's level; a chunk's chain of L2 round trips
+     * (claim, node, sort, cursors, routing) is paid once per chunk, a round
+     * of KD_CHUNK refs more costs only its loads and one cursor atomic. */
+    uint32_t chunk = p.large_chunk;
+    if (!chunk) {
+        const uint64_t blocks = (uint64_t)KD_LARGE_BLOCKS * (uint64_t)(g->sms > 0 ? g->sms : 1);
+        const uint64_t rounds = ((uint64_t)tri_count + KD_CHUNK * blocks - 1) / (KD_CHUNK * blocks);
+        chunk = (uint32_t)(rounds < 1 ? 1 : (rounds > KD_CHUNK_AUTO_ROUNDS ? KD_CHUNK_AUTO_ROUNDS : rounds)) * KD_CHUNK;
+    }
+    c->chunk_refs = c->split_at_route ? chunk : KD_CHUNK;
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
     c->max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
     return RT_OK;

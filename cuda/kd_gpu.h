@@ -50,7 +50,7 @@ typedef struct RtKdGpuParams {
     int max_depth;               /* 0 = 8 + 1.3 log2(N), at most 100 */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
     int large_blocks_per_sm;     /* Impl. II's persistent large stage: resident blocks per
-                                    multiprocessor (0 = 4; capped by the occupancy) */
+                                    multiprocessor (0 = 8, 6 with 4 ways; capped by the occupancy) */
     int large_dataflow;          /* persistent large stage ([A] and [C]): 1 = a node's chunks start as
                                     soon as it is routed (ours), 0 = a grid barrier between levels
                                     (Zhou's level by level), 2 = auto: dataflow below 2^19
@@ -58,6 +58,10 @@ typedef struct RtKdGpuParams {
     int large_ways;              /* children per large-stage split: 2 (Zhou) or 4 (ours: each half
                                     split again at its own median in the same level; needs [A]
                                     and [C], else 2); 0 = 2 */
+    uint32_t large_chunk;        /* refs per large-stage chunk with [A] and [C] (a block sorts
+                                    them 128 at a time): a multiple of 128 up to 2048, or 0 =
+                                    auto (the triangles over the resident blocks, so the root's
+                                    level fills the GPU about once); 128 otherwise */
 } RtKdGpuParams;
 
 /* A {name, value, description} row of a variant table (docs, HUD, bench). */

@@ -11,8 +11,20 @@
 #include "kd_gpu.h"
 #include "launch.h"
 
-/* Zhou et al.: one block of 256 threads per chunk of 256 triangle refs. */
-#define KD_CHUNK 256
+/* Threads of a large-stage block. Zhou et al. give each block a chunk of
+ * 256 refs; 128-thread blocks (8 resident per multiprocessor, 64 registers
+ * each) keep twice the chunks in flight, which the deep levels' chains of
+ * L2 round trips need (Sponza's large stage 0.67 -> 0.61 ms, the 1M grid
+ * 1.72 -> 1.60, H100, docs/kd_gpu.md). A chunk may hold several rounds of
+ * KD_CHUNK refs (KdConf.chunk_refs). */
+#define KD_CHUNK 128
+/* the persistent large stage's resident blocks per multiprocessor (the
+ * register file at 64 registers a thread), 3/4 of it with 4 ways */
+#define KD_LARGE_BLOCKS (1024 / KD_CHUNK)
+/* the most refs of a chunk (RtKdGpuParams.large_chunk) */
+#define KD_CHUNK_REFS_MAX (16 * KD_CHUNK)
+/* auto chunks (large_chunk = 0) hold at most this many rounds of KD_CHUNK */
+#define KD_CHUNK_AUTO_ROUNDS 8
 #define KD_MAX_LEVELS 128
 /* The small stage addresses a small root's triangles with 64-bit masks. */
 #define KD_SMALL_MAX 64
@@ -194,6 +206,8 @@ struct KdConf {
     int dataflow;                      /* persistent large stage without barriers between levels
                                           (split_at_route only) */
     int sms;                           /* multiprocessors (grids of the persistent kernels) */
+    uint32_t chunk_refs;               /* refs per large-stage chunk: KD_CHUNK, or a multiple of it
+                                          that a block sorts in rounds (split_at_route only) */
 };
 
 /* Bucket 0: 57-64 refs, ..., 7: 1-8 refs, or a root that is a leaf at once

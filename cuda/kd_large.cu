@@ -136,7 +136,7 @@ __global__ void kd_root_kernel(KdBufs b, KdConf c)
     RtAabb cell = n ? kd_box_decode(ctr->bounds) : aabb_empty();
     if (threadIdx.x == 0) *b.tree_bounds = cell;
     if (n > c.small_threshold && c.max_depth > 1) {
-        uint32_t cc = (n + KD_CHUNK - 1) / KD_CHUNK;
+        uint32_t cc = (n + c.chunk_refs - 1) / c.chunk_refs;
         if (cc > b.chunk_cap) {
             if (threadIdx.x == 0) atomicOr(&ctr->overflow, KD_OVF_CHUNKS);
             return;
@@ -162,7 +162,7 @@ __global__ void kd_root_kernel(KdBufs b, KdConf c)
             ctr->level_pending[0] = cc;
             ctr->level_refs[0] = n;
         }
-        for (uint32_t k = threadIdx.x; k < cc; k += blockDim.x) b.chunks[0][k] = make_uint2(0, k * KD_CHUNK);
+        for (uint32_t k = threadIdx.x; k < cc; k += blockDim.x) b.chunks[0][k] = make_uint2(0, k * c.chunk_refs);
         return;
     }
     if (n > b.sref_cap) {
@@ -508,11 +508,15 @@ __device__ __forceinline__ void kd_put_ref(const KdBufs &b, const KdConf &c, int
     }
 }
 
-/* The W child boxes of a chunk's refs (already clipped to the child
- * cells; empty for a child without refs), reduced over the block, then 6W
- * atomics into the node's kid_box ([C] fused into the sort). */
+/* One round's W child boxes (the block's refs, already clipped to the
+ * child cells; empty for a child without refs), reduced over the block into
+ * the chunk's 6W accumulators kid[] in shared memory (order-preserving
+ * ints): [D] one redux.sync per value and warp (sm_80+; shuffles before)
+ * and a shared atomic per value and warp, else a shared-memory tree per
+ * value. kd_kid_flush then makes the chunk's 6W global atomics ([C] fused
+ * into the sort). */
 template <bool SHFL, int W>
-__device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[W], float *sh /* >= KD_CHUNK */)
+__device__ void kd_kid_boxes(const RtAabb kb[W], float *sh /* >= KD_CHUNK */, int *kid /* 6W */)
 {
     float v[6 * W];
 #pragma unroll
@@ -521,12 +525,8 @@ __device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[W], float *sh /* >
         v[6 * k + 3] = kb[k].hi.x, v[6 * k + 4] = kb[k].hi.y, v[6 * k + 5] = kb[k].hi.z;
     }
     if (SHFL) {
-        /* [D]: warp intrinsics. On sm_80+ one redux.sync per value over the
-         * order-preserving ints the atomics take anyway (a shuffle tree is 5
-         * shuffles and 5 min/max per value: 13 % of the large stage's
-         * instructions, H100 ncu); shuffles (Chang) before that */
-        const unsigned lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-        int *shi = (int *)sh;
+        /* a shuffle tree is 5 shuffles and 5 min/max per value: 13 % of the
+         * large stage's instructions (H100 ncu) */
         int iv[6 * W];
 #pragma unroll
         for (int k = 0; k < 6 * W; k++) {
@@ -541,33 +541,32 @@ __device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[W], float *sh /* >
             iv[k] = kd_f2i(v[k]);
 #endif
         }
-        __syncthreads();
-        if (lane == 0)
-#pragma unroll
-            for (int k = 0; k < 6 * W; k++) shi[warp * 6 * W + k] = iv[k];
-        __syncthreads();
-        if (threadIdx.x < 6 * W) {
-            const int k = threadIdx.x;
-            int r = shi[k];
-            for (unsigned w = 1; w < nw; w++)
-                r = (k % 6) < 3 ? min(r, shi[w * 6 * W + k]) : max(r, shi[w * 6 * W + k]);
-            if (isfinite(kd_i2f(r))) {
-                if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], r);
-                else atomicMax(&nd->kid_box[k / 6][k % 6], r);
-            }
-        }
-        __syncthreads();
-    } else {
-#pragma unroll
-        for (int k = 0; k < 6 * W; k++)
-            v[k] = (k % 6) < 3 ? kd_block_reduce<false>(v[k], KdMin(), sh) : kd_block_reduce<false>(v[k], KdMax(), sh);
-        if (threadIdx.x == 0)
+        if ((threadIdx.x & 31) == 0)
 #pragma unroll
             for (int k = 0; k < 6 * W; k++) {
-                if (!isfinite(v[k])) continue;
-                if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], kd_f2i(v[k]));
-                else atomicMax(&nd->kid_box[k / 6][k % 6], kd_f2i(v[k]));
+                if ((k % 6) < 3) atomicMin(&kid[k], iv[k]);
+                else atomicMax(&kid[k], iv[k]);
             }
+    } else {
+#pragma unroll
+        for (int k = 0; k < 6 * W; k++) {
+            v[k] = (k % 6) < 3 ? kd_block_reduce<false>(v[k], KdMin(), sh) : kd_block_reduce<false>(v[k], KdMax(), sh);
+            if (threadIdx.x == 0) kid[k] = (k % 6) < 3 ? min(kid[k], kd_f2i(v[k])) : max(kid[k], kd_f2i(v[k]));
+        }
+    }
+}
+
+/* The chunk's child boxes (kd_kid_boxes) into the node: 6W atomics. */
+template <int W>
+__device__ void kd_kid_flush(KdLargeNode *nd, const int *kid /* 6W */)
+{
+    __syncthreads();
+    if (threadIdx.x < 6 * W) {
+        const int k = threadIdx.x, r = kid[k];
+        if (isfinite(kd_i2f(r))) {
+            if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], r);
+            else atomicMax(&nd->kid_box[k / 6][k % 6], r);
+        }
     }
 }
 
@@ -580,35 +579,45 @@ __device__ void kd_kid_boxes(KdLargeNode *nd, const RtAabb kb[W], float *sh /* >
  * writes visible to it. */
 template <bool BALLOT, bool SHFL, bool KIDBOX, int W>
 __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint32_t chunk, uint32_t *sh,
-                              float *shf, uint32_t *off /* W + 1 */)
+                              float *shf /* KD_CHUNK + 6W */, uint32_t *off /* W + 1 */)
 {
     const int src = kd_list(level);
     uint2 ch = b.chunks[src][chunk];
     KdLargeNode *nd = &b.active[src][ch.x];
-    uint32_t i = ch.y + threadIdx.x, tri = 0, f = 0;
-    RtAabb box[W];
-    if (i < nd->count) {
-        tri = b.refs[src][nd->first + i];
-        f = kd_sort_ref<W>(b, c, nd, src, nd->first + i, tri, box);
+    const uint32_t end = min(nd->count, ch.y + c.chunk_refs);
+    int *kid = (int *)(shf + KD_CHUNK); /* the chunk's child boxes (kd_kid_boxes) */
+    if (KIDBOX && threadIdx.x < 6 * W) kid[threadIdx.x] = kd_f2i(threadIdx.x % 6 < 3 ? INFINITY : -INFINITY);
+    bool ok = true;
+    /* the chunk in rounds of KD_CHUNK refs (one per thread), each with its
+     * own scan and cursor atomics (the bound is the same for the block) */
+    for (uint32_t at = ch.y; at < end; at += KD_CHUNK) {
+        const uint32_t i = at + threadIdx.x;
+        uint32_t tri = 0, f = 0;
+        RtAabb box[W];
+        if (i < end) {
+            tri = b.refs[src][nd->first + i];
+            f = kd_sort_ref<W>(b, c, nd, src, nd->first + i, tri, box);
+        }
+        uint32_t fk[W], x[W], t[W];
+#pragma unroll
+        for (int k = 0; k < W; k++) fk[k] = f >> k & 1u;
+        kd_block_scan<BALLOT, W>(fk, x, t, sh); /* ends with a barrier: off[] is free */
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            if (threadIdx.x == (unsigned)k) off[k] = t[k] ? atomicAdd(&nd->kid_cursor[k], t[k]) : 0;
+        __syncthreads();
+        ok = nd->kid_base[0] != UINT32_MAX; /* else the ref list overflowed: the build is redone */
+#pragma unroll
+        for (int k = 0; k < W; k++)
+            if (ok && fk[k]) kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[k] + off[k] + x[k], tri, box[k]);
+        if (KIDBOX && ok) {
+            RtAabb kb[W];
+#pragma unroll
+            for (int k = 0; k < W; k++) kb[k] = fk[k] ? kd_box_clip(box[k], kd_kid_cell<W>(nd, k)) : aabb_empty();
+            kd_kid_boxes<SHFL, W>(kb, shf, kid);
+        }
     }
-    uint32_t fk[W], x[W], t[W];
-#pragma unroll
-    for (int k = 0; k < W; k++) fk[k] = f >> k & 1u;
-    kd_block_scan<BALLOT, W>(fk, x, t, sh);
-#pragma unroll
-    for (int k = 0; k < W; k++)
-        if (threadIdx.x == (unsigned)k) off[k] = t[k] ? atomicAdd(&nd->kid_cursor[k], t[k]) : 0;
-    __syncthreads();
-    const bool ok = nd->kid_base[0] != UINT32_MAX; /* else the ref list overflowed: the build is redone */
-#pragma unroll
-    for (int k = 0; k < W; k++)
-        if (ok && fk[k]) kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[k] + off[k] + x[k], tri, box[k]);
-    if (KIDBOX && ok) {
-        RtAabb kb[W];
-#pragma unroll
-        for (int k = 0; k < W; k++) kb[k] = fk[k] ? kd_box_clip(box[k], kd_kid_cell<W>(nd, k)) : aabb_empty();
-        kd_kid_boxes<SHFL, W>(nd, kb, shf);
-    }
+    if (KIDBOX && ok) kd_kid_flush<W>(nd, kid);
     __syncthreads();
     /* A node's only chunk: its block routes it and reads nothing but what it
      * wrote itself (refs; cursors and boxes by atomics), which the barrier
@@ -758,7 +767,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 kd_root_list(b, slot, n);
             }
         } else {
-            uint32_t cc = (n + KD_CHUNK - 1) / KD_CHUNK, slot = 0, cf = 0;
+            uint32_t cc = (n + c.chunk_refs - 1) / c.chunk_refs, slot = 0, cf = 0;
             if (lane == 0) {
                 slot = atomicAdd(&ctr->level_active[level + 1], 1u);
                 cf = atomicAdd(&ctr->level_chunks[level + 1], cc);
@@ -799,7 +808,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
              * chunk as soon as its descriptor is set */
             __syncwarp();
             __threadfence();
-            for (uint32_t j = lane; j < cc; j += 32) b.chunks[kd_list(level + 1)][cf + j] = make_uint2(slot, j * KD_CHUNK);
+            for (uint32_t j = lane; j < cc; j += 32) b.chunks[kd_list(level + 1)][cf + j] = make_uint2(slot, j * c.chunk_refs);
         }
     }
 }
@@ -995,10 +1004,10 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, uint32_t *sh
  * blocks (48 registers) measured 10 % slower. 4 ways carry twice the
  * per-ref state: 3 blocks of 80 registers measured 4-7 % faster there. */
 template <bool BALLOT, bool SHFL, bool ATOMIC, int W>
-__global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_kernel(KdBufs b, KdConf c)
+__global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : KD_LARGE_BLOCKS) kd_large_persistent_kernel(KdBufs b, KdConf c)
 {
     __shared__ uint32_t sh[W * KD_CHUNK];
-    __shared__ float shf[KD_CHUNK];
+    __shared__ float shf[KD_CHUNK + 6 * W];
     __shared__ uint32_t off[W + 1];
     __shared__ KdLargeNode s_route[W];
     __shared__ uint32_t s_next[2];
@@ -1051,10 +1060,10 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_persistent_
 /* The dataflow schedule in its own kernel: the level loop's registers and
  * spills stay out of it (same launch bounds: 4 blocks per SM, 3 with 4 ways). */
 template <bool BALLOT, bool SHFL, int W>
-__global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 : 4) kd_large_dataflow_kernel(KdBufs b, KdConf c)
+__global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : KD_LARGE_BLOCKS) kd_large_dataflow_kernel(KdBufs b, KdConf c)
 {
     __shared__ uint32_t sh[W * KD_CHUNK];
-    __shared__ float shf[KD_CHUNK];
+    __shared__ float shf[KD_CHUNK + 6 * W];
     __shared__ uint32_t off[W + 1];
     __shared__ KdLargeNode s_route[W];
     __shared__ uint32_t s_work[2];
@@ -1074,7 +1083,7 @@ static RtStatus kd_persistent_launch(RtLaunchLog *log, const KdBufs &b, const Kd
     CUDA_CHECK(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, KD_CHUNK, 0));
     if (per_sm < 1) return rt_fail(err, RT_ERR_CUDA, "KD: the persistent large-stage kernel does not fit on a multiprocessor");
     /* a cooperative grid must be resident at once: at most the occupancy */
-    if (want <= 0) want = 4;
+    if (want <= 0) want = KD_LARGE_BLOCKS;
     uint32_t blocks = (uint32_t)(per_sm < want ? per_sm : want) * (uint32_t)c.sms;
     return rt_launch_coop(log, "kd_large_persistent", dim3(blocks), dim3(KD_CHUNK), (size_t)0, k, err, KdBufs(b),
                           KdConf(c));

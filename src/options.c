@@ -272,7 +272,7 @@ void rt_options_usage(FILE *f)
             "  --stats               print kd-tree statistics per frame\n"
             "  --build K=V[,K=V...]  GPU builder variant: ladder=0..5|Original|All, a..e=0/1 (Chang's steps),\n"
             "                        ce=PCT, box=inclusion|clipping, small=none|sah|ssah, leaf=32|64,\n"
-            "                        ctrav=F, ci=F, fused=0/1, exact=0/1, flow=0/1/2, timed=0/1\n"
+            "                        ctrav=F, ci=F, fused=0/1, exact=0/1, flow=0/1/2, chunk=N, timed=0/1\n"
             "  --trace K=V[,K=V...]  GPU tracer variant: traversal=restart|shortstack, stack=1..16,\n"
             "                        skip=0/1 (leaf skipping), map=rows|tiles, packet=off|warp, refraction=0/1\n"
             "  --time T              the animation at time T seconds (headless: every frame; window: start)\n"
@@ -386,6 +386,7 @@ static const KvKey kBuildKeys[] = {
     {"fused", "small stage in one launch: 0/1 (1)"},
     {"exact", "small roots' triangles clipped exactly to the root cell (perfect splits): 0/1 (0)"},
     {"flow", "large stage: a barrier per level (0), a node's chunks start when it is routed (1), auto (2)"},
+    {"chunk", "refs per large-stage chunk: 0 (auto) or a multiple of 128 up to 2048 (0)"},
     {"timed", "CUDA events per kernel: 0/1"},
     {NULL, NULL},
 };
@@ -436,6 +437,13 @@ static RtStatus build_key(RtOptions *o, const char *k, const char *v, RtError *e
     if (!strcmp(k, "fused")) st = parse_int("--build fused", v, 0, 1, &b->small_fused, err);
     else if (!strcmp(k, "exact")) st = parse_int("--build exact", v, 0, 1, &b->small_exact_clip, err);
     else if (!strcmp(k, "flow")) st = parse_int("--build flow", v, 0, 2, &b->large_dataflow, err);
+    else if (!strcmp(k, "chunk")) {
+        int n = 0;
+        st = parse_int("--build chunk", v, 0, 2048, &n, err);
+        if (st == RT_OK && n % 128)
+            return rt_fail(err, RT_ERR_ARG, "CLI: --build chunk %d: expected 0 (auto) or a multiple of 128", n);
+        b->large_chunk = (uint32_t)n;
+    }
     else if (!strcmp(k, "timed")) st = parse_int("--build timed", v, 0, 1, &b->timed, err);
     else return unknown_key("--build", k, kBuildKeys, err);
     return st;

@@ -7,7 +7,8 @@
  * Env: RT_BENCH_RUNS (25), RT_BENCH_MESH (1048576 triangles, 0 = none),
  * RT_BENCH_CPU=0 (no CPU oracle), RT_BENCH_VALIDATE=0 (no validation),
  * RT_BENCH_VARIANTS=5,9 (those rows only), RT_BENCH_LEVELS=1 (the large
- * stage level by level), RT_BENCH_BPS=0 (no blocks-per-SM sweep). */
+ * stage level by level), RT_BENCH_BPS=0 (no blocks-per-SM sweep),
+ * RT_BENCH_CHUNK=n (large_chunk for every row). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -165,6 +166,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
             p.large_dataflow = 1;
             vname = "All, large stage as a dataflow";
         }
+        if (getenv("RT_BENCH_CHUNK")) p.large_chunk = (uint32_t)atoi(getenv("RT_BENCH_CHUNK"));
         RtKdTree dt;
         RtKdGpuStats st;
         double *gms = malloc(runs * sizeof *gms), *wms = malloc(runs * sizeof *wms);

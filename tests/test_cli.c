@@ -73,6 +73,8 @@ static void cli_bad_values_name_the_option(void **state)
         {{"--isect", "fast"}, "woop, mt"},
         {{"--bogus"}, "--bogus"},
         {{"--frames"}, "expects a value"},
+        {{"--build", "chunk=100"}, "--build chunk"},
+        {{"--build", "chunk=4096"}, "--build chunk"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *argv[4] = {"rtviewer", cases[i].args[0], cases[i].args[1], NULL};

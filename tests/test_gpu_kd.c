@@ -311,7 +311,7 @@ static void gpu_kd_every_variant_valid(void **state)
     if (!gpu_ready()) skip();
     uint32_t n = quick() ? 600 : 3000;
     RtTriArrays sc[2] = {make_scene(SC_SOUP, n, 60), make_scene(SC_CLUSTER, 5 * n / 3, 61)};
-    for (int v = 0; v < 25; v++) {
+    for (int v = 0; v < 28; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         char name[96];
         if (v < 6) {
@@ -374,6 +374,21 @@ static void gpu_kd_every_variant_valid(void **state)
             p.large_dataflow = 1;
             p.large_ways = 4;
             snprintf(name, sizeof name, "4 ways, dataflow");
+        } else if (v == 25) {
+            /* chunks sorted in rounds of 128 refs (the auto chunk of these
+             * small scenes is one round) */
+            p.large_chunk = 512;
+            snprintf(name, sizeof name, "chunks of 512 refs, dataflow");
+        } else if (v == 26) {
+            p.large_chunk = 2048;
+            p.large_dataflow = 0;
+            p.large_ways = 4;
+            snprintf(name, sizeof name, "chunks of 2048 refs, 4 ways, a barrier per level");
+        } else if (v == 27) {
+            /* the rounds' child boxes by shared-memory reductions */
+            rt_kd_gpu_params_ladder(&p, 3);
+            p.large_chunk = 384;
+            snprintf(name, sizeof name, "chunks of 384 refs, [A]-[C]");
         } else {
             p.small_threshold = 32;
             p.c_trav = 2.0f;
