@@ -979,9 +979,10 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, uint32_t *sh
         if (ch == KD_CHUNK_FREE) return;
         const uint32_t ni = b.chunks[kd_list(lev)][ch].x;
         const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, ch, sh, shf, off);
-        if (last && threadIdx.x < 32 * W)
-            kd_route_node<false, true, W>(b, c, &b.active[kd_list(lev)][ni], lev, 0, threadIdx.x & 31,
-                                          &s_route[threadIdx.x >> 5], (int)(threadIdx.x >> 5));
+        if (last) /* a warp per child (a block of fewer warps takes turns) */
+            for (int k = (int)(threadIdx.x >> 5); k < W; k += KD_CHUNK / 32)
+                kd_route_node<false, true, W>(b, c, &b.active[kd_list(lev)][ni], lev, 0, threadIdx.x & 31,
+                                              &s_route[threadIdx.x >> 5], k);
         __syncthreads();
         if (threadIdx.x == 0) {
             /* unpublished again, for the level that reuses the list */
@@ -1047,9 +1048,10 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : K
             /* the node's children are routed by a warp each, at once:
              * each child's chain of allocations (and, with [C], its
              * split) is the critical path of the level */
-            if (last && threadIdx.x < 32 * W)
-                kd_route_node<false, ATOMIC, W>(b, c, &b.active[kd_list(level)][b.chunks[kd_list(level)][ch].x], level, 0,
-                                                threadIdx.x & 31, &s_route[threadIdx.x >> 5], (int)(threadIdx.x >> 5));
+            if (last)
+                for (int k = (int)(threadIdx.x >> 5); k < W; k += KD_CHUNK / 32)
+                    kd_route_node<false, ATOMIC, W>(b, c, &b.active[kd_list(level)][b.chunks[kd_list(level)][ch].x],
+                                                    level, 0, threadIdx.x & 31, &s_route[threadIdx.x >> 5], k);
             __syncthreads();
             ch = s_next[it & 1];
         }
