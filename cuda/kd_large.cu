@@ -862,6 +862,16 @@ RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, cons
 
 /* ==== the persistent schedule (Implementation II) ======================== */
 
+/* A persistent large-stage block's shared memory (both schedules). */
+template <int W>
+struct KdLargeShared {
+    uint32_t sh[W * KD_CHUNK];   /* the block scans (kd_block_scan) */
+    float shf[KD_CHUNK + 6 * W]; /* reductions; after KD_CHUNK the chunk's child boxes (kd_sort_chunk) */
+    uint32_t off[W + 1];         /* the chunk's offsets in the children; "the node's last chunk" */
+    KdLargeNode route[W];        /* each routing warp's new node (kd_route_node) */
+    uint32_t work[2];            /* the next chunk (persistent: two slots; dataflow: chunk, level) */
+};
+
 /* A barrier over the whole (co-resident, cooperative) grid. Blocks that
  * arrive early wait with __nanosleep: cooperative_groups' grid.sync spins
  * on an acquire load that invalidates the SM's L1 at every turn (4.8M turns
@@ -937,9 +947,9 @@ __device__ void kd_chunk_done(const KdBufs &b, int lev, bool routed)
  * ends at the first level with no chunks; an overflow stops every block
  * (no barrier to keep). */
 template <bool BALLOT, bool SHFL, int W>
-__device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, uint32_t *sh, float *shf, uint32_t *off,
-                                  KdLargeNode *s_route, uint32_t *s_work /* [2] */)
+__device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShared<W> &s)
 {
+    uint32_t *s_work = s.work;
     volatile KdCounters *vc = b.ctr;
     int level = 0;               /* thread 0: the level it takes chunks from */
     uint32_t claim = UINT32_MAX; /* thread 0: a claim in it, not yet a chunk */
@@ -978,11 +988,11 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, uint32_t *sh
         const int lev = (int)s_work[1];
         if (ch == KD_CHUNK_FREE) return;
         const uint32_t ni = b.chunks[kd_list(lev)][ch].x;
-        const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, ch, sh, shf, off);
+        const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, ch, s.sh, s.shf, s.off);
         if (last) /* a warp per child (a block of fewer warps takes turns) */
             for (int k = (int)(threadIdx.x >> 5); k < W; k += KD_CHUNK / 32)
                 kd_route_node<false, true, W>(b, c, &b.active[kd_list(lev)][ni], lev, 0, threadIdx.x & 31,
-                                              &s_route[threadIdx.x >> 5], k);
+                                              &s.route[threadIdx.x >> 5], k);
         __syncthreads();
         if (threadIdx.x == 0) {
             /* unpublished again, for the level that reuses the list */
@@ -999,19 +1009,18 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, uint32_t *sh
  * The bounds (active nodes, chunks) and the stop decision are read after a
  * barrier from words no block writes during the level, so every block takes
  * the same decision (a block leaving early would hang the barrier). */
-/* (KD_CHUNK, 4): 64 registers, so 4 blocks are resident per multiprocessor
- * (80 registers allowed 3); despite ~200 bytes of spills it measured 12 %
- * faster on Sponza and 17 % on a 1M-triangle mesh (large stage, H100); 5
- * blocks (48 registers) measured 10 % slower. 4 ways carry twice the
- * per-ref state: 3 blocks of 80 registers measured 4-7 % faster there. */
+/* 64 registers a thread, so the register file holds 1024 threads (256-
+ * thread blocks: 80 registers and 3 blocks measured 12 % slower on Sponza
+ * and 17 % on a 1M-triangle mesh despite the spills, 48 registers and 5
+ * blocks 10 % slower). 4 ways carry twice the per-ref state: 3/4 of the
+ * blocks with 80 registers measured 4-7 % faster there (H100). */
 template <bool BALLOT, bool SHFL, bool ATOMIC, int W>
 __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : KD_LARGE_BLOCKS) kd_large_persistent_kernel(KdBufs b, KdConf c)
 {
-    __shared__ uint32_t sh[W * KD_CHUNK];
-    __shared__ float shf[KD_CHUNK + 6 * W];
-    __shared__ uint32_t off[W + 1];
-    __shared__ KdLargeNode s_route[W];
-    __shared__ uint32_t s_next[2];
+    __shared__ KdLargeShared<W> s;
+    uint32_t *sh = s.sh, *off = s.off, *s_next = s.work;
+    float *shf = s.shf;
+    KdLargeNode *s_route = s.route;
     volatile KdCounters *vc = b.ctr;
     for (int level = 0; level + 1 < KD_MAX_LEVELS; level++) {
         if (blockIdx.x == 0 && threadIdx.x == 0) {
@@ -1060,16 +1069,12 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : K
 }
 
 /* The dataflow schedule in its own kernel: the level loop's registers and
- * spills stay out of it (same launch bounds: 4 blocks per SM, 3 with 4 ways). */
+ * spills stay out of it (same launch bounds). */
 template <bool BALLOT, bool SHFL, int W>
 __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : KD_LARGE_BLOCKS) kd_large_dataflow_kernel(KdBufs b, KdConf c)
 {
-    __shared__ uint32_t sh[W * KD_CHUNK];
-    __shared__ float shf[KD_CHUNK + 6 * W];
-    __shared__ uint32_t off[W + 1];
-    __shared__ KdLargeNode s_route[W];
-    __shared__ uint32_t s_work[2];
-    kd_large_dataflow<BALLOT, SHFL, W>(b, c, sh, shf, off, s_route, s_work);
+    __shared__ KdLargeShared<W> s;
+    kd_large_dataflow<BALLOT, SHFL, W>(b, c, s);
 }
 
 template <bool BALLOT, bool SHFL, bool ATOMIC>
