@@ -53,7 +53,7 @@ typedef struct RtKdGpuParams {
                                     multiprocessor (0 = 8, 6 with 4 ways; capped by the occupancy) */
     int large_dataflow;          /* persistent large stage ([A] and [C]): 1 = a node's chunks start as
                                     soon as it is routed (ours), 0 = a grid barrier between levels
-                                    (Zhou's level by level), 2 = auto: dataflow below 2^19
+                                    (Zhou's level by level), 2 = auto: dataflow below 2^22
                                     triangles (2) */
     int large_ways;              /* children per large-stage split: 2 (Zhou) or 4 (ours: each half
                                     split again at its own median in the same level; needs [A]

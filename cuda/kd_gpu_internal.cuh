@@ -61,9 +61,11 @@ enum {
  * is complete by then (kd_large_persistent_kernel). */
 #define KD_LISTS 3
 /* large_dataflow = 2 (auto) takes the dataflow schedule below this many
- * triangles: measured faster on Sponza (262K: -7 %) and the BART kitchen
- * (110K: -15 %), slower on a 1M-triangle mesh (+11 %), H100 */
-#define KD_DATAFLOW_AUTO_TRIS (1u << 19)
+ * triangles. With chunks of 128 refs it lost on a 1M-triangle mesh (+7 %);
+ * with chunks that the auto size scales with the mesh (KdConf.chunk_refs)
+ * it wins there (1M -7 %, 2M -4 %), ties at 4M and loses at 10M (+3 %)
+ * against a grid barrier per level (H100, docs/benchmarks.md) */
+#define KD_DATAFLOW_AUTO_TRIS (1u << 22)
 __host__ __device__ __forceinline__ int kd_list(int level)
 {
     return level % KD_LISTS;

@@ -19,7 +19,7 @@
  * to sort a node's chunks routes the node (and, with [C], splits its
  * children, whose boxes the sort accumulated with atomics): one barrier per
  * level. With [A] and [C] the same steps also run as a dataflow
- * (kd_large_dataflow, the default below 2^19 triangles): no barrier, a
+ * (kd_large_dataflow, the default below 2^22 triangles): no barrier, a
  * node's chunks start as soon as its parent routes it. The steps are device
  * functions shared by every schedule; the variants are template flags of
  * the same code. */
