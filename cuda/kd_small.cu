@@ -310,41 +310,49 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 /* A warp takes a small root from a queue and builds its whole subtree in
  * two passes over the root's candidates, which it computes itself into
  * shared memory (no global candidate arrays, no separate prep launch):
- *   1. depth first, the best split of every node (Zhou's SAH over the AABB
- *      faces of the node's own triangles, popcounts of the masks, Chang
- *      [E]); the decisions are recorded in pre-order, and the subtree's
- *      node, leaf and index counts summed;
- *   2. one atomic per counter for the whole subtree, then the recorded
- *      decisions are replayed to write nodes, leaves, leaf boxes and
- *      tri_index at their final places (pre-order, sibling-adjacent).
- * Per node a warp then waits only on shared memory and two warp
- * reductions: the per-node allocation atomics (~1.7M on Sponza, two
- * contended counters) and the global candidate loads of the earlier
- * one-pass kernel were its latency chain (measured: docs/kd_gpu.md). */
+ *   1. the best split of every node (Zhou's SAH over the AABB faces of the
+ *      node's own triangles, popcounts of the masks, Chang [E]). Nodes wait
+ *      in a FIFO queue (breadth first) and are taken in batches of up to 32,
+ *      a lane per node: the candidates of the batch's nodes are listed
+ *      together, 32 at a time over the lanes, each node's best found by a
+ *      segmented warp reduction; then each lane decides its node and queues
+ *      its children. The decisions are recorded in queue order and the
+ *      subtree's node, leaf and index counts summed;
+ *   2. one atomic per counter for the whole subtree, then the same batches
+ *      replay the decisions and write nodes, leaves, leaf boxes and
+ *      tri_index at their final places (sibling-adjacent pairs).
+ * The earlier schedule, a warp per node depth first, spent ~260 warp
+ * instructions per node on bookkeeping while most small nodes hold a few
+ * triangles (one step of 32 candidates, mostly idle lanes); a batch shares
+ * that among its nodes (measured: docs/kd_gpu.md). One allocation per
+ * subtree instead of one per node: the per-node atomics (~1.7M on Sponza, two
+ * contended counters) were the latency chain of the first one-pass kernel. */
 #define KD_FUSED_WARPS 2
-/* Shared memory per warp (~10 KB: the masks are 6 KB) bounds the resident
- * warps (20 per SM on an H100). A deeper stack or a longer decision list
- * makes leaves only where they run out (the SAH cost of Sponza, the BART
- * kitchen and the 1M grid did not move), while shrinking them from 48 and
- * 1024 to 32 and 512 bought 2 more warps per SM: small stage -5 % (H100). */
-#define KD_SMALL_STACK 32
-/* Decisions recorded per root; nodes past it become leaves. */
+/* Nodes waiting in the queue, and triangles listed per batch (6 candidates
+ * each). A child that finds the queue full, a node whose triangles do not
+ * fit the list, or one past KD_SMALL_DECISIONS becomes a leaf, alike in
+ * both passes. */
+#define KD_SMALL_QUEUE 96
+#define KD_SMALL_LIST 320
 #define KD_SMALL_DECISIONS 512
 #define KD_DEC_LEAF 0xffffu
 
-struct KdFusedEntry {
-    RtAabb cell;
-    unsigned long long mask; /* the node's triangles among the root's */
-    uint32_t depth, node;    /* node: output slot (pass 2 only) */
+/* A node in the queue: its cell, its triangles among the root's, its
+ * output slot (pass 2) and depth. */
+struct KdQueued {
+    float lo[3], hi[3];
+    unsigned long long mask;
+    uint32_t node, depth;
 };
 
 struct KdFusedWarp {
-    ulonglong2 mask[6 * KD_SMALL_MAX];      /* (left, right) per candidate */
-    float split[6 * KD_SMALL_MAX];          /* candidate 6j+k: face k of triangle j (lo x, hi x, lo y, ...) */
-    uint32_t idx[KD_SMALL_MAX];             /* the root's triangle ids */
-    uint16_t dec[KD_SMALL_DECISIONS];       /* per node in pre-order: candidate or KD_DEC_LEAF */
-    uint8_t list[KD_SMALL_MAX];             /* pass 1: the current node's triangles */
-    KdFusedEntry stack[KD_SMALL_STACK];
+    ulonglong2 mask[6 * KD_SMALL_MAX];  /* (left, right) per candidate */
+    float split[6 * KD_SMALL_MAX];      /* candidate 6j+k: face k of triangle j (lo x, hi x, lo y, ...) */
+    uint32_t idx[KD_SMALL_MAX];         /* the root's triangle ids */
+    uint16_t dec[KD_SMALL_DECISIONS];   /* per node in queue order: candidate or KD_DEC_LEAF */
+    KdQueued queue[KD_SMALL_QUEUE];     /* circular */
+    unsigned long long best[32];        /* pass 1, per batch node: key bits << 32 | candidate */
+    uint16_t list[KD_SMALL_LIST];       /* pass 1: the batch's triangles, node << 8 | triangle */
 };
 
 /* Set bits of a 32-bit word ([E]: __popc, else Manku's SWAR count). */
@@ -355,16 +363,14 @@ __device__ __forceinline__ uint32_t kd_bitcount32(uint32_t x)
     return kd_bitcount<false>((unsigned long long)x);
 }
 
-__device__ __forceinline__ uint32_t kd_warp_min(uint32_t v)
+__device__ __forceinline__ uint32_t kd_warp_incl_sum(uint32_t v, uint32_t lane)
 {
-#if __CUDA_ARCH__ >= 800
-    return __reduce_min_sync(KD_WARP_FULL, v);
-#else
-    for (int o = 16; o > 0; o >>= 1) v = min(v, __shfl_xor_sync(KD_WARP_FULL, v, o));
+    for (int o = 1; o < 32; o <<= 1) {
+        const uint32_t x = __shfl_up_sync(KD_WARP_FULL, v, o);
+        if (lane >= (uint32_t)o) v += x;
+    }
     return v;
-#endif
 }
-
 /* The root's candidates and masks into shared memory: a ballot per face of
  * each triangle gives its 64-bit masks (lane j classifies triangles j and
  * j + 32, Chang's tie rule as kd_classify). */
@@ -415,122 +421,183 @@ __device__ void kd_fused_stage(const KdBufs &b, const KdSmallRoot &r, KdFusedWar
     __syncwarp();
 }
 
-/* Pass 1's step: the best candidate of node e, or -1 for a leaf; the same
- * value in every lane. The candidates are the faces of the node's own
- * triangles (Zhou: 6m for a node of m triangles, not the root's 6n): the
- * node's triangles are listed in shared memory, then candidate q goes to
- * lane q mod 32, so a node of m triangles takes ceil(6m / 32) steps (most
- * small nodes hold a few triangles: one or two steps). Candidates are
- * ranked by al*nl + ar*nr (SSAH: nl^2 + nr^2): the SAH cost up to the
- * node's constant offset and scale, so no division per candidate. */
+__device__ __forceinline__ float kd_queued_area(const KdQueued &e)
+{
+    return kd_area_ext(e.hi[0] - e.lo[0], e.hi[1] - e.lo[1], e.hi[2] - e.lo[2]);
+}
+
+/* A node's split is searched unless it is a leaf by itself: fewer than two
+ * triangles, a flat cell, or the depth limit. */
 template <bool POPC>
-__device__ int kd_fused_best(const KdConf &c, KdFusedWarp &s, const KdFusedEntry &e, uint32_t lane)
+__device__ __forceinline__ bool kd_queued_searchable(const KdConf &c, const KdQueued &e)
 {
-    const uint32_t n = kd_bitcount<POPC>(e.mask);
-    const RtVec3 d = v3_sub(e.cell.hi, e.cell.lo);
-    const float area = kd_area_ext(d.x, d.y, d.z);
-    if (n <= 1 || !(area > 0.0f) || (int)e.depth + 1 >= c.max_depth) return -1;
-    /* the node's triangles, in root order (lane j holds mask bits j and
-     * j + 32: a set bit's rank is its place) */
-    const uint32_t mlo = (uint32_t)e.mask, mhi = (uint32_t)(e.mask >> 32), lt = (1u << lane) - 1u;
-    if ((mlo >> lane) & 1u) s.list[kd_bitcount32<POPC>(mlo & lt)] = (uint8_t)lane;
-    if ((mhi >> lane) & 1u) s.list[kd_bitcount32<POPC>(mlo) + kd_bitcount32<POPC>(mhi & lt)] = (uint8_t)(32 + lane);
+    return kd_bitcount<POPC>(e.mask) > 1 && kd_queued_area(e) > 0.0f && (int)e.depth + 1 < c.max_depth;
+}
+
+/* Pass 1: the best candidate of node e (lane i holds batch node i, which
+ * is searched when `search`), or -1 for a leaf; head: the batch's first
+ * queue slot. The searched nodes' triangles are listed together (a node's
+ * in root order, so a lane's candidates of one node come in increasing
+ * order), candidate q of the list on lane q mod 32. Candidates are ranked by
+ * al*nl + ar*nr (SSAH: nl^2 + nr^2): the SAH cost up to the node's constant
+ * offset and scale, so no division per candidate; ties go to the lowest
+ * candidate. */
+template <bool POPC>
+__device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e, bool search, uint32_t head,
+                             uint32_t lane)
+{
+    const uint32_t n = search ? kd_bitcount<POPC>(e.mask) : 0u;
+    const uint32_t end = kd_warp_incl_sum(n, lane);
+    search = search && end <= KD_SMALL_LIST; /* a prefix of the lanes */
+    const uint32_t listed = __shfl_sync(KD_WARP_FULL, end, 31 - __clz(__ballot_sync(KD_WARP_FULL, search) | 1u));
+    const uint32_t cands = __any_sync(KD_WARP_FULL, search) ? 6 * listed : 0u;
+    /* the list, node by node: lane j places mask bits j and j + 32 (a set
+     * bit's rank is its place) */
+    const uint32_t lt = (1u << lane) - 1u;
+    for (uint32_t todo = __ballot_sync(KD_WARP_FULL, search); todo; todo &= todo - 1) {
+        const uint32_t i = __ffs(todo) - 1;
+        const uint32_t mlo = __shfl_sync(KD_WARP_FULL, (uint32_t)e.mask, i);
+        const uint32_t mhi = __shfl_sync(KD_WARP_FULL, (uint32_t)(e.mask >> 32), i);
+        const uint32_t at = __shfl_sync(KD_WARP_FULL, end - n, i);
+        if ((mlo >> lane) & 1u) s.list[at + kd_bitcount32<POPC>(mlo & lt)] = (uint16_t)(i << 8 | lane);
+        if ((mhi >> lane) & 1u)
+            s.list[at + kd_bitcount32<POPC>(mlo) + kd_bitcount32<POPC>(mhi & lt)] = (uint16_t)(i << 8 | (32 + lane));
+    }
+    s.best[lane] = ~0ull;
     __syncwarp();
-    /* per axis: the child's half area is (x - lo) * (sum of the other two
-     * extents) + (their product), x the child's extent along the axis */
-    const float ext_sum[3] = {d.y + d.z, d.x + d.z, d.x + d.y};
-    const float ext_prod[3] = {d.y * d.z, d.x * d.z, d.x * d.y};
-    float best = INFINITY;
-    uint32_t best_ci = UINT32_MAX;
-    for (uint32_t q = lane; q < 6 * n; q += 32) {
-        const uint32_t k = q / 6, face = q - 6 * k;
-        const uint32_t ci = 6 * (uint32_t)s.list[k] + face;
-        const int a = (int)(face >> 1);
+    /* lane l takes the l-th run of ceil(cands / 32) candidates: mostly
+     * one node's, whose cell it keeps in registers; its best goes to
+     * best[node] by a shared-memory atomicMin when the node changes (a
+     * per-iteration segmented warp reduction instead measured 14 % slower:
+     * its collectives' stalls) */
+    const uint32_t per = (cands + 31) >> 5;
+    const uint32_t q0 = min(lane * per, cands), q1 = min(q0 + per, cands);
+    uint32_t cur = 32;
+    unsigned long long bv = ~0ull; /* key bits << 32 | candidate */
+    float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, es[3] = {0, 0, 0}, ep[3] = {0, 0, 0};
+    unsigned long long nm = 0;
+    for (uint32_t k = q0 / 6; 6 * k < q1; k++) {
+        const uint32_t ent = s.list[k], i = ent >> 8, t = ent & 0xffu;
+        if (i != cur) {
+            if (bv != ~0ull) atomicMin(&s.best[cur], bv);
+            cur = i;
+            bv = ~0ull;
+            uint32_t slot = head + i;
+            if (slot >= KD_SMALL_QUEUE) slot -= KD_SMALL_QUEUE;
+            const KdQueued &nd = s.queue[slot];
+#pragma unroll
+            for (int a = 0; a < 3; a++) lo[a] = nd.lo[a], hi[a] = nd.hi[a];
+            nm = nd.mask;
+            /* the child's half area along a: (x - lo) * (sum of the other
+             * two extents) + (their product) */
+            const float dx = hi[0] - lo[0], dy = hi[1] - lo[1], dz = hi[2] - lo[2];
+            es[0] = dy + dz, es[1] = dx + dz, es[2] = dx + dy;
+            ep[0] = dy * dz, ep[1] = dx * dz, ep[2] = dx * dy;
+        }
+        const uint32_t fs = q0 > 6 * k ? q0 - 6 * k : 0u, fe = min(6u, q1 - 6 * k);
+#pragma unroll
+        for (int f = 0; f < 6; f++) { /* constant axes: no selects */
+            const int a = f >> 1;
+            const uint32_t ci = 6 * t + f;
+            const float plane = s.split[ci];
+            if ((uint32_t)f < fs || (uint32_t)f >= fe || !(plane > lo[a] && plane < hi[a])) continue;
+            const ulonglong2 m = s.mask[ci];
+            const float nl = (float)kd_bitcount<POPC>(nm & m.x), nr = (float)kd_bitcount<POPC>(nm & m.y);
+            const float kf = c.small_mode == RT_KD_GPU_SMALL_SSAH
+                                 ? nl * nl + nr * nr
+                                 : ((plane - lo[a]) * es[a] + ep[a]) * nl + ((hi[a] - plane) * es[a] + ep[a]) * nr;
+            /* non-negative: its bits order as integers */
+            bv = min(bv, (unsigned long long)__float_as_uint(kf) << 32 | ci);
+        }
+    }
+    if (bv != ~0ull) atomicMin(&s.best[cur], bv);
+    __syncwarp();
+    int best = -1;
+    const unsigned long long v = s.best[lane];
+    if (search && v != ~0ull) {
+        /* split when C_trav + C_i * key / scale < C_i * n, scale = n (SSAH)
+         * or area / 2 (SAH), compared without the division (scale > 0) */
+        const float key = __uint_as_float((uint32_t)(v >> 32));
+        const float scale = c.small_mode == RT_KD_GPU_SMALL_SSAH ? (float)n : 0.5f * kd_queued_area(e);
+        if (c.c_isect * key < (c.c_isect * (float)n - c.c_trav) * scale) best = (int)(uint32_t)v;
+    }
+    __syncwarp(); /* list and best are rewritten by the next batch */
+    return best;
+}
+
+/* Both passes, after a batch's decisions: the children of a split node e
+ * (candidate ci >= 0; in pass 2 their slots are pair, pair + 1) go into
+ * kids[]; those whose split is searched are queued behind the pending
+ * nodes in lane order while the queue has room (head: the batch's first
+ * slot, nb its nodes, *pending the queue's length, updated). Returns the
+ * lane's children that are leaves now: bit 0 left, bit 1 right. */
+template <bool POPC>
+__device__ uint32_t kd_batch_children(const KdConf &c, KdFusedWarp &s, const KdQueued &e, int ci, uint32_t pair,
+                                      uint32_t head, uint32_t nb, uint32_t *pending, KdQueued kids[2],
+                                      uint32_t lane)
+{
+    bool queue[2] = {false, false};
+    if (ci >= 0) {
+        const int a = (ci % 6) >> 1;
         const float plane = s.split[ci];
-        const float lo = a == 0 ? e.cell.lo.x : (a == 1 ? e.cell.lo.y : e.cell.lo.z);
-        const float hi = a == 0 ? e.cell.hi.x : (a == 1 ? e.cell.hi.y : e.cell.hi.z);
-        if (!(plane > lo && plane < hi)) continue;
         const ulonglong2 m = s.mask[ci];
-        const float nl = (float)kd_bitcount<POPC>(e.mask & m.x), nr = (float)kd_bitcount<POPC>(e.mask & m.y);
-        float key;
-        if (c.small_mode == RT_KD_GPU_SMALL_SSAH) {
-            key = nl * nl + nr * nr;
-        } else {
-            const float es = a == 0 ? ext_sum[0] : (a == 1 ? ext_sum[1] : ext_sum[2]);
-            const float ep = a == 0 ? ext_prod[0] : (a == 1 ? ext_prod[1] : ext_prod[2]);
-            key = ((plane - lo) * es + ep) * nl + ((hi - plane) * es + ep) * nr;
-        }
-        /* a lane's candidates come in increasing ci (the list is in root
-         * order), so the first of equal keys is its lowest */
-        if (key < best) {
-            best = key;
-            best_ci = ci;
-        }
+        kids[0] = kids[1] = e;
+        kids[0].depth = kids[1].depth = e.depth + 1;
+        kids[0].mask = e.mask & m.x;
+        kids[1].mask = e.mask & m.y;
+        kids[0].node = pair;
+        kids[1].node = pair + 1;
+#pragma unroll
+        for (int k = 0; k < 3; k++) /* constant indices: kids stay in registers */
+            if (k == a) {
+                kids[0].hi[k] = plane;
+                kids[1].lo[k] = plane;
+            }
+        queue[0] = kd_queued_searchable<POPC>(c, kids[0]);
+        queue[1] = kd_queued_searchable<POPC>(c, kids[1]);
     }
-    /* the lowest key (non-negative: its bits order as integers), ties to
-     * the lowest candidate */
-    const uint32_t bu = kd_warp_min(__float_as_uint(best));
-    const uint32_t bci = kd_warp_min(__float_as_uint(best) == bu ? best_ci : UINT32_MAX);
-    __syncwarp(); /* s.list is rewritten by the next node */
-    if (bci == UINT32_MAX) return -1;
-    /* split when C_trav + C_i * key / scale < C_i * n, scale = n (SSAH) or
-     * area / 2 (SAH), compared without the division (scale > 0) */
-    const float key = __uint_as_float(bu);
-    const float scale = c.small_mode == RT_KD_GPU_SMALL_SSAH ? (float)n : 0.5f * area;
-    return c.c_isect * key < (c.c_isect * (float)n - c.c_trav) * scale ? (int)bci : -1;
+    const uint32_t q0 = __ballot_sync(KD_WARP_FULL, queue[0]), q1 = __ballot_sync(KD_WARP_FULL, queue[1]);
+    const uint32_t lt = (1u << lane) - 1u, rest = *pending - nb, room = KD_SMALL_QUEUE - rest;
+    uint32_t at = __popc(q0 & lt) + __popc(q1 & lt), leaves = ci >= 0 ? 3u : 0u;
+#pragma unroll
+    for (int k = 0; k < 2; k++)
+        if (queue[k]) {
+            if (at < room) {
+                s.queue[(head + *pending + at) % KD_SMALL_QUEUE] = kids[k];
+                leaves &= ~(1u << k);
+            }
+            at++;
+        }
+    *pending = rest + min(room, (uint32_t)(__popc(q0) + __popc(q1)));
+    return leaves;
 }
 
-/* The two children of e split at candidate ci. */
-__device__ __forceinline__ void kd_fused_children(const KdFusedWarp &s, const KdFusedEntry &e, uint32_t ci,
-                                                  KdFusedEntry kids[2])
+/* Pass 2's leaf, by one lane: node e over the set bits of its mask, its
+ * tri_index entries from base, and its box: the triangles' boxes in the
+ * root cell (the candidates) cut to the cell (empty for an empty leaf). */
+__device__ void kd_lane_leaf(const KdBufs &b, const KdFusedWarp &s, const KdQueued &e, uint32_t leaf,
+                             uint32_t base)
 {
-    const int a = (ci % 6) >> 1;
-    const float plane = s.split[ci];
-    const ulonglong2 m = s.mask[ci];
-    kids[0] = kids[1] = e;
-    kids[0].depth = kids[1].depth = e.depth + 1;
-    kids[0].mask = e.mask & m.x;
-    kids[1].mask = e.mask & m.y;
-    v3_set(&kids[0].cell.hi, a, plane);
-    v3_set(&kids[1].cell.lo, a, plane);
-}
-
-/* Pass 2's leaf: node e over the set bits of its mask. Lanes write the
- * tri_index entries; lanes 0-5 each reduce one component of the leaf box
- * (the triangles' root-clipped boxes are the candidates) over the leaf's
- * few triangles, clipped to the cell. */
-__device__ void kd_fused_leaf(const KdBufs &b, const KdFusedWarp &s, const KdFusedEntry &e, uint32_t leaf,
-                              uint32_t base, uint32_t n, uint32_t lane)
-{
-    /* lane j holds mask bits j and j + 32: a set bit's rank is its place
-     * (n-th set bit per lane through __fns measured 9 % of the stage's
-     * instructions, H100 ncu) */
-    const uint32_t mlo = (uint32_t)e.mask, mhi = (uint32_t)(e.mask >> 32), lt = (1u << lane) - 1u;
-    if ((mlo >> lane) & 1u) b.tri_index[base + __popc(mlo & lt)] = s.idx[lane];
-    if ((mhi >> lane) & 1u) b.tri_index[base + __popc(mlo) + __popc(mhi & lt)] = s.idx[32 + lane];
-    if (lane < 6) {
-        const bool is_hi = lane & 1; /* candidate faces: lo x, hi x, lo y, hi y, lo z, hi z */
-        const int a = lane >> 1;
-        float v = is_hi ? -INFINITY : INFINITY;
-        /* the set bits, a 32-bit half at a time (this loop in 64-bit steps
-         * was 7 % of the stage's instructions, H100 ncu) */
-        for (uint32_t m = mlo; m; m &= m - 1) {
-            const float f = s.split[6 * (__ffs(m) - 1) + lane];
-            v = is_hi ? fmaxf(v, f) : fminf(v, f);
+    float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
+    uint32_t n = 0;
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+        for (uint32_t m = (uint32_t)(e.mask >> (32 * h)); m; m &= m - 1) {
+            const uint32_t t = 32 * h + __ffs(m) - 1;
+            b.tri_index[base + n++] = s.idx[t];
+#pragma unroll
+            for (int a = 0; a < 3; a++) {
+                lo[a] = fminf(lo[a], s.split[6 * t + 2 * a]);
+                hi[a] = fmaxf(hi[a], s.split[6 * t + 2 * a + 1]);
+            }
         }
-        for (uint32_t m = mhi; m; m &= m - 1) {
-            const float f = s.split[6 * (31 + __ffs(m)) + lane];
-            v = is_hi ? fmaxf(v, f) : fminf(v, f);
-        }
-        v = is_hi ? fminf(v, v3_get(e.cell.hi, a)) : fmaxf(v, v3_get(e.cell.lo, a));
-        float *box = (float *)&b.leaf_boxes[leaf];
-        box[(is_hi ? 3 : 0) + a] = v;
-    }
-    if (lane == 0) {
-        b.nodes[e.node] = kd_make_leaf(leaf, n);
-        RtKdLeaf lf = {base, n};
-        b.leaves[leaf] = lf;
-    }
+    RtAabb box;
+    box.lo = v3(fmaxf(lo[0], e.lo[0]), fmaxf(lo[1], e.lo[1]), fmaxf(lo[2], e.lo[2]));
+    box.hi = v3(fminf(hi[0], e.hi[0]), fminf(hi[1], e.hi[1]), fminf(hi[2], e.hi[2]));
+    b.nodes[e.node] = kd_make_leaf(leaf, n);
+    RtKdLeaf lf = {base, n};
+    b.leaves[leaf] = lf;
+    b.leaf_boxes[leaf] = box;
 }
 
 /* A root that is a leaf at once (over 64 refs, mode none, too deep, flat):
@@ -557,43 +624,51 @@ __device__ __forceinline__ bool kd_small_root_is_leaf(const KdConf &c, const KdS
            (int)r.depth + 1 >= c.max_depth || aabb_area(r.cell) <= 0.0f;
 }
 
+/* The batch of up to 32 nodes at the queue's head, a node per lane
+ * (zeroed past the batch). */
+__device__ __forceinline__ KdQueued kd_batch_node(const KdFusedWarp &s, uint32_t head, uint32_t nb, uint32_t lane)
+{
+    KdQueued e = {};
+    if (lane < nb) e = s.queue[(head + lane) % KD_SMALL_QUEUE];
+    __syncwarp(); /* the batch's slots may take children */
+    return e;
+}
+
 /* One small root's subtree (the two passes above). False on an overflow. */
 template <bool POPC, bool EXACT>
 __device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoot &r, KdFusedWarp &s,
                               uint32_t lane)
 {
     kd_fused_stage<EXACT>(b, r, s, lane);
-    KdFusedEntry root;
-    root.cell = r.cell;
+    KdQueued root;
+    root.lo[0] = r.cell.lo.x, root.lo[1] = r.cell.lo.y, root.lo[2] = r.cell.lo.z;
+    root.hi[0] = r.cell.hi.x, root.hi[1] = r.cell.hi.y, root.hi[2] = r.cell.hi.z;
     root.mask = r.count == 64 ? ~0ull : ((1ull << r.count) - 1ull);
     root.depth = r.depth;
     root.node = r.node;
+    const uint32_t lt = (1u << lane) - 1u;
 
-    /* pass 1: decisions in pre-order (a full stack or decision list makes leaves) */
-    uint32_t nodes = 0, splits = 0, leaves = 0, refs = 0;
-    KdFusedEntry e = root;
-    int sp = 0;
-    for (;;) {
-        int ci = -1;
-        if (nodes < KD_SMALL_DECISIONS && sp < KD_SMALL_STACK) ci = kd_fused_best<POPC>(c, s, e, lane);
-        if (nodes < KD_SMALL_DECISIONS && lane == 0) s.dec[nodes] = ci < 0 ? KD_DEC_LEAF : (uint16_t)ci;
-        nodes++;
-        if (ci >= 0) {
-            KdFusedEntry kids[2];
-            kd_fused_children(s, e, (uint32_t)ci, kids);
-            splits++;
-            if (lane == 0) s.stack[sp] = kids[1];
-            sp++;
-            e = kids[0];
-            continue;
-        }
-        leaves++;
-        refs += __popcll(e.mask);
-        if (sp == 0) break;
-        __syncwarp();
-        e = s.stack[--sp];
+    /* pass 1: decisions in queue order, counts */
+    uint32_t splits = 0, leaves = 0, refs = 0; /* leaves, refs: this lane's */
+    if (lane == 0) s.queue[0] = root;
+    __syncwarp();
+    for (uint32_t head = 0, pending = 1, ndec = 0; pending;) {
+        const uint32_t nb = min(pending, 32u), di = ndec + lane;
+        const KdQueued e = kd_batch_node(s, head, nb, lane);
+        const int ci = kd_batch_best<POPC>(c, s, e, lane < nb && di < KD_SMALL_DECISIONS, head, lane);
+        if (lane < nb && di < KD_SMALL_DECISIONS) s.dec[di] = ci < 0 ? KD_DEC_LEAF : (uint16_t)ci;
+        splits += __popc(__ballot_sync(KD_WARP_FULL, ci >= 0));
+        KdQueued kids[2];
+        const uint32_t kl = kd_batch_children<POPC>(c, s, e, ci, 0, head, nb, &pending, kids, lane);
+        if (lane < nb && ci < 0) leaves++, refs += __popcll(e.mask);
+        if (kl & 1u) leaves++, refs += __popcll(kids[0].mask);
+        if (kl & 2u) leaves++, refs += __popcll(kids[1].mask);
+        head = (head + nb) % KD_SMALL_QUEUE;
+        ndec += nb;
         __syncwarp();
     }
+    leaves = __reduce_add_sync(KD_WARP_FULL, leaves);
+    refs = __reduce_add_sync(KD_WARP_FULL, refs);
 
     /* one allocation per counter for the whole subtree */
     uint32_t pair0 = 0, leaf0 = 0, base0 = 0, ok = 1;
@@ -616,33 +691,35 @@ __device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoo
     pair0 = __shfl_sync(KD_WARP_FULL, pair0, 0);
     leaf0 = __shfl_sync(KD_WARP_FULL, leaf0, 0);
     base0 = __shfl_sync(KD_WARP_FULL, base0, 0);
-    __syncwarp(); /* the decisions, written by lane 0 */
 
-    /* pass 2: replay in the same order, writing at the final places */
-    e = root;
-    sp = 0;
-    for (uint32_t k = 0;; k++) {
-        const uint32_t dec = k < KD_SMALL_DECISIONS ? s.dec[k] : KD_DEC_LEAF;
-        if (dec != KD_DEC_LEAF) {
-            KdFusedEntry kids[2];
-            kd_fused_children(s, e, dec, kids);
-            kids[0].node = pair0;
-            kids[1].node = pair0 + 1;
-            if (lane == 0) {
-                b.nodes[e.node] = kd_make_interior((dec % 6) >> 1, s.split[dec], pair0);
-                s.stack[sp] = kids[1];
-            }
-            pair0 += 2;
-            sp++;
-            e = kids[0];
-            continue;
-        }
-        const uint32_t n = __popcll(e.mask);
-        kd_fused_leaf(b, s, e, leaf0++, base0, n, lane);
-        base0 += n;
-        if (sp == 0) break;
-        __syncwarp();
-        e = s.stack[--sp];
+    /* pass 2: the same batches replay the decisions, writing at the final
+     * places (a lane's leaves: its node, or the children it made leaves) */
+    if (lane == 0) s.queue[0] = root;
+    __syncwarp();
+    for (uint32_t head = 0, pending = 1, ndec = 0; pending;) {
+        const uint32_t nb = min(pending, 32u), di = ndec + lane;
+        const KdQueued e = kd_batch_node(s, head, nb, lane);
+        const uint32_t dec = lane < nb && di < KD_SMALL_DECISIONS ? s.dec[di] : KD_DEC_LEAF;
+        const int ci = dec == KD_DEC_LEAF ? -1 : (int)dec;
+        const uint32_t split = __ballot_sync(KD_WARP_FULL, ci >= 0);
+        const uint32_t pair = pair0 + 2 * __popc(split & lt);
+        if (ci >= 0) b.nodes[e.node] = kd_make_interior((ci % 6) >> 1, s.split[ci], pair);
+        KdQueued kids[2];
+        const uint32_t kl = kd_batch_children<POPC>(c, s, e, ci, pair, head, nb, &pending, kids, lane);
+        const bool self = lane < nb && ci < 0;
+        const uint32_t nl = self + __popc(kl);
+        const uint32_t nr = (self ? __popcll(e.mask) : 0) + ((kl & 1u) ? __popcll(kids[0].mask) : 0) +
+                            ((kl & 2u) ? __popcll(kids[1].mask) : 0);
+        const uint32_t lend = kd_warp_incl_sum(nl, lane), rend = kd_warp_incl_sum(nr, lane);
+        uint32_t leaf = leaf0 + lend - nl, base = base0 + rend - nr;
+        if (self) kd_lane_leaf(b, s, e, leaf++, base), base += __popcll(e.mask);
+        if (kl & 1u) kd_lane_leaf(b, s, kids[0], leaf++, base), base += __popcll(kids[0].mask);
+        if (kl & 2u) kd_lane_leaf(b, s, kids[1], leaf, base);
+        pair0 += 2 * __popc(split);
+        leaf0 += __shfl_sync(KD_WARP_FULL, lend, 31);
+        base0 += __shfl_sync(KD_WARP_FULL, rend, 31);
+        head = (head + nb) % KD_SMALL_QUEUE;
+        ndec += nb;
         __syncwarp();
     }
     return true;
