@@ -331,10 +331,13 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 /* Nodes waiting in the queue, and triangles listed per batch (6 candidates
  * each). A child that finds the queue full, a node whose triangles do not
  * fit the list, or one past KD_SMALL_DECISIONS becomes a leaf, alike in
- * both passes. */
-#define KD_SMALL_QUEUE 96
-#define KD_SMALL_LIST 320
-#define KD_SMALL_DECISIONS 512
+ * both passes. With these sizes a warp takes ~12 KB of shared memory (the
+ * masks 6 KB), so 9 blocks of 2 warps fit an H100's SM; against 96 / 320 /
+ * 512 (8 blocks) the SAH cost of Sponza, the BART kitchen and the 1M grid
+ * did not move and the stage gained 1.3 % (run 69). */
+#define KD_SMALL_QUEUE 64
+#define KD_SMALL_LIST 256
+#define KD_SMALL_DECISIONS 384
 #define KD_DEC_LEAF 0xffffu
 
 /* A node in the queue: its cell, its triangles among the root's, its
@@ -434,6 +437,16 @@ __device__ __forceinline__ bool kd_queued_searchable(const KdConf &c, const KdQu
     return kd_bitcount<POPC>(e.mask) > 1 && kd_queued_area(e) > 0.0f && (int)e.depth + 1 < c.max_depth;
 }
 
+__device__ __forceinline__ uint32_t kd_warp_max(uint32_t v)
+{
+#if __CUDA_ARCH__ >= 800
+    return __reduce_max_sync(KD_WARP_FULL, v);
+#else
+    for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(KD_WARP_FULL, v, o));
+    return v;
+#endif
+}
+
 /* Pass 1: the best candidate of node e (lane i holds batch node i, which
  * is searched when `search`), or -1 for a leaf; head: the batch's first
  * queue slot. The searched nodes' triangles are listed together (a node's
@@ -449,19 +462,30 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
     const uint32_t n = search ? kd_bitcount<POPC>(e.mask) : 0u;
     const uint32_t end = kd_warp_incl_sum(n, lane);
     search = search && end <= KD_SMALL_LIST; /* a prefix of the lanes */
-    const uint32_t listed = __shfl_sync(KD_WARP_FULL, end, 31 - __clz(__ballot_sync(KD_WARP_FULL, search) | 1u));
-    const uint32_t cands = __any_sync(KD_WARP_FULL, search) ? 6 * listed : 0u;
-    /* the list, node by node: lane j places mask bits j and j + 32 (a set
-     * bit's rank is its place) */
-    const uint32_t lt = (1u << lane) - 1u;
-    for (uint32_t todo = __ballot_sync(KD_WARP_FULL, search); todo; todo &= todo - 1) {
-        const uint32_t i = __ffs(todo) - 1;
-        const uint32_t mlo = __shfl_sync(KD_WARP_FULL, (uint32_t)e.mask, i);
-        const uint32_t mhi = __shfl_sync(KD_WARP_FULL, (uint32_t)(e.mask >> 32), i);
-        const uint32_t at = __shfl_sync(KD_WARP_FULL, end - n, i);
-        if ((mlo >> lane) & 1u) s.list[at + kd_bitcount32<POPC>(mlo & lt)] = (uint16_t)(i << 8 | lane);
-        if ((mhi >> lane) & 1u)
-            s.list[at + kd_bitcount32<POPC>(mlo) + kd_bitcount32<POPC>(mhi & lt)] = (uint16_t)(i << 8 | (32 + lane));
+    const uint32_t listed = kd_warp_max(search ? end : 0u), cands = 6 * listed;
+    /* the list: with many small nodes a lane lists its own node's set
+     * bits; with a few large ones node by node, lane j placing mask bits j
+     * and j + 32 (a set bit's rank is its place) */
+    const uint32_t searched = __ballot_sync(KD_WARP_FULL, search);
+    if (kd_warp_max(search ? n : 0u) < (uint32_t)__popc(searched)) {
+        uint32_t at = end - n;
+        if (search)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                for (uint32_t m = (uint32_t)(e.mask >> (32 * h)); m; m &= m - 1)
+                    s.list[at++] = (uint16_t)(lane << 8 | (32 * h + __ffs(m) - 1));
+    } else {
+        const uint32_t lt = (1u << lane) - 1u;
+        for (uint32_t todo = searched; todo; todo &= todo - 1) {
+            const uint32_t i = __ffs(todo) - 1;
+            const uint32_t mlo = __shfl_sync(KD_WARP_FULL, (uint32_t)e.mask, i);
+            const uint32_t mhi = __shfl_sync(KD_WARP_FULL, (uint32_t)(e.mask >> 32), i);
+            const uint32_t at = __shfl_sync(KD_WARP_FULL, end - n, i);
+            if ((mlo >> lane) & 1u) s.list[at + kd_bitcount32<POPC>(mlo & lt)] = (uint16_t)(i << 8 | lane);
+            if ((mhi >> lane) & 1u)
+                s.list[at + kd_bitcount32<POPC>(mlo) + kd_bitcount32<POPC>(mhi & lt)] =
+                    (uint16_t)(i << 8 | (32 + lane));
+        }
     }
     s.best[lane] = ~0ull;
     __syncwarp();
