@@ -40,7 +40,7 @@ typedef struct RtKdGpuParams {
     RtKdGpuAssoc assoc;   /* straddling triangles (box inclusion) */
     RtKdGpuSmallMode small_mode; /* SAH */
     uint32_t small_threshold;    /* a node at or below this many triangles is small: 32 or 64 (64) */
-    int small_fused;             /* 1: small stage as one launch, a warp per root depth first (ours);
+    int small_fused;             /* 1: small stage as one launch, a warp per root, nodes in batches (ours);
                                     0: Zhou's level-by-level launches (one host round trip per level) */
     int small_exact_clip;        /* 1: the small stage clips each root's triangles exactly to the
                                     root's cell (Wald and Havran's perfect splits; with either
