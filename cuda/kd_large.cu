@@ -958,10 +958,12 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
         if (threadIdx.x == 0) {
             uint32_t got = KD_CHUNK_FREE;
             while (!vc->overflow && level + 1 < KD_MAX_LEVELS) {
+                /* the claim before the reads: its round trip overlaps theirs
+                 * (a claim the stage's end leaves unused is harmless) */
+                if (claim == UINT32_MAX) claim = atomicAdd(&b.ctr->level_next[level], 1u);
                 const bool final = level == 0 || vc->level_complete[level - 1];
                 const uint32_t have = min(vc->level_chunks[level], b.chunk_cap);
                 if (final && have == 0) break; /* the stage is done */
-                if (claim == UINT32_MAX) claim = atomicAdd(&b.ctr->level_next[level], 1u);
                 if (claim < have) {
                     got = claim;
                     claim = UINT32_MAX;
@@ -997,6 +999,11 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
         if (threadIdx.x == 0) {
             /* unpublished again, for the level that reuses the list */
             b.chunks[kd_list(lev)][ch] = make_uint2(KD_CHUNK_FREE, KD_CHUNK_FREE);
+            /* the next claim in flight with the chunk's count: one round
+             * trip for both (taken when the block looks for work anyway,
+             * unlike a claim taken while a chunk sorts, which measured
+             * slower: docs/kd_gpu.md) */
+            if (claim == UINT32_MAX) claim = atomicAdd(&b.ctr->level_next[level], 1u);
             kd_chunk_done(b, lev, last);
         }
     }
