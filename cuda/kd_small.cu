@@ -5,7 +5,10 @@
  * small node is a mask; per level each node (one warp) evaluates every
  * candidate of its root with popcounts ([E]: __popcll, else Manku's SWAR
  * count) and either splits (children = mask & left, mask & right) or
- * becomes a leaf. Modes: SAH (cell areas), Hoedt's simplified SAH, none. */
+ * becomes a leaf. Modes: SAH (cell areas), Hoedt's simplified SAH, none.
+ * That is Zhou's level-by-level schedule (`small_fused = 0`); the default
+ * fused schedule (below) builds a root's whole subtree in one warp, its
+ * nodes in batches of up to 32, a lane per node. */
 #include "kd_gpu_internal.cuh"
 
 #define KD_WARP_FULL 0xffffffffu
@@ -787,7 +790,7 @@ RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int 
     /* a fixed grid of resident blocks over the queue of roots: the root count
      * stays on the device */
     /* the exact clip is a template parameter: its polygon in local memory
-     * and its registers (96 against 78) stay out of the default kernel */
+     * and its registers (122 against 112) stay out of the default kernel */
     void (*k)(KdBufs, KdConf) = popc ? (c.small_exact ? kd_small_fused_kernel<true, true> : kd_small_fused_kernel<true, false>)
                                      : (c.small_exact ? kd_small_fused_kernel<false, true> : kd_small_fused_kernel<false, false>);
     int per_sm = 0;
