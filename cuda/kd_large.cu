@@ -582,11 +582,10 @@ __device__ void kd_kid_flush(KdLargeNode *nd, const int *kid /* 6W */)
  * last chunk (the caller routes the node); the fences make every block's
  * writes visible to it. */
 template <bool BALLOT, bool SHFL, bool KIDBOX, int W>
-__device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint32_t chunk, uint32_t *sh,
-                              float *shf /* KD_CHUNK + 6W */, uint32_t *off /* W + 1 */)
+__device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2 ch /* its descriptor */,
+                              uint32_t *sh, float *shf /* KD_CHUNK + 6W */, uint32_t *off /* W + 1 */)
 {
     const int src = kd_list(level);
-    uint2 ch = b.chunks[src][chunk];
     KdLargeNode *nd = &b.active[src][ch.x];
     const uint32_t end = min(nd->count, ch.y + c.chunk_refs);
     int *kid = (int *)(shf + KD_CHUNK); /* the chunk's child boxes (kd_kid_boxes) */
@@ -735,6 +734,21 @@ __device__ __forceinline__ bool kd_split_stuck(const KdConf &c, const KdLargeNod
     return area > 0.0f && c.c_trav * (1.0f + walk / area) + c.c_isect * cost / area >= c.c_isect * (float)nd->count;
 }
 
+/* Ref `at` of level + 1's list (written by other blocks: read from L2) and
+ * its box. */
+__device__ __forceinline__ RtAabb kd_route_ref(const KdBufs &b, const KdConf &c, int level, uint32_t at,
+                                               uint32_t *tri)
+{
+    const int lst = kd_list(level + 1);
+    *tri = __ldcg(&b.refs[lst][at]);
+    if (!c.clip) return kd_ref_aabb(b, c, lst, at, *tri);
+    const float4 lo = __ldcg(&b.ref_lo[lst][at]), hi = __ldcg(&b.ref_hi[lst][at]);
+    RtAabb rb;
+    rb.lo = v3(lo.x, lo.y, lo.z);
+    rb.hi = v3(hi.x, hi.y, hi.z);
+    return rb;
+}
+
 /* One warp routes node nd of `level`: the children's counts (Impl. I: from
  * the scan; Impl. II: the cursors); children at or below the threshold (or
  * at the depth limit, or of a stopped node) become small roots and their refs
@@ -765,7 +779,6 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
         uint32_t n = kn[k];
         const RtAabb cell = kd_kid_cell<W>(nd, k);
         const uint32_t node = nd->axis >= 0 ? nd->kids + k : nd->node, depth = nd->depth + step;
-        const uint32_t *from = b.refs[kd_list(level + 1)] + nd->kid_base[k];
         bool small = nd->axis < 0 || stuck || n <= c.small_threshold || (int)depth + 1 >= c.max_depth ||
                      level + 2 >= KD_MAX_LEVELS;
         uint32_t *lovf = &ctr->level_ovf[level + 1];
@@ -781,16 +794,9 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             first = __shfl_sync(0xffffffffu, first, 0);
             if (slot == UINT32_MAX || first == UINT32_MAX) continue;
             for (uint32_t j = lane; j < n; j += 32) {
-                uint32_t at = nd->kid_base[k] + j, tri = __ldcg(&from[j]);
+                uint32_t tri;
+                const RtAabb rb = kd_route_ref(b, c, level, nd->kid_base[k] + j, &tri);
                 b.small_idx[first + j] = tri;
-                RtAabb rb;
-                if (c.clip) {
-                    float4 lo = __ldcg(&b.ref_lo[kd_list(level + 1)][at]), hi = __ldcg(&b.ref_hi[kd_list(level + 1)][at]);
-                    rb.lo = v3(lo.x, lo.y, lo.z);
-                    rb.hi = v3(hi.x, hi.y, hi.z);
-                } else {
-                    rb = kd_ref_aabb(b, c, kd_list(level + 1), at, tri);
-                }
                 b.small_box[first + j] = kd_box_clip(rb, cell);
             }
             if (lane == 0) {
@@ -811,19 +817,10 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             slot = __shfl_sync(0xffffffffu, slot, 0);
             first = __shfl_sync(0xffffffffu, first, 0);
             if (slot == UINT32_MAX) continue;
-            const int lst = kd_list(level + 1);
             for (uint32_t j = lane; j < n; j += 32) {
-                const uint32_t at = nd->kid_base[k] + j;
-                b.local_idx[first + j] = __ldcg(&from[j]);
-                RtAabb rb;
-                if (c.clip) {
-                    const float4 lo = __ldcg(&b.ref_lo[lst][at]), hi = __ldcg(&b.ref_hi[lst][at]);
-                    rb.lo = v3(lo.x, lo.y, lo.z);
-                    rb.hi = v3(hi.x, hi.y, hi.z);
-                } else {
-                    rb = kd_ref_aabb(b, c, lst, at, __ldcg(&from[j]));
-                }
-                b.local_box[first + j] = rb;
+                uint32_t tri;
+                b.local_box[first + j] = kd_route_ref(b, c, level, nd->kid_base[k] + j, &tri);
+                b.local_idx[first + j] = tri;
             }
             int box[6];
             for (int q = 0; q < 6; q++) box[q] = __ldcg(&nd->kid_box[k][q]);
@@ -832,16 +829,6 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             if (lane == 0) kd_local_publish(b, slot, cell, box, node, first, n, depth);
         } else {
             uint32_t cc = (n + c.chunk_refs - 1) / c.chunk_refs, slot = 0, cf = 0;
-            if (lane == 0) {
-                slot = atomicAdd(&ctr->level_active[level + 1], 1u);
-                cf = atomicAdd(&ctr->level_chunks[level + 1], cc);
-                atomicAdd(&ctr->level_pending[level + 1], cc); /* before this node's chunk is done */
-                if (!kd_fits(b, slot, 1, b.active_cap, KD_OVF_ACTIVE, lovf)) slot = UINT32_MAX;
-                if (!kd_fits(b, cf, cc, b.chunk_cap, KD_OVF_CHUNKS, lovf)) cf = UINT32_MAX;
-            }
-            slot = __shfl_sync(0xffffffffu, slot, 0);
-            cf = __shfl_sync(0xffffffffu, cf, 0);
-            if (slot == UINT32_MAX || cf == UINT32_MAX) continue;
             /* the new node is built in this warp's shared slot, then the
              * whole warp copies it out (a per-thread struct went through
              * local memory and out one thread's stores) */
@@ -850,21 +837,31 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             for (uint32_t j = lane; j < words; j += 32) w[j] = 0;
             __syncwarp();
             if (lane == 0) {
+                /* the node's slot and chunks, then its split: their atomics
+                 * in flight together (one L2 round trip on the level's
+                 * critical path, not two) */
+                slot = atomicAdd(&ctr->level_active[level + 1], 1u);
+                cf = atomicAdd(&ctr->level_chunks[level + 1], cc);
+                atomicAdd(&ctr->level_pending[level + 1], cc); /* before this node's chunk is done */
                 KdLargeNode &r = *scratch;
                 r.cell = cell;
                 r.node = node;
                 r.first = nd->kid_base[k];
                 r.count = n;
                 r.depth = depth;
-                r.chunk_first = cf;
                 r.chunk_count = cc;
                 kd_box_init(r.box);
                 if (SPLIT) {
                     for (int q = 0; q < 6; q++) r.box[q] = __ldcg(&nd->kid_box[k][q]);
                     kd_split_node<W>(b, c, &r, level + 1, lovf);
                 }
+                r.chunk_first = cf;
+                if (!kd_fits(b, slot, 1, b.active_cap, KD_OVF_ACTIVE, lovf)) slot = UINT32_MAX;
+                if (!kd_fits(b, cf, cc, b.chunk_cap, KD_OVF_CHUNKS, lovf)) cf = UINT32_MAX;
             }
-            __syncwarp();
+            slot = __shfl_sync(0xffffffffu, slot, 0);
+            cf = __shfl_sync(0xffffffffu, cf, 0);
+            if (slot == UINT32_MAX || cf == UINT32_MAX) continue;
             uint32_t *dst = (uint32_t *)&b.active[kd_list(level + 1)][slot];
             for (uint32_t j = lane; j < words; j += 32) dst[j] = w[j];
             /* publish the chunks after the node (release, cumulative over
@@ -933,7 +930,8 @@ struct KdLargeShared {
     float shf[KD_CHUNK + 6 * W]; /* reductions; after KD_CHUNK the chunk's child boxes (kd_sort_chunk) */
     uint32_t off[W + 1];         /* the chunk's offsets in the children; "the node's last chunk" */
     KdLargeNode route[W];        /* each routing warp's new node (kd_route_node) */
-    uint32_t work[2];            /* the next chunk (persistent: two slots; dataflow: chunk, level) */
+    uint32_t work[4];            /* the next chunk (persistent: two slots; dataflow: chunk, level,
+                                    its descriptor) */
 };
 
 /* A barrier over the whole (co-resident, cooperative) grid. Blocks that
@@ -1041,10 +1039,16 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
                 __nanosleep(128);
             }
             if (got != KD_CHUNK_FREE) { /* allocated; wait until it is written */
-                volatile uint32_t *d = &b.chunks[kd_list(level)][got].x;
-                while (*d == KD_CHUNK_FREE && !vc->overflow) __nanosleep(32);
+                /* one 8-byte word: the routing's make_uint2 store */
+                volatile unsigned long long *d = (volatile unsigned long long *)&b.chunks[kd_list(level)][got];
+                unsigned long long dv;
+                while ((uint32_t)(dv = *d) == KD_CHUNK_FREE && !vc->overflow) __nanosleep(32);
                 __threadfence(); /* acquire for the block (it reads after the barrier) */
                 if (vc->overflow) got = KD_CHUNK_FREE;
+                /* the descriptor to the block through shared memory: one
+                 * L2 round trip less on the chunk's chain */
+                s_work[2] = (uint32_t)dv;
+                s_work[3] = (uint32_t)(dv >> 32);
             }
             s_work[0] = got;
             s_work[1] = (uint32_t)level;
@@ -1053,8 +1057,9 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
         const uint32_t ch = s_work[0];
         const int lev = (int)s_work[1];
         if (ch == KD_CHUNK_FREE) return;
-        const uint32_t ni = b.chunks[kd_list(lev)][ch].x;
-        const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, ch, s.sh, s.shf, s.off);
+        const uint2 dsc = make_uint2(s_work[2], s_work[3]);
+        const uint32_t ni = dsc.x;
+        const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, dsc, s.sh, s.shf, s.off);
         if (last) /* a warp per child (a block of fewer warps takes turns) */
             for (int k = (int)(threadIdx.x >> 5); k < W; k += KD_CHUNK / 32)
                 kd_route_node<false, true, W>(b, c, &b.active[kd_list(lev)][ni], lev, 0, threadIdx.x & 31,
@@ -1124,7 +1129,7 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : K
         for (int it = 0; ch < chunks; it++) {
             if (threadIdx.x == 0)
                 s_next[it & 1] = chunks > gridDim.x ? gridDim.x + atomicAdd(&b.ctr->level_next[level], 1u) : UINT32_MAX;
-            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, ch, sh, shf, off);
+            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, b.chunks[kd_list(level)][ch], sh, shf, off);
             /* the node's children are routed by a warp each, at once:
              * each child's chain of allocations (and, with [C], its
              * split) is the critical path of the level */
