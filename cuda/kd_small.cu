@@ -503,7 +503,14 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
     unsigned long long bv = ~0ull; /* key bits << 32 | candidate */
     float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, es[3] = {0, 0, 0}, ep[3] = {0, 0, 0};
     unsigned long long nm = 0;
-    for (uint32_t k = q0 / 6; 6 * k < q1; k++) {
+    /* The same trip count on every lane (a run of `per` candidates from
+     * any face touches at most (per + 10) / 6 triangles), the lanes past
+     * their run idle: a loop whose lanes leave at different trips carries a
+     * YIELD, which lets the warp leave the loop unconverged, and the rest of
+     * the batch then ran as two halves (Nsight Compute, docs/kd_gpu.md). */
+    const uint32_t trips = (per + 10) / 6;
+    for (uint32_t it = 0, k = q0 / 6; it < trips; it++, k++) {
+        if (6 * k >= q1) continue;
         const uint32_t ent = s.list[k], i = ent >> 8, t = ent & 0xffu;
         if (i != cur) {
             if (bv != ~0ull) atomicMin(&s.best[cur], bv);
