@@ -377,9 +377,52 @@ __device__ __forceinline__ uint32_t kd_warp_incl_sum(uint32_t v, uint32_t lane)
     }
     return v;
 }
-/* The root's candidates and masks into shared memory: a ballot per face of
- * each triangle gives its 64-bit masks (lane j classifies triangles j and
- * j + 32, Chang's tie rule as kd_classify). */
+/* The masks of the faces of triangles lane and lane + 32 (TWO: n > 32) on
+ * axis a, from the boxes in s.split: lane t walks the root's triangles j
+ * (the same j on every lane, a broadcast read) and sets bit j of its faces'
+ * left and right masks by Chang's tie rule (kd_classify). A ballot per face
+ * and triangle half did the same with the roles swapped: 4 votes and their
+ * predicates per face, 2.3x the instructions (a quarter of the stage,
+ * docs/kd_gpu.md). Bits from n on are left as they come: every use of a
+ * mask ANDs it with a node's mask. */
+template <bool TWO>
+__device__ __forceinline__ void kd_fused_masks_axis(KdFusedWarp &s, uint32_t n, int a, const float lo[2][3],
+                                                    const float hi[2][3], uint32_t lane)
+{
+    uint32_t m[2][2][2][2] = {}; /* [own triangle h][face: lo, hi][left, right][word of j] */
+#pragma unroll
+    for (int w = 0; w < (TWO ? 2 : 1); w++) {
+        const uint32_t j0 = 32 * w, j1 = min(n, j0 + 32);
+#pragma unroll 2
+        for (uint32_t j = j0; j < j1; j++) {
+            const float2 v = *reinterpret_cast<const float2 *>(&s.split[6 * j + 2 * a]);
+            const uint32_t bit = 1u << (j - j0);
+#pragma unroll
+            for (int h = 0; h < (TWO ? 2 : 1); h++)
+#pragma unroll
+                for (int f = 0; f < 2; f++) {
+                    uint32_t l, rr;
+                    kd_classify(v.x, v.y, f ? hi[h][a] : lo[h][a], &l, &rr);
+                    m[h][f][0][w] |= l ? bit : 0u;
+                    m[h][f][1][w] |= rr ? bit : 0u;
+                }
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < (TWO ? 2 : 1); h++) {
+        const uint32_t t = lane + 32 * h;
+        if (t < n)
+#pragma unroll
+            for (int f = 0; f < 2; f++)
+                s.mask[6 * t + 2 * a + f] =
+                    make_ulonglong2(m[h][f][0][0] | (unsigned long long)m[h][f][0][1] << 32,
+                                    m[h][f][1][0] | (unsigned long long)m[h][f][1][1] << 32);
+    }
+}
+
+/* The root's candidates and masks into shared memory: the boxes of its
+ * triangles clipped to its cell (lane j: triangles j and j + 32), their
+ * faces as candidates, then the masks per axis. */
 template <bool EXACT>
 __device__ void kd_fused_stage(const KdBufs &b, const KdSmallRoot &r, KdFusedWarp &s,
                                uint32_t lane)
@@ -403,26 +446,10 @@ __device__ void kd_fused_stage(const KdBufs &b, const KdSmallRoot &r, KdFusedWar
         }
     }
     __syncwarp();
-    for (uint32_t t = 0; t < n; t++) {
-#pragma unroll
-        for (int k = 0; k < 6; k++) {
-            const int a = k >> 1;
-            const float plane = s.split[6 * t + k];
-            uint32_t m[4];
-            m[2] = m[3] = 0;
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                if (h == 1 && n <= 32) break; /* uniform: no upper half */
-                uint32_t l, rr;
-                kd_classify(lo[h][a], hi[h][a], plane, &l, &rr);
-                const bool in = lane + 32 * h < n;
-                m[2 * h] = __ballot_sync(KD_WARP_FULL, in && l);
-                m[2 * h + 1] = __ballot_sync(KD_WARP_FULL, in && rr);
-            }
-            if (lane == (uint32_t)k)
-                s.mask[6 * t + k] = make_ulonglong2(m[0] | ((unsigned long long)m[2] << 32),
-                                                    m[1] | ((unsigned long long)m[3] << 32));
-        }
+#pragma unroll /* constant axes: lo and hi stay in registers */
+    for (int a = 0; a < 3; a++) {
+        if (n > 32) kd_fused_masks_axis<true>(s, n, a, lo, hi, lane);
+        else kd_fused_masks_axis<false>(s, n, a, lo, hi, lane);
     }
     __syncwarp();
 }
