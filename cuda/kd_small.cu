@@ -481,10 +481,9 @@ __device__ __forceinline__ uint32_t kd_warp_max(uint32_t v)
  * is searched when `search`), or -1 for a leaf; head: the batch's first
  * queue slot. The searched nodes' triangles are listed together (a node's
  * in root order, so a lane's candidates of one node come in increasing
- * order), candidate q of the list on lane q mod 32. Candidates are ranked by
- * al*nl + ar*nr (SSAH: nl^2 + nr^2): the SAH cost up to the node's constant
- * offset and scale, so no division per candidate; ties go to the lowest
- * candidate. */
+ * order). Candidates are ranked by al*nl + ar*nr (SSAH: nl^2 + nr^2): the
+ * SAH cost up to the node's constant offset and scale, so no division per
+ * candidate; ties go to the lowest candidate. */
 template <bool POPC>
 __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e, bool search, uint32_t head,
                              uint32_t lane)
@@ -492,7 +491,7 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
     const uint32_t n = search ? kd_bitcount<POPC>(e.mask) : 0u;
     const uint32_t end = kd_warp_incl_sum(n, lane);
     search = search && end <= KD_SMALL_LIST; /* a prefix of the lanes */
-    const uint32_t listed = kd_warp_max(search ? end : 0u), cands = 6 * listed;
+    const uint32_t listed = kd_warp_max(search ? end : 0u);
     /* the list: with many small nodes a lane lists its own node's set
      * bits; with a few large ones node by node, lane j placing mask bits j
      * and j + 32 (a set bit's rank is its place) */
@@ -519,25 +518,25 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
     }
     s.best[lane] = ~0ull;
     __syncwarp();
-    /* lane l takes the l-th run of ceil(cands / 32) candidates: mostly
-     * one node's, whose cell it keeps in registers; its best goes to
-     * best[node] by a shared-memory atomicMin when the node changes (a
-     * per-iteration segmented warp reduction instead measured 14 % slower:
-     * its collectives' stalls) */
-    const uint32_t per = (cands + 31) >> 5;
-    const uint32_t q0 = min(lane * per, cands), q1 = min(q0 + per, cands);
+    /* lane l takes the l-th run of ceil(listed / 32) triangles (their 6
+     * faces each): mostly one node's, whose cell it keeps in registers; its
+     * best goes to best[node] by a shared-memory atomicMin when the node
+     * changes (a per-iteration segmented warp reduction instead measured
+     * 14 % slower: its collectives' stalls). Every lane runs the same trip
+     * count, the lanes past their run idle: a loop whose lanes leave at
+     * different trips carries a YIELD, which let the warp leave it
+     * unconverged, and the rest of the batch then ran as two halves (Nsight
+     * Compute, docs/kd_gpu.md). Runs of whole triangles need ceil(listed /
+     * 32) trips; runs of ceil(6 listed / 32) candidates took up to one more
+     * (two for a batch of at most 32 triangles). */
+    const uint32_t per = (listed + 31) >> 5;
+    const uint32_t k0 = min(lane * per, listed), k1 = min(k0 + per, listed);
     uint32_t cur = 32;
     unsigned long long bv = ~0ull; /* key bits << 32 | candidate */
     float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, es[3] = {0, 0, 0}, ep[3] = {0, 0, 0};
     unsigned long long nm = 0;
-    /* The same trip count on every lane (a run of `per` candidates from
-     * any face touches at most (per + 10) / 6 triangles), the lanes past
-     * their run idle: a loop whose lanes leave at different trips carries a
-     * YIELD, which lets the warp leave the loop unconverged, and the rest of
-     * the batch then ran as two halves (Nsight Compute, docs/kd_gpu.md). */
-    const uint32_t trips = (per + 10) / 6;
-    for (uint32_t it = 0, k = q0 / 6; it < trips; it++, k++) {
-        if (6 * k >= q1) continue;
+    for (uint32_t it = 0, k = k0; it < per; it++, k++) {
+        if (k >= k1) continue;
         const uint32_t ent = s.list[k], i = ent >> 8, t = ent & 0xffu;
         if (i != cur) {
             if (bv != ~0ull) atomicMin(&s.best[cur], bv);
@@ -555,13 +554,12 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
             es[0] = dy + dz, es[1] = dx + dz, es[2] = dx + dy;
             ep[0] = dy * dz, ep[1] = dx * dz, ep[2] = dx * dy;
         }
-        const uint32_t fs = q0 > 6 * k ? q0 - 6 * k : 0u, fe = min(6u, q1 - 6 * k);
 #pragma unroll
         for (int f = 0; f < 6; f++) { /* constant axes: no selects */
             const int a = f >> 1;
             const uint32_t ci = 6 * t + f;
             const float plane = s.split[ci];
-            if ((uint32_t)f < fs || (uint32_t)f >= fe || !(plane > lo[a] && plane < hi[a])) continue;
+            if (!(plane > lo[a] && plane < hi[a])) continue;
             const ulonglong2 m = s.mask[ci];
             const float nl = (float)kd_bitcount<POPC>(nm & m.x), nr = (float)kd_bitcount<POPC>(nm & m.y);
             const float kf = c.small_mode == RT_KD_GPU_SMALL_SSAH
