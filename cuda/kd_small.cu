@@ -334,14 +334,17 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 /* Nodes waiting in the queue, and triangles listed per batch (6 candidates
  * each). A child that finds the queue full, a node whose triangles do not
  * fit the list, or one past KD_SMALL_DECISIONS becomes a leaf, alike in
- * both passes. With these sizes a warp takes ~12 KB of shared memory (the
- * masks 6 KB), so 9 blocks of 2 warps fit an H100's SM; against 96 / 320 /
- * 512 (8 blocks) the SAH cost of Sponza, the BART kitchen and the 1M grid
- * did not move and the stage gained 1.3 % (run 69). */
-#define KD_SMALL_QUEUE 64
+ * both passes. With these sizes a warp takes ~11 KB of shared memory (the
+ * masks 6 KB), so 10 blocks of 2 warps fit an H100's SM (96 registers
+ * allow 21 warps); against a queue of 64 (9 blocks) the SAH cost of Sponza,
+ * the BART kitchen and the 1M grid did not move and the stage gained 2-3 %
+ * (run 91), as 64 / 256 / 384 against 96 / 320 / 512 had (8 blocks, 1.3 %,
+ * run 69). */
+#define KD_SMALL_QUEUE 40
 #define KD_SMALL_LIST 256
 #define KD_SMALL_DECISIONS 384
 #define KD_DEC_LEAF 0xffffu
+static_assert(KD_SMALL_QUEUE >= 32, "a batch of up to 32 nodes: head + i wraps at most once");
 
 /* A node in the queue: its cell, its triangles among the root's, its
  * output slot (pass 2) and depth. */
