@@ -859,6 +859,9 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 if (!kd_fits(b, slot, 1, b.active_cap, KD_OVF_ACTIVE, lovf)) slot = UINT32_MAX;
                 if (!kd_fits(b, cf, cc, b.chunk_cap, KD_OVF_CHUNKS, lovf)) cf = UINT32_MAX;
             }
+            /* lane 0's node in shared memory before the warp reads it: a
+             * shuffle does not order memory (racecheck) */
+            __syncwarp();
             slot = __shfl_sync(0xffffffffu, slot, 0);
             cf = __shfl_sync(0xffffffffu, cf, 0);
             if (slot == UINT32_MAX || cf == UINT32_MAX) continue;
