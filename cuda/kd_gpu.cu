@@ -186,11 +186,11 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_SCAN, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
         {A_CUB, p->chang_a ? 0 : kd_large_scan_bytes(2 * g->ref_cap + 1)},
         {A_RLO0, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
-        {A_RHI0, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RHI0, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float2) : 0},
         {A_RLO1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
-        {A_RHI1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RHI1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float2) : 0},
         {A_RLO2, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
-        {A_RHI2, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
+        {A_RHI2, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float2) : 0},
         {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
         {A_RBUCKET, KD_ROOT_BUCKETS * (size_t)g->sroot_cap * sizeof(uint32_t)},
         {A_SBOX, g->sref_cap * sizeof(RtAabb)},
@@ -218,12 +218,12 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     b->refs[1] = (uint32_t *)g->arr[A_REFS1].p;
     b->refs[2] = (uint32_t *)g->arr[A_REFS2].p;
     b->ref_cap = g->ref_cap;
-    b->ref_lo[0] = (float4 *)g->arr[A_RLO0].p;
-    b->ref_hi[0] = (float4 *)g->arr[A_RHI0].p;
-    b->ref_lo[1] = (float4 *)g->arr[A_RLO1].p;
-    b->ref_hi[1] = (float4 *)g->arr[A_RHI1].p;
-    b->ref_lo[2] = (float4 *)g->arr[A_RLO2].p;
-    b->ref_hi[2] = (float4 *)g->arr[A_RHI2].p;
+    b->ref_a[0] = (float4 *)g->arr[A_RLO0].p;
+    b->ref_b[0] = (float2 *)g->arr[A_RHI0].p;
+    b->ref_a[1] = (float4 *)g->arr[A_RLO1].p;
+    b->ref_b[1] = (float2 *)g->arr[A_RHI1].p;
+    b->ref_a[2] = (float4 *)g->arr[A_RLO2].p;
+    b->ref_b[2] = (float2 *)g->arr[A_RHI2].p;
     b->active[0] = (KdLargeNode *)g->arr[A_ACT0].p;
     b->active[1] = (KdLargeNode *)g->arr[A_ACT1].p;
     b->active[2] = (KdLargeNode *)g->arr[A_ACT2].p;

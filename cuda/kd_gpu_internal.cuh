@@ -192,7 +192,10 @@ struct KdBufs {
     uint32_t tri_count;
     float4 *tri_lo, *tri_hi;           /* per-triangle AABB */
     uint32_t *refs[KD_LISTS];          /* large stage ref lists (level L: kd_list(L)) */
-    float4 *ref_lo[KD_LISTS], *ref_hi[KD_LISTS]; /* clipping: each ref's (clipped) box, parallel to refs */
+    /* clipping: each ref's (clipped) box, parallel to refs, in 24 bytes:
+     * (lo.x, lo.y, lo.z, hi.x) and (hi.y, hi.z) (kd_ref_box_*) */
+    float4 *ref_a[KD_LISTS];
+    float2 *ref_b[KD_LISTS];
     uint32_t ref_cap;
     KdLargeNode *active[KD_LISTS];
     uint32_t active_cap;
@@ -224,6 +227,27 @@ struct KdBufs {
     RtAabb *tree_bounds;               /* the root cell, for the tracer (RtKdTree.d_bounds) */
     KdCounters *ctr;
 };
+
+/* A clipped ref's box in the ref lists' 24 bytes (was two float4, 32 bytes:
+ * the large stage streams every ref's box once in and once out per level,
+ * most of its traffic on large scenes). CG: read through L2 (__ldcg), for
+ * lists other blocks wrote in this launch. */
+__device__ __forceinline__ void kd_ref_box_store(const KdBufs &b, int list, uint32_t at, const RtAabb &box)
+{
+    b.ref_a[list][at] = make_float4(box.lo.x, box.lo.y, box.lo.z, box.hi.x);
+    b.ref_b[list][at] = make_float2(box.hi.y, box.hi.z);
+}
+
+template <bool CG>
+__device__ __forceinline__ RtAabb kd_ref_box_load(const KdBufs &b, int list, uint32_t at)
+{
+    const float4 a = CG ? __ldcg(&b.ref_a[list][at]) : b.ref_a[list][at];
+    const float2 h = CG ? __ldcg(&b.ref_b[list][at]) : b.ref_b[list][at];
+    RtAabb r;
+    r.lo = v3(a.x, a.y, a.z);
+    r.hi = v3(a.w, h.x, h.y);
+    return r;
+}
 
 /* The parameters as the kernels see them. */
 struct KdConf {

@@ -110,10 +110,7 @@ __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
     if (valid) {
         const uint32_t pos = s_base + s_warp[warp] + __popc(m & ((1u << lane) - 1u));
         b.refs[0][pos] = i;
-        if (c.clip) {
-            b.ref_lo[0][pos] = make_float4(box.lo.x, box.lo.y, box.lo.z, 0.0f);
-            b.ref_hi[0][pos] = make_float4(box.hi.x, box.hi.y, box.hi.z, 0.0f);
-        }
+        if (c.clip) kd_ref_box_store(b, 0, pos, box);
     }
 }
 
@@ -209,8 +206,8 @@ RtStatus kd_large_init(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtErr
 __device__ __forceinline__ RtAabb kd_ref_aabb(const KdBufs &b, const KdConf &c, int list, uint32_t pos,
                                               uint32_t tri)
 {
-    float4 lo = c.clip ? b.ref_lo[list][pos] : b.tri_lo[tri];
-    float4 hi = c.clip ? b.ref_hi[list][pos] : b.tri_hi[tri];
+    if (c.clip) return kd_ref_box_load<false>(b, list, pos);
+    const float4 lo = b.tri_lo[tri], hi = b.tri_hi[tri];
     RtAabb r;
     r.lo = v3(lo.x, lo.y, lo.z);
     r.hi = v3(hi.x, hi.y, hi.z);
@@ -506,10 +503,7 @@ __device__ __forceinline__ void kd_put_ref(const KdBufs &b, const KdConf &c, int
                                            const RtAabb &box)
 {
     b.refs[dst][at] = tri;
-    if (c.clip) {
-        b.ref_lo[dst][at] = make_float4(box.lo.x, box.lo.y, box.lo.z, 0.0f);
-        b.ref_hi[dst][at] = make_float4(box.hi.x, box.hi.y, box.hi.z, 0.0f);
-    }
+    if (c.clip) kd_ref_box_store(b, dst, at, box);
 }
 
 /* One round's W child boxes (the block's refs, already clipped to the
@@ -742,11 +736,7 @@ __device__ __forceinline__ RtAabb kd_route_ref(const KdBufs &b, const KdConf &c,
     const int lst = kd_list(level + 1);
     *tri = __ldcg(&b.refs[lst][at]);
     if (!c.clip) return kd_ref_aabb(b, c, lst, at, *tri);
-    const float4 lo = __ldcg(&b.ref_lo[lst][at]), hi = __ldcg(&b.ref_hi[lst][at]);
-    RtAabb rb;
-    rb.lo = v3(lo.x, lo.y, lo.z);
-    rb.hi = v3(hi.x, hi.y, hi.z);
-    return rb;
+    return kd_ref_box_load<true>(b, lst, at);
 }
 
 /* One warp routes node nd of `level`: the children's counts (Impl. I: from
