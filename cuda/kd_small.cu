@@ -386,8 +386,7 @@ __device__ __forceinline__ uint32_t kd_warp_incl_sum(uint32_t v, uint32_t lane)
  * left and right masks by Chang's tie rule (kd_classify). A ballot per face
  * and triangle half did the same with the roles swapped: 4 votes and their
  * predicates per face, 2.3x the instructions (a quarter of the stage,
- * docs/kd_gpu.md). Bits from n on are left as they come: every use of a
- * mask ANDs it with a node's mask. */
+ * docs/kd_gpu.md). Bits from n on stay 0. */
 template <bool TWO>
 __device__ __forceinline__ void kd_fused_masks_axis(KdFusedWarp &s, uint32_t n, int a, const float lo[2][3],
                                                     const float hi[2][3], uint32_t lane)
