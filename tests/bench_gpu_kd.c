@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu.h"
-#include "kd_cpu.h"
-#include "kd_gpu.h"
-#include "scene.h"
+#include "gpu/gpu.h"
+#include "kd/kd_cpu.h"
+#include "kd/kd_gpu.h"
+#include "scene/scene.h"
 
 static int cmp_f(const void *a, const void *b)
 {

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "image.h"
+#include "core/image.h"
 
 static int load(const char *path, RtImage *img)
 {

@@ -7,9 +7,9 @@
 
 #include <math.h>
 
-#include "anim.h"
-#include "render_cpu.h"
-#include "scene.h"
+#include "anim/anim.h"
+#include "render/render_cpu.h"
+#include "scene/scene.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

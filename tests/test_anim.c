@@ -5,9 +5,9 @@
  * 50-node hierarchy against a naive recursive evaluation. */
 #include "test_util.h"
 
-#include "anim_eval.h"
-#include "primitives.h"
-#include "scene.h"
+#include "anim/anim_eval.h"
+#include "scene/primitives.h"
+#include "scene/scene.h"
 
 static const float kTol = 1e-5f;
 

@@ -10,9 +10,9 @@
 #include <ctype.h>
 #include <math.h>
 
-#include "bench.h"
-#include "gpu.h"
-#include "headless.h"
+#include "app/bench.h"
+#include "gpu/gpu.h"
+#include "app/headless.h"
 
 /* ---- a minimal JSON reader: syntax check + "does this object have key K" -- */
 

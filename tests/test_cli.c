@@ -1,7 +1,7 @@
 /* test_cli.c — the command line: options, --camera round trip, errors. */
 #include "test_util.h"
 
-#include "options.h"
+#include "app/options.h"
 
 static RtStatus parse(RtOptions *o, RtError *err, int argc, const char **argv)
 {

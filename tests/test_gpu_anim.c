@@ -1,4 +1,4 @@
-/* test_gpu_anim.c — the GPU animate stage (cuda/anim_gpu.h) against its CPU
+/* test_gpu_anim.c — the GPU animate stage (cuda/anim/anim_gpu.h) against its CPU
  * oracle rt_scene_frame_at: world vertices and normals, the tracer's
  * triangle corners and corner normals, hidden subtrees (zero Woop rows) and
  * animated lights, for sizes 0, 1 and a random hierarchy with morphs and a
@@ -6,10 +6,10 @@
  * a GPU. */
 #include "test_util.h"
 
-#include "anim_gpu.h"
-#include "gpu.h"
-#include "primitives.h"
-#include "scene.h"
+#include "anim/anim_gpu.h"
+#include "gpu/gpu.h"
+#include "scene/primitives.h"
+#include "scene/scene.h"
 
 /* nvcc contracts a*b+c into FMAs and its sinf/cosf differ in the last ulps:
  * agreement to this relative tolerance, not bit for bit (anim_eval.h). */

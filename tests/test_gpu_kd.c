@@ -1,4 +1,4 @@
-/* test_gpu_kd.c — the GPU kd-tree builder (cuda/kd_gpu.h) against the CPU
+/* test_gpu_kd.c — the GPU kd-tree builder (cuda/kd/kd_gpu.h) against the CPU
  * oracle: on generated scenes (random soup with degenerate triangles,
  * clusters, coplanar triangles, a grid mesh; sizes 0, 1 and random) the
  * downloaded tree passes rt_kd_validate (box inclusion: loose references),
@@ -10,10 +10,10 @@
 
 #include <math.h>
 
-#include "gpu.h"
-#include "gpu_scene.h"
-#include "kd_cpu.h"
-#include "kd_gpu.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_scene.h"
+#include "kd/kd_cpu.h"
+#include "kd/kd_gpu.h"
 
 typedef struct GpuFixture {
     RtGpu *gpu;

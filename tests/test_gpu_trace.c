@@ -1,4 +1,4 @@
-/* test_gpu_trace.c — the GPU tracer (cuda/trace.cu) against the CPU oracle:
+/* test_gpu_trace.c — the GPU tracer (cuda/trace/trace.cu) against the CPU oracle:
  * for several scenes and every traversal / intersection / ray-map / packet
  * variant, the GPU's closest hit (triangle id and t) equals the CPU brute
  * force for >= 99.99 % of primary and secondary rays (differences are

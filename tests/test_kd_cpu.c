@@ -7,8 +7,8 @@
 
 #include <math.h>
 
-#include "kd_cpu.h"
-#include "scene.h"
+#include "kd/kd_cpu.h"
+#include "scene/scene.h"
 
 /* ---- triangle soups ---------------------------------------------------- */
 

@@ -7,8 +7,8 @@
 #include <ftw.h>
 #include <math.h>
 
-#include "image.h"
-#include "scene.h"
+#include "core/image.h"
+#include "scene/scene.h"
 
 /* ---- helpers ------------------------------------------------------------- */
 

@@ -8,8 +8,8 @@
 #include <fcntl.h>
 #include <math.h>
 
-#include "image.h"
-#include "scene.h"
+#include "core/image.h"
+#include "scene/scene.h"
 
 /* ---- a growable byte buffer and PLY writers ------------------------------ */
 

@@ -5,10 +5,10 @@
  * threads) does what docs/renderer.md says. */
 #include "test_util.h"
 
-#include "kd_cpu.h"
-#include "primitives.h"
-#include "render_cpu.h"
-#include "scene.h"
+#include "kd/kd_cpu.h"
+#include "scene/primitives.h"
+#include "render/render_cpu.h"
+#include "scene/scene.h"
 
 /* Reference-image tolerance (docs/renderer.md): it absorbs float
  * differences between compilers and CPUs (libm powf, FMA contraction), which

@@ -6,9 +6,9 @@
  * the CPU evaluation every stage uses. */
 #include "test_util.h"
 
-#include "primitives.h"
-#include "runners.h"
-#include "scene.h"
+#include "scene/primitives.h"
+#include "scene/runners.h"
+#include "scene/scene.h"
 
 /* A 20 x 20 floor at y = -1 with a camera: a scene to add runners to. */
 static void floor_scene(RtScene *s)

@@ -7,9 +7,9 @@
 
 #include <ftw.h>
 
-#include "primitives.h"
-#include "runners.h"
-#include "scene.h"
+#include "scene/primitives.h"
+#include "scene/runners.h"
+#include "scene/scene.h"
 
 /* ---- helpers ----------------------------------------------------------------- */
 

@@ -1,5 +1,5 @@
-/* test_trace_emu.c — the GPU tracer's traversal loop (cuda/trace_ray.cuh),
- * run on the CPU by the host emulation (cuda/trace_emu.cu), against the CPU
+/* test_trace_emu.c — the GPU tracer's traversal loop (cuda/trace/trace_ray.cuh),
+ * run on the CPU by the host emulation (cuda/trace/trace_emu.cu), against the CPU
  * brute force: the hit tests of trace_check.h, every variant, packets with
  * 32 emulated lanes voting in lock step. No GPU needed, so CI checks the
  * traversal logic of every variant on every run; test_gpu_trace.c runs the

@@ -2,7 +2,7 @@
  * CLI, the viewer's hotkeys and its HUD share (no window needed). */
 #include "test_util.h"
 
-#include "options.h"
+#include "app/options.h"
 
 static void variants_cycle_wraps_both_ways(void **state)
 {

@@ -8,10 +8,10 @@
 
 #include "test_util.h"
 
-#include "gpu.h"
-#include "kd_cpu.h"
-#include "render_cpu.h"
-#include "trace.h"
+#include "gpu/gpu.h"
+#include "kd/kd_cpu.h"
+#include "render/render_cpu.h"
+#include "trace/trace.h"
 
 /* Acceptance thresholds (issue 5). */
 #define MATCH_MIN 0.9999   /* hits agreeing with the brute force (shared-edge ties included) */

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "scene.h"
+#include "scene/scene.h"
 
 #define FUZZ_CHECK(cond)                                                                         \
     do {                                                                                         \

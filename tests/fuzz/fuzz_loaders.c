@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "scene.h"
+#include "scene/scene.h"
 
 /* Fails loudly (a crash libFuzzer records) with the broken invariant. */
 #define FUZZ_CHECK(cond)                                                                           \

@@ -1,0 +1,71 @@
+/* gpu.cu — device selection and the GPU context. The per-stage kernels
+ * (animate, kd_large, kd_small, kd_output, trace, interop) hang off RtGpu as
+ * their issues land; this file only opens the device and reports it. */
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu/cuda_check.h"
+#include "gpu/gpu.h"
+
+struct RtGpu {
+    int device;
+    RtGpuInfo info;
+};
+
+/* The kernels are compiled for sm_90 with PTX; older GPUs than Volta lack
+ * the warp intrinsics (__ballot_sync, __shfl_sync) Chang's variants need. */
+static const int kMinSmMajor = 7;
+
+extern "C" RtStatus rt_gpu_create(int device, RtGpu **out, RtError *err)
+{
+    *out = NULL;
+    int count = 0;
+    cudaError_t e = cudaGetDeviceCount(&count);
+    if (e != cudaSuccess || count == 0) {
+        cudaGetLastError(); /* clear the sticky "no device" error */
+        return rt_fail(err, RT_ERR_NO_DEVICE, "GPU: no usable NVIDIA GPU (%s)",
+                       e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
+    }
+    if (device < 0 || device >= count)
+        return rt_fail(err, RT_ERR_NO_DEVICE, "GPU: device %d requested, %d present", device, count);
+    cudaDeviceProp prop;
+    CUDA_CHECK(err, cudaGetDeviceProperties(&prop, device));
+    if (prop.major < kMinSmMajor)
+        return rt_fail(err, RT_ERR_NO_DEVICE, "GPU: %s is sm_%d%d; rtviewer needs sm_%d0 or newer",
+                       prop.name, prop.major, prop.minor, kMinSmMajor);
+    CUDA_CHECK(err, cudaSetDevice(device));
+    RtGpu *g = (RtGpu *)calloc(1, sizeof *g);
+    if (!g) return rt_fail(err, RT_ERR_OOM, "GPU: out of host memory");
+    g->device = device;
+    snprintf(g->info.name, sizeof g->info.name, "%s", prop.name);
+    g->info.sm_major = prop.major;
+    g->info.sm_minor = prop.minor;
+    g->info.sm_count = prop.multiProcessorCount;
+    g->info.mem_total = prop.totalGlobalMem;
+    cudaDriverGetVersion(&g->info.driver_version);
+    cudaRuntimeGetVersion(&g->info.runtime_version);
+    *out = g;
+    return RT_OK;
+}
+
+extern "C" void rt_gpu_destroy(RtGpu *gpu)
+{
+    free(gpu);
+}
+
+extern "C" const RtGpuInfo *rt_gpu_info(const RtGpu *gpu)
+{
+    return gpu ? &gpu->info : NULL;
+}
+
+extern "C" RtStatus rt_gpu_mem_used(size_t *used, size_t *total, RtError *err)
+{
+    size_t free_b = 0, total_b = 0;
+    *used = 0;
+    if (total) *total = 0;
+    CUDA_CHECK(err, cudaMemGetInfo(&free_b, &total_b));
+    *used = total_b - free_b;
+    if (total) *total = total_b;
+    return RT_OK;
+}

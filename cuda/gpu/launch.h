@@ -1,0 +1,143 @@
+/* launch.h — every kernel launch of rtviewer goes through rt_launch: it names
+ * the kernel, counts it and (when the log asks for it) times it with a pair
+ * of CUDA events, so the benchmark and the HUD report launches per frame and
+ * GPU time per kernel without ad-hoc instrumentation in the stages.
+ * C++ (CUDA) only: included by the .cu files. */
+#ifndef RT_LAUNCH_H
+#define RT_LAUNCH_H
+
+#include <cuda_runtime.h>
+#include <string.h>
+
+#include "gpu/cuda_check.h"
+
+/* One named kernel's totals since the last rt_launch_log_reset. */
+typedef struct RtLaunchEntry {
+    const char *name; /* a string literal: compared by pointer, then by text */
+    uint32_t count;
+    float ms;         /* summed GPU time (only with RtLaunchLog.timed) */
+} RtLaunchEntry;
+
+enum { RT_LAUNCH_MAX_NAMES = 48, RT_LAUNCH_MAX_TIMED = 1024 };
+
+/* Per-frame launch log. Zero it (= {}) and set `timed` before use; call
+ * rt_launch_log_destroy to free the events. Not thread-safe: one per stream. */
+typedef struct RtLaunchLog {
+    int timed;                 /* 1: an event pair around every launch (costs ~2 us each) */
+    cudaStream_t stream;
+    uint32_t launches;         /* all launches since the reset */
+    RtLaunchEntry entries[RT_LAUNCH_MAX_NAMES];
+    int entry_count;
+    /* pending timings: event pairs recorded, read by rt_launch_log_resolve */
+    cudaEvent_t ev[2 * RT_LAUNCH_MAX_TIMED];
+    int ev_created;
+    int pending_entry[RT_LAUNCH_MAX_TIMED];
+    int pending;
+} RtLaunchLog;
+
+static inline void rt_launch_log_reset(RtLaunchLog *log)
+{
+    log->launches = 0;
+    log->entry_count = 0;
+    log->pending = 0;
+}
+
+static inline int rt_launch_entry(RtLaunchLog *log, const char *name)
+{
+    for (int i = 0; i < log->entry_count; i++)
+        if (log->entries[i].name == name || !strcmp(log->entries[i].name, name)) return i;
+    if (log->entry_count == RT_LAUNCH_MAX_NAMES) return RT_LAUNCH_MAX_NAMES - 1; /* lump the rest */
+    RtLaunchEntry *e = &log->entries[log->entry_count];
+    e->name = name;
+    e->count = 0;
+    e->ms = 0.0f;
+    return log->entry_count++;
+}
+
+/* The bookkeeping around one launch: the entry, and the start event when timed. */
+static inline RtStatus rt_launch_begin(RtLaunchLog *log, const char *name, int *entry, int *slot,
+                                       RtError *err)
+{
+    *entry = rt_launch_entry(log, name);
+    *slot = -1;
+    if (log->timed && log->pending < RT_LAUNCH_MAX_TIMED) {
+        *slot = log->pending;
+        if (2 * *slot + 1 >= log->ev_created) {
+            CUDA_CHECK(err, cudaEventCreate(&log->ev[log->ev_created]));
+            CUDA_CHECK(err, cudaEventCreate(&log->ev[log->ev_created + 1]));
+            log->ev_created += 2;
+        }
+        CUDA_CHECK(err, cudaEventRecord(log->ev[2 * *slot], log->stream));
+    }
+    return RT_OK;
+}
+
+static inline RtStatus rt_launch_end(RtLaunchLog *log, int entry, int slot, RtError *err)
+{
+    if (slot >= 0) {
+        CUDA_CHECK(err, cudaEventRecord(log->ev[2 * slot + 1], log->stream));
+        log->pending_entry[slot] = entry;
+        log->pending++;
+    }
+    log->entries[entry].count++;
+    log->launches++;
+    return RT_OK;
+}
+
+/* Launches kernel<<<grid, block, smem, log->stream>>>(args...). An empty grid
+ * launches nothing and counts nothing. Returns RT_ERR_CUDA (naming the
+ * kernel) when the launch fails. */
+template <typename... KArgs, typename... Args>
+static RtStatus rt_launch(RtLaunchLog *log, const char *name, dim3 grid, dim3 block, size_t smem,
+                          void (*kernel)(KArgs...), RtError *err, Args... args)
+{
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return RT_OK;
+    int entry, slot;
+    RtStatus st = rt_launch_begin(log, name, &entry, &slot, err);
+    if (st != RT_OK) return st;
+    kernel<<<grid, block, smem, log->stream>>>(args...);
+    CUDA_CHECK_LAUNCH(err, name);
+    return rt_launch_end(log, entry, slot, err);
+}
+
+/* The same for a cooperative kernel (grid-wide barriers: every block must be
+ * resident, so grid is at most the occupancy times the multiprocessors).
+ * The arguments must have exactly the kernel's parameter types. */
+template <typename... KArgs>
+static RtStatus rt_launch_coop(RtLaunchLog *log, const char *name, dim3 grid, dim3 block, size_t smem,
+                               void (*kernel)(KArgs...), RtError *err, KArgs... args)
+{
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return RT_OK;
+    int entry, slot;
+    RtStatus st = rt_launch_begin(log, name, &entry, &slot, err);
+    if (st != RT_OK) return st;
+    void *argv[] = {(void *)&args..., NULL};
+    cudaError_t e = cudaLaunchCooperativeKernel((const void *)kernel, grid, block, argv, smem, log->stream);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return rt_fail(err, RT_ERR_CUDA, "CUDA: cooperative launch of %s (%u blocks): %s", name, grid.x,
+                       cudaGetErrorString(e));
+    }
+    return rt_launch_end(log, entry, slot, err);
+}
+
+/* Adds the recorded timings into the entries (synchronises on the events). */
+static inline RtStatus rt_launch_log_resolve(RtLaunchLog *log, RtError *err)
+{
+    for (int i = 0; i < log->pending; i++) {
+        float ms = 0.0f;
+        CUDA_CHECK(err, cudaEventSynchronize(log->ev[2 * i + 1]));
+        CUDA_CHECK(err, cudaEventElapsedTime(&ms, log->ev[2 * i], log->ev[2 * i + 1]));
+        log->entries[log->pending_entry[i]].ms += ms;
+    }
+    log->pending = 0;
+    return RT_OK;
+}
+
+static inline void rt_launch_log_destroy(RtLaunchLog *log)
+{
+    for (int i = 0; i < log->ev_created; i++) cudaEventDestroy(log->ev[i]);
+    log->ev_created = 0;
+}
+
+#endif

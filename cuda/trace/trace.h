@@ -1,0 +1,126 @@
+/* trace.h — the GPU tracer (stage "trace"): Whitted shading of the kd-tree
+ * (kd_layout.h) straight into an RGBA8 device buffer (the viewer's mapped
+ * PBO, or a plain device buffer in headless mode), and a ray-casting entry
+ * for tests and benchmarks.
+ *
+ * Algorithms (Hoedt 2011, docs/trace_gpu.md): kd-restart and Horn et al.'s
+ * short stack, leaf skipping, Woop vs Moller-Trumbore, 4x8 warp tiles, and
+ * Horn et al.'s packet traversal (a warp walks the tree together with one
+ * shared short stack). Every variant is a field of RtTraceParams, selected
+ * at run time; the names come from the tables below. */
+#ifndef RT_TRACE_H
+#define RT_TRACE_H
+
+#include "core/camera.h"
+#include "core/isect.h"
+#include "gpu/gpu_scene.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum RtTraversal {
+    RT_TRAV_RESTART = 0,     /* kd-restart: every descent from the root */
+    RT_TRAV_SHORT_STACK = 1  /* circular short stack, restart on underflow */
+} RtTraversal;
+
+typedef enum RtIsect {
+    RT_ISECT_WOOP = 0,       /* unit-triangle transform (3 float4 rows) */
+    RT_ISECT_MT = 1          /* Moller-Trumbore on the raw vertices */
+} RtIsect;
+
+typedef enum RtRayMap {
+    RT_RAYMAP_ROWS = 0,      /* a warp traces 32 consecutive pixels of a row */
+    RT_RAYMAP_TILES = 1      /* a warp traces a 4x8 pixel tile (Hoedt's "packets") */
+} RtRayMap;
+
+typedef enum RtPacket {
+    RT_PACKET_OFF = 0,       /* every ray traverses on its own */
+    RT_PACKET_WARP = 1       /* a warp traverses as one packet, one shared stack */
+} RtPacket;
+
+/* One row of a variant table: the CLI, hotkeys, HUD and benchmark read these. */
+typedef struct RtTraceVariant {
+    const char *name;
+    int value;
+    const char *description;
+} RtTraceVariant;
+
+extern const RtTraceVariant rt_trace_traversals[2];
+extern const RtTraceVariant rt_trace_isects[2];
+extern const RtTraceVariant rt_trace_raymaps[2];
+extern const RtTraceVariant rt_trace_packets[2];
+/* Value of `name` in table (n rows), or -1 (unknown: list the valid names). */
+int rt_trace_variant_find(const RtTraceVariant *table, int n, const char *name);
+
+/* Largest short stack (entries); the stack lives in local memory. */
+#define RT_TRACE_STACK_MAX 16
+
+typedef struct RtTraceParams {
+    int traversal;     /* RtTraversal; default short stack (Hoedt's choice) */
+    int isect;         /* RtIsect; default Woop (fewer registers, Hoedt 4.3.2) */
+    int leaf_skip;     /* 1: ray vs the leaf's box before its triangles; default 1 */
+    int ray_map;       /* RtRayMap; default 4x8 tiles */
+    int packet;        /* RtPacket; default off */
+    int stack_size;    /* short-stack entries, 1..RT_TRACE_STACK_MAX; default 4 (Hoedt, Horn) */
+    int max_bounces;   /* mirror/refraction depth; default 1 */
+    int shadows;       /* 1: a shadow ray per light; default 1 */
+    int textures;      /* 1: map_Kd and map_d; default 1 */
+    int refraction;    /* 1: materials with d < 1 refract (ni); default 1 */
+    int heatmap;       /* 1: color = kd-tree nodes visited by the primary ray */
+    RtVec3 background; /* linear RGB of rays that leave the scene */
+    RtVec3 ambient;    /* linear ambient term */
+} RtTraceParams;
+
+/* Defaults as above; background and ambient as rt_render_params_default. */
+RtTraceParams rt_trace_params_default(void);
+/* RT_OK, or RT_ERR_ARG naming the parameter out of range. */
+RtStatus rt_trace_params_check(const RtTraceParams *p, RtError *err);
+
+typedef struct RtTraceStats {
+    uint64_t primary_rays, shadow_rays, reflection_rays; /* reflection includes refraction */
+    uint64_t steps;    /* kd nodes visited by primary rays, summed */
+    double ms;         /* GPU time of the trace kernel (CUDA events) */
+} RtTraceStats;
+
+/* Renders the camera's view into d_rgba (device memory, w*h*4 bytes, row 0
+ * = top, sRGB, alpha 255). d_tree holds device pointers (rt_kd_tree_upload
+ * or the GPU builder) over rt_gpu_scene_tris(gs). d_ids (device, optional)
+ * receives the primary hit's triangle id per pixel (RT_NO_HIT for none).
+ * stats (optional) synchronises to read the counters. */
+RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const RtCamera *cam,
+                      const RtTraceParams *p, uint8_t *d_rgba, int w, int h, uint32_t *d_ids,
+                      RtTraceStats *stats, RtError *err);
+
+/* A ray for rt_trace_gpu_rays: 32 bytes, two float4 loads. */
+typedef struct RtGpuRay {
+    RtVec3 o;
+    float tmin;
+    RtVec3 d;
+    float tmax;
+} RtGpuRay;
+
+/* Casts n rays (device arrays) with the tracer's traversal: closest hit
+ * (any_hit = 0) or any hit (shadow rays; hits[i].tri = the occluder or
+ * RT_NO_HIT). The ray map treats ray i as pixel (i % width, i / width), so
+ * rays stored in row-major pixel order get the 4x8 tiles. With textures on,
+ * map_d cutouts are skipped as in rendering. steps (device, optional)
+ * receives the nodes visited per ray. ms (optional) = kernel GPU time. */
+RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree, const RtTraceParams *p,
+                           const RtGpuRay *d_rays, RtHit *d_hits, uint32_t *d_steps,
+                           uint32_t n, int width, int any_hit, double *ms, RtError *err);
+
+/* The same casts on the CPU: trace_ray.cuh's loop compiled for the host
+ * (trace_emu.cu), warps of 32 lanes emulated in lock step, so every variant
+ * (packets included) can be checked against the brute force, and a missed
+ * hit debugged, without a GPU. Host arrays: tris (with Woop rows), a tree
+ * from rt_kd_build_cpu, rays, hits, steps (optional). map_d cut-outs are
+ * not applied. A build without CUDA returns RT_ERR_NO_DEVICE. */
+RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtKdTree *tree,
+                               const RtTraceParams *p, const RtGpuRay *rays, RtHit *hits,
+                               uint32_t *steps, uint32_t n, int width, int any_hit, RtError *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,437 @@
+/* trace_ray.cuh — the traversal loop of the GPU tracer, shared by the
+ * kernels (trace.cu) and the host emulation (trace_emu.cu), which runs the
+ * very same loop on the CPU, warps included, so that the packet variants
+ * can be checked against the brute force without a GPU.
+ *
+ * Include it after defining RT_TRACE_FN as the functions' qualifiers
+ * (`__device__` in trace.cu, `__host__` in trace_emu.cu). The loop reaches
+ * the scene and the warp only through its Prims parameter:
+ *   bool any(bool x), unsigned ballot(bool x)   warp votes (packets only)
+ *   int lane()                                  the lane's index in its warp
+ *   int isect(int kIsect, id, o, d, tmin, tmax, &t, &u, &v)
+ *   bool alpha(id, u, v)                        map_d cut-outs
+ *   uint32_t index(const uint32_t *p)           a leaf's triangle id
+ *   RtKdNode node(p), RtKdLeaf leaf(p)          tree loads
+ * so a variant is a template parameter, never a copied loop.
+ *
+ * One traversal loop, trace_ray<kTrav, kIsect, kPacket>, with the variants
+ * of Hoedt 2011 ch. 4 as parameters:
+ *   kd-restart (Foley & Sugerman 2005; Hoedt Alg. 20) or a circular short
+ *   stack that restarts from the root on underflow (Horn et al. 2007; Hoedt
+ *   Alg. 21); leaf skipping (Hoedt 4.2.4, a run-time flag); Woop or
+ *   Moller-Trumbore (Hoedt 4.3); and Horn et al.'s packet traversal, where a
+ *   warp walks the tree together with one shared stack while every ray keeps
+ *   its own interval. The 4x8 warp tiles (Hoedt Alg. 22) are only a thread
+ *   -> pixel map, applied by the kernels.
+ *
+ * Exactness (tests/test_gpu_trace.c checks it against the CPU brute force):
+ * every ray keeps `t_done`, the distance up to which all leaves on its path
+ * have been searched; a hit counts only inside the current leaf's
+ * [t_lo, t_hi] (widened by eps, as kd_traverse_cpu.c widens its node
+ * decisions, so rounding in a plane crossing never loses a hit), the closest
+ * wins, ties go to the lower triangle id, and a ray is finished once its
+ * best hit lies before t_done or t_done reaches the scene's exit. Restarts
+ * resume from t_done, so short-stack overflow and kd-restart cost only
+ * repeated descents, never a missed leaf. */
+#ifndef RT_TRACE_RAY_CUH
+#define RT_TRACE_RAY_CUH
+
+#ifndef RT_TRACE_FN
+#error "define RT_TRACE_FN (__device__ or __host__) before including trace_ray.cuh"
+#endif
+
+#include "kd/kd_layout.h"
+#include "trace/trace.h"
+
+/* Widening of node and hit-interval decisions: 2^-16 of the scene's largest
+ * coordinate, the value of kd_traverse_cpu.c (a plane crossing or a Woop/MT
+ * t is off by a few ulps of the coordinates involved). */
+#define TRACE_EPS_SCALE (1.0f / 65536.0f)
+/* A safety net against a traversal that never ends (a corrupt tree):
+ * node visits per ray. Far above any real count (a 300K-triangle tree
+ * needs < 1,000). */
+#define TRACE_MAX_VISITS (1u << 18)
+
+/* The tree as the kernels read it (by value). */
+typedef struct TraceTree {
+    const RtKdNode *nodes;
+    const RtKdLeaf *leaves;
+    const RtAabb *boxes;
+    const uint32_t *index;
+    RtAabb bounds;
+    const RtAabb *d_bounds; /* the GPU builder's root cell on the device (bounds is then unknown) */
+    uint32_t node_count;
+} TraceTree;
+
+/* The run-time part of the variant (the rest are template parameters). */
+typedef struct TraceCfg {
+    int leaf_skip;
+    int stack_size;
+    int textures;
+} TraceCfg;
+
+/* The ray's [t0, t1] inside box b widened by eps (kd_traverse_cpu.c's
+ * clip_ray): a ray parallel to a slab is inside it by its origin alone. */
+RT_TRACE_FN static bool clip_box(RtAabb b, RtVec3 o, RtVec3 d, RtVec3 inv, float eps, float *t0,
+                                 float *t1)
+{
+    float lo = *t0, hi = *t1;
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
+    for (int a = 0; a < 3; a++) {
+        float oa = v3_get(o, a), da = v3_get(d, a);
+        float bl = v3_get(b.lo, a), bh = v3_get(b.hi, a);
+        if (da == 0.0f) {
+            if (oa < bl || oa > bh) return false;
+            continue;
+        }
+        float ia = v3_get(inv, a);
+        float ta = (bl - oa) * ia, tb = (bh - oa) * ia;
+        float tn = fminf(ta, tb), tf = fmaxf(ta, tb);
+        lo = fmaxf(lo, tn - eps);
+        hi = fminf(hi, tf + eps);
+    }
+    *t0 = lo;
+    *t1 = hi;
+    return lo <= hi;
+}
+
+/* Thread -> pixel: row-major, or Hoedt's Alg. 22 (a warp = a 4x8 tile;
+ * tiles are laid out row-major over the image, partial tiles at the right
+ * and bottom edges keep their threads idle). */
+#define TILE_W 4
+#define TILE_H 8
+RT_TRACE_FN static bool pixel_of(int ray_map, uint32_t tid, int w, int h, int *px, int *py)
+{
+    if (ray_map == RT_RAYMAP_TILES) {
+        uint32_t tiles_x = ((uint32_t)w + TILE_W - 1) / TILE_W;
+        uint32_t pid = tid / (TILE_W * TILE_H);
+        uint32_t lane = tid % (TILE_W * TILE_H);
+        *px = (int)((pid % tiles_x) * TILE_W + lane % TILE_W);
+        *py = (int)((pid / tiles_x) * TILE_H + lane / TILE_W);
+    } else {
+        *px = (int)(tid % (uint32_t)w);
+        *py = (int)(tid / (uint32_t)w);
+    }
+    return *px < w && *py < h;
+}
+
+static uint32_t thread_count(int ray_map, int w, int h)
+{
+    if (ray_map == RT_RAYMAP_TILES)
+        return (uint32_t)((w + TILE_W - 1) / TILE_W) * (uint32_t)((h + TILE_H - 1) / TILE_H) *
+               TILE_W * TILE_H;
+    return (uint32_t)w * (uint32_t)h;
+}
+
+/* ---- the traversal loop ------------------------------------------------- */
+
+RT_TRACE_FN static int popcount(unsigned x)
+{
+#ifdef __CUDA_ARCH__
+    return __popc(x);
+#else
+    return __builtin_popcount(x);
+#endif
+}
+
+RT_TRACE_FN static int lowest_lane(unsigned x)
+{
+#ifdef __CUDA_ARCH__
+    return __ffs(x) - 1;
+#else
+    return __builtin_ctz(x);
+#endif
+}
+
+/* Warp-wide "any" in packet mode, the lane's own value otherwise. */
+template <bool kPacket, class Prims>
+RT_TRACE_FN static bool warp_any(const Prims &pr, bool x)
+{
+    return kPacket ? pr.any(x) : x;
+}
+
+/* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. In packet
+ * mode every lane of the warp must call this together (a lane without a ray
+ * passes live = false). steps (may be NULL) += nodes visited. */
+template <int kTrav, int kIsect, bool kPacket, class Prims>
+RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const TraceCfg &cfg,
+                                   RtVec3 o, RtVec3 d, float tmin, float tmax, bool live,
+                                   bool any, uint32_t *steps)
+{
+    RtHit best;
+    best.t = tmax;
+    best.u = best.v = 0.0f;
+    best.tri = RT_NO_HIT;
+
+    /* --- clip to the scene's box; eps as kd_traverse_cpu.c --- */
+    const RtAabb bounds = tr.d_bounds ? *tr.d_bounds : tr.bounds;
+    float dlen = v3_len(d);
+    if (!(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
+        tr.node_count == 0 || aabb_is_empty(bounds))
+        live = false;
+    float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
+                        fmaxf(fmaxf(fmaxf(fabsf(bounds.lo.x), fabsf(bounds.lo.y)),
+                                    fabsf(bounds.lo.z)),
+                              fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
+                                    fabsf(bounds.hi.z))));
+    float eps = TRACE_EPS_SCALE * scale / dlen;
+    float r0 = tmin, r1 = tmax;
+    /* Plane crossings multiply by 1/d: a division per node visit was the
+     * loop's most expensive instruction, and the rounding difference (an
+     * ulp of t) is far below eps, which every decision is widened by. */
+    const RtVec3 inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
+    if (live && !clip_box(bounds, o, d, inv, eps, &r0, &r1)) live = false;
+    bool finished = !live;
+    if (!warp_any<kPacket>(pr, !finished)) return best;
+
+    float t_done = r0;  /* every leaf on the path before t_done has been searched */
+    uint32_t visits = 0;
+    /* the circular short stack: node indices are the same in every lane of
+     * a packet (pushed together), intervals are per ray */
+    uint32_t stk_node[RT_TRACE_STACK_MAX];
+    float stk_lo[RT_TRACE_STACK_MAX], stk_hi[RT_TRACE_STACK_MAX];
+    uint8_t stk_lvl[RT_TRACE_STACK_MAX]; /* what dropping the entry costs, below */
+    int stk_top = 0, stk_count = 0;
+    const int stk_size = cfg.stack_size;
+    /* Packets: a round runs from one restart to the next. A ray whose
+     * t_done did not move in a round it took part in is starving (the
+     * shared stack kept dropping its entries for other rays'), and the
+     * next round is the lowest such ray's alone, the others paused (their
+     * stack is empty at a restart, so they lose nothing): a lone ray walks
+     * in its own order and always moves on. (Letting all starving rays
+     * share that round cut the emulated node visits but was slower on the
+     * GPU: docs/trace_gpu.md.) */
+    float t_round = r0;
+    bool paused = false, solo = false;
+
+    /* current node and this ray's interval in it (lo > hi: not in it) */
+    uint32_t node = 0;
+    float lo = finished ? INFINITY : r0, hi = finished ? -INFINITY : r1;
+
+    for (;;) {
+        /* --- descend to a leaf --- */
+        bool at_leaf = true;
+        for (;;) {
+            RtKdNode n = pr.node(&tr.nodes[node]);
+            visits++;
+            if (kd_is_leaf(n)) break;
+            bool active = !finished && lo <= hi && lo <= best.t + eps;
+            int a = kd_axis(n);
+            float p = kd_split(n), oa = v3_get(o, a), da = v3_get(d, a);
+            uint32_t left = kd_left(n);
+            /* which children this ray needs, with its interval in each,
+             * and the one it would visit first (the tie rules of kd_layout.h) */
+            bool need_l = false, need_r = false, pref_l = true;
+            float lo_l = INFINITY, hi_l = -INFINITY, lo_r = INFINITY, hi_r = -INFINITY;
+            if (active) {
+                if (da == 0.0f) {
+                    /* parallel: the origin's side, both when it lies on the plane */
+                    need_l = oa <= p;
+                    need_r = oa >= p;
+                    lo_l = lo_r = lo;
+                    hi_l = hi_r = hi;
+                } else {
+                    float ts = (p - oa) * v3_get(inv, a);
+                    bool first_l = da > 0.0f;
+                    float lo_f = INFINITY, hi_f = -INFINITY, lo_s = INFINITY, hi_s = -INFINITY;
+                    bool pref_first = true;
+                    if (ts > hi + eps) {
+                        lo_f = lo; hi_f = hi;
+                    } else if (ts < lo - eps) {
+                        lo_s = lo; hi_s = hi;
+                    } else if (ts <= lo) {
+                        /* The ray is at the plane on entry (its origin, or a
+                         * restart at this plane): the far side first, then
+                         * the plane itself from the near side ([lo, lo]: a
+                         * flat cell holding triangles in the plane), as
+                         * kd_traverse_cpu.c does. */
+                        lo_f = lo; hi_f = lo;
+                        lo_s = lo; hi_s = hi;
+                        pref_first = false;
+                    } else {
+                        lo_f = lo; hi_f = fminf(ts, hi);
+                        lo_s = ts; hi_s = hi;
+                    }
+                    lo_l = first_l ? lo_f : lo_s;
+                    hi_l = first_l ? hi_f : hi_s;
+                    lo_r = first_l ? lo_s : lo_f;
+                    hi_r = first_l ? hi_s : hi_f;
+                    need_l = lo_l <= hi_l;
+                    need_r = lo_r <= hi_r;
+                    pref_l = pref_first == first_l;
+                }
+                if (!need_l) pref_l = false;
+                if (!need_r) pref_l = true;
+            }
+            bool any_l = warp_any<kPacket>(pr, need_l), any_r = warp_any<kPacket>(pr, need_r);
+            if (!any_l && !any_r) {
+                at_leaf = false; /* nobody is in this node: next pending one */
+                break;
+            }
+            bool go_l;
+            if (kPacket) {
+                /* the packet goes where most of its active rays would go first */
+                unsigned voters = pr.ballot(need_l || need_r);
+                unsigned for_l = pr.ballot((need_l || need_r) && pref_l);
+                go_l = any_l && (!any_r || 2 * popcount(for_l) >= popcount(voters));
+            } else {
+                go_l = any_l && (!any_r || pref_l);
+            }
+            uint32_t other = go_l ? left + 1u : left;
+            bool need_go = go_l ? need_l : need_r, need_other = go_l ? need_r : need_l;
+            float lo_go = go_l ? lo_l : lo_r, hi_go = go_l ? hi_l : hi_r;
+            float lo_ot = go_l ? lo_r : lo_l, hi_ot = go_l ? hi_r : hi_l;
+            /* A packet never takes a ray to its far child before its near
+             * one: the ray sits out (its near child is pushed below, the far
+             * one comes back through a restart from t_done). Otherwise the
+             * rays in the minority at every level could all be out of order,
+             * and no ray's t_done would move: a livelock. A child that does
+             * not start after the other (the plane seen from behind, a ray
+             * lying in the plane: equal starts) cannot come back through a
+             * restart, so the ray searches it now, out of order. */
+            if (kPacket && need_other && need_go && pref_l != go_l && lo_go > lo_ot)
+                need_go = false;
+            /* What the entry for `other` is worth to this ray, by what is
+             * lost if the stack drops it:
+             *   2  the ray takes a child that starts no later than `other`
+             *      and goes beyond its start (the plane seen from behind,
+             *      a ray lying in the plane): once t_done passes `other`,
+             *      no restart reaches it again ("pinned"); so is any
+             *      sibling that starts before t_done (in a flat cell or
+             *      a subtree the ray searches out of order), and a flat
+             *      cell ([x, x], triangles in a split plane): a leaf that
+             *      starts at x takes t_done past it;
+             *   1  `other` is where the ray goes on (it skips `go`, or `go`
+             *      is the flat cell at its start): a restart recovers it,
+             *      but if it is dropped again and again the ray never
+             *      moves (a packet livelock);
+             *   0  a later sibling a restart from t_done recovers.
+             * The entry's level is the highest of the warp's. The short
+             * stack pushes every pending sibling, kd-restart those of
+             * level 1 and 2. When the circular stack is full, the oldest
+             * entry is overwritten only by one of at least its level;
+             * otherwise the new one is dropped. */
+            int level, stk_level;
+            if (kPacket) {
+                level = !need_other           ? 0
+                        : lo_ot < t_done      ? 2 /* inside a subtree searched out of order */
+                        : hi_ot <= lo_ot      ? 2 /* a flat cell: see below */
+                        : !need_go            ? 1
+                        : lo_ot > lo_go       ? 0
+                        : hi_go > lo_ot       ? 2 : 1;
+                stk_level = warp_any<kPacket>(pr, level == 2)   ? 2
+                            : warp_any<kPacket>(pr, level == 1) ? 1 : 0;
+            } else {
+                /* a lone ray pops in t order: only the pinned case and a flat
+                 * cell [x, x] (an older entry starting at x would take t_done
+                 * past it) are lost if dropped */
+                level = stk_level = need_other && (lo_ot <= lo_go || hi_ot <= lo_ot) ? 2 : 0;
+            }
+            bool stack_it = warp_any<kPacket>(
+                pr, kTrav == RT_TRAV_SHORT_STACK ? need_other : level > 0);
+            int slot = stk_top + 1 == stk_size ? 0 : stk_top + 1;
+            if (stack_it && !(stk_count == stk_size && stk_lvl[slot] > stk_level)) {
+                /* Overwriting a pinned entry loses its rays' interval: in a
+                 * shared round they go back to its start (everything after
+                 * is searched again, by a lone walk if need be). A lone ray
+                 * (or one without packets) keeps going, as it must not
+                 * loop: a one-entry stack cannot hold both sides of a ray
+                 * in two split planes. */
+                if (kPacket && !solo && stk_count == stk_size && stk_lvl[slot] == 2 &&
+                    stk_lo[slot] <= stk_hi[slot])
+                    t_done = fminf(t_done, stk_lo[slot]);
+                stk_top = slot;
+                stk_node[slot] = other;
+                stk_lvl[slot] = (uint8_t)stk_level;
+                stk_lo[slot] = need_other ? lo_ot : INFINITY;
+                stk_hi[slot] = need_other ? hi_ot : -INFINITY;
+                if (stk_count < stk_size) stk_count++;
+            }
+            node = go_l ? left : left + 1u;
+            lo = need_go ? lo_go : INFINITY;
+            hi = need_go ? hi_go : -INFINITY;
+            if (visits > TRACE_MAX_VISITS) {
+                at_leaf = false;
+                break;
+            }
+        }
+
+        /* --- search the leaf: only hits inside [lo - eps, hi + eps] count --- */
+        if (at_leaf) {
+            bool active = !finished && lo <= hi && lo <= best.t + eps;
+            RtKdNode n = pr.node(&tr.nodes[node]);
+            uint32_t count = kd_leaf_count(n);
+            if (active && count) {
+                uint32_t leaf = kd_leaf_id(n);
+                float b0 = lo - eps, b1 = hi + eps;
+                bool skip = cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, inv, eps, &b0, &b1);
+                if (!skip) {
+                    RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
+                    for (uint32_t i = 0; i < lf.count; i++) {
+                        uint32_t id = pr.index(&tr.index[lf.first + i]);
+                        float t, u, v;
+                        float tcap = fminf(best.t, hi + eps);
+                        if (!pr.isect(kIsect, id, o, d, tmin, tcap, &t, &u, &v)) continue;
+                        if (t < lo - eps) continue;
+                        if (t == best.t && id > best.tri) continue;
+                        if (!pr.alpha(id, u, v)) continue;
+                        best.t = t;
+                        best.u = u;
+                        best.v = v;
+                        best.tri = id;
+                        if (any) break;
+                    }
+                }
+            }
+            if (active && lo <= t_done) t_done = fmaxf(t_done, hi);
+            if (any && best.tri != RT_NO_HIT) finished = true;
+        }
+        if (visits > TRACE_MAX_VISITS) finished = true;
+        if (!warp_any<kPacket>(pr, !finished)) break;
+
+        /* --- next: pop the short stack, or restart from the root at t_done --- */
+        bool popped = false;
+        while (stk_count > 0) {
+            node = stk_node[stk_top];
+            lo = stk_lo[stk_top];
+            hi = stk_hi[stk_top];
+            stk_top = stk_top == 0 ? stk_size - 1 : stk_top - 1;
+            stk_count--;
+            if (finished || lo > best.t + eps) {
+                lo = INFINITY;
+                hi = -INFINITY;
+            }
+            if (warp_any<kPacket>(pr, lo <= hi)) {
+                popped = true;
+                break;
+            }
+        }
+        if (!popped) {
+            /* Nothing pending (entries beyond the best hit were dropped):
+             * done when the hit lies before t_done (by more than eps, so a
+             * triangle of the next leaf at the very same t still gets its
+             * say in the lower-id tie rule) or the ray left the scene. Checked only here, so the pending entries of a ray
+             * lying in a split plane (both sides, same interval) are
+             * searched too. */
+            if ((best.tri != RT_NO_HIT && best.t + eps <= t_done) || t_done >= r1) finished = true;
+            if (!warp_any<kPacket>(pr, !finished)) break;
+            if (kPacket) {
+                bool starving = !finished && !paused && !(t_done > t_round);
+                unsigned hungry = pr.ballot(starving);
+                solo = hungry != 0;
+                paused = solo && pr.lane() != lowest_lane(hungry);
+                t_round = t_done;
+            }
+            bool go_on = !finished && !paused;
+            node = 0;
+            lo = go_on ? t_done : INFINITY;
+            hi = go_on ? r1 : -INFINITY;
+        }
+    }
+    if (steps) *steps += visits;
+    return best;
+}
+
+#endif

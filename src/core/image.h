@@ -1,0 +1,22 @@
+/* image.h — RGBA8 images and PNG output (stb_image_write). */
+#ifndef RT_IMAGE_H
+#define RT_IMAGE_H
+
+#include "core/rt_base.h"
+
+typedef struct RtImage {
+    int w, h;
+    uint8_t *rgba; /* w*h*4, row 0 = top, sRGB-encoded */
+} RtImage;
+
+RtStatus rt_image_alloc(RtImage *img, int w, int h);
+void rt_image_free(RtImage *img);
+RtStatus rt_image_write_png(const RtImage *img, const char *path, RtError *err);
+/* Reads a PNG (for reference-image tests). */
+RtStatus rt_image_read_png(RtImage *img, const char *path, RtError *err);
+
+/* Linear [0,1] -> sRGB byte, and back. */
+uint8_t rt_linear_to_srgb8(float c);
+float rt_srgb8_to_linear(uint8_t c);
+
+#endif

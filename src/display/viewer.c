@@ -1,0 +1,641 @@
+/* viewer.c — the interactive window: one loop iteration per frame runs the
+ * pipeline (animate -> build -> trace -> display) on the current camera and
+ * variants, times each stage for the HUD, then handles the keys and the
+ * mouse. All state lives in one RtViewer reached through GLFW's window user
+ * pointer. */
+#include <GL/glew.h>
+#include <GLFW/glfw3.h>
+
+#include "display/viewer.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "display/gl_display.h"
+#include "app/gpu_pipeline.h"
+#include "app/headless.h"
+#include "display/hud.h"
+
+/* Window size without --size: small enough that the CPU backend stays
+ * interactive on a two-core machine. */
+#define VIEW_DEFAULT_W 640
+#define VIEW_DEFAULT_H 360
+/* Camera feel. Speeds are in scene units per second, derived from the scene's
+ * size, so a 1-unit bunny and a 30-unit Sponza fly alike. */
+#define VIEW_SPEED_PER_DIAGONAL 0.2f  /* default speed: a fifth of the bounds' diagonal per second */
+#define VIEW_FAST 4.0f                /* Shift */
+#define VIEW_WHEEL_STEP 1.25f         /* speed factor per wheel notch */
+#define VIEW_MOUSE_RAD_PER_PX 0.004f
+#define VIEW_ORBIT_RAD_PER_S 1.2f     /* A/D/Q/E in orbit mode */
+#define VIEW_MIN_ORBIT_FRACTION 0.01f /* closest orbit distance, of the diagonal */
+/* Keeps the view direction off the up axis, where camera.h has no basis. */
+#define VIEW_MAX_UP_DOT 0.995f
+/* A frame slower than this (a stall, a breakpoint) moves the camera as if it
+ * took this long. */
+#define VIEW_MAX_DT_S 1.0
+#define VIEW_MESSAGE_MS 4000.0
+/* N steps the animation by one frame of a 30 Hz animation; [ ] halve and
+ * double its speed within these bounds. */
+#define VIEW_STEP_S (1.0 / 30.0)
+#define VIEW_SPEED_MIN 1.0f / 64.0f
+#define VIEW_SPEED_MAX 64.0f
+
+enum { MOVE_FWD, MOVE_BACK, MOVE_LEFT, MOVE_RIGHT, MOVE_DOWN, MOVE_UP };
+
+typedef struct RtViewer {
+    RtOptions opt;            /* the live settings: variant keys change them */
+    RtScene scene;
+    RtSceneFrame moment;      /* CPU backend: the scene at anim_t */
+    RtGpuPipeline *gpu;       /* GPU backend (animate, build, trace on the device); NULL = none */
+    int use_gpu;              /* G toggles between the GPU and the CPU reference */
+    char gpu_off[RT_ERROR_MAX]; /* why there is no GPU backend */
+    RtGpuFrameStats gstats;   /* the last GPU frame */
+    double anim_t, anim_t0, anim_t1; /* scene time and its range (looped) */
+    int paused, dynamic;
+    float anim_speed;
+    int follow_scene_camera;  /* the scene animates the camera and the user has not flown yet */
+    RtTriArrays tris;
+    RtKdTree tree;
+    RtKdStats kd_stats;
+    RtRenderStats rstats;
+    RtImage frame;
+    GLFWwindow *win;
+    RtGlDisplay *display;
+    RtHud *hud;
+
+    RtCamera home, cam;       /* R returns to home (the scene's or --camera) */
+    RtVec3 centre;            /* orbit centre: the scene bounds' centre */
+    float diagonal, speed;
+    int orbit;
+
+    unsigned held, tapped;    /* 1 << MOVE_*: keys down now / pressed since the last frame */
+    int looking;              /* right button down: mouse deltas turn the camera */
+    double mouse_x, mouse_y, look_dx, look_dy, wheel;
+
+    int show_hud, show_help, vsync, want_screenshot;
+    char message[256];
+    double message_until;
+    char scene_name[128], backend[160], display_desc[RT_ERROR_MAX + 64];
+} RtViewer;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+static void say(RtViewer *v, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v->message, sizeof v->message, fmt, ap);
+    va_end(ap);
+    v->message_until = rt_now_ms() + VIEW_MESSAGE_MS;
+    RT_INFO("VIEW", "%s", v->message);
+}
+
+/* ---- camera ---------------------------------------------------------------- */
+
+/* Rodrigues: p rotated by angle a (radians) about the unit axis k. */
+static RtVec3 rotate(RtVec3 p, RtVec3 k, float a)
+{
+    float c = cosf(a), s = sinf(a);
+    return v3_add(v3_add(v3_scale(p, c), v3_scale(v3_cross(k, p), s)), v3_scale(k, v3_dot(k, p) * (1 - c)));
+}
+
+/* Turns the view direction d by yaw about up and pitch about right; a pitch
+ * that would reach the up axis is dropped. */
+static RtVec3 turn(RtVec3 d, RtVec3 up, RtVec3 right, float yaw, float pitch)
+{
+    d = rotate(d, up, yaw);
+    right = rotate(right, up, yaw);
+    RtVec3 p = rotate(d, right, pitch);
+    return fabsf(v3_dot(v3_norm(p), up)) < VIEW_MAX_UP_DOT ? p : d;
+}
+
+static void camera_update(RtViewer *v, float dt)
+{
+    unsigned keys = v->held | v->tapped;
+    v->tapped = 0;
+    float f = (float)(!!(keys & 1u << MOVE_FWD) - !!(keys & 1u << MOVE_BACK));
+    float r = (float)(!!(keys & 1u << MOVE_RIGHT) - !!(keys & 1u << MOVE_LEFT));
+    float u = (float)(!!(keys & 1u << MOVE_UP) - !!(keys & 1u << MOVE_DOWN));
+    int fast = glfwGetKey(v->win, GLFW_KEY_LEFT_SHIFT) == GLFW_PRESS ||
+               glfwGetKey(v->win, GLFW_KEY_RIGHT_SHIFT) == GLFW_PRESS;
+    float step = v->speed * dt * (fast ? VIEW_FAST : 1.0f);
+    float yaw = -(float)v->look_dx * VIEW_MOUSE_RAD_PER_PX, pitch = -(float)v->look_dy * VIEW_MOUSE_RAD_PER_PX;
+    v->look_dx = v->look_dy = 0;
+    /* no input, no arithmetic: the camera stays bit-identical, so C prints
+     * exactly the --camera it was started with */
+    if (!keys && yaw == 0 && pitch == 0) return;
+    v->follow_scene_camera = 0; /* the user flies from here */
+
+    RtCamera *c = &v->cam;
+    RtCameraBasis b = rt_camera_basis(*c, 1, 1); /* handles an up parallel to the view */
+    RtVec3 up = v3_norm(c->up), right = v3_norm(b.right);
+    if (!v->orbit) {
+        /* the look-at point keeps its distance, so C prints a sensible one */
+        float dist = v3_len(v3_sub(c->look, c->pos));
+        RtVec3 d = v3_add(v3_add(v3_scale(b.fwd, f), v3_scale(right, r)), v3_scale(up, u));
+        c->pos = v3_add(c->pos, v3_scale(d, step));
+        RtVec3 fwd = turn(b.fwd, up, right, yaw, pitch);
+        c->look = v3_add(c->pos, v3_scale(v3_norm(fwd), dist > 0 ? dist : 1.0f));
+        return;
+    }
+    /* orbit: the camera circles the scene centre and looks at it */
+    float turn_step = VIEW_ORBIT_RAD_PER_S * dt * (fast ? VIEW_FAST : 1.0f);
+    yaw += -r * turn_step;
+    pitch += u * turn_step;
+    RtVec3 off = v3_sub(c->pos, v->centre);
+    float dist = v3_len(off) - f * step, min_dist = VIEW_MIN_ORBIT_FRACTION * v->diagonal;
+    if (dist < min_dist) dist = min_dist;
+    RtVec3 dir = turn(v3_scale(b.fwd, -1.0f), up, right, yaw, -pitch);
+    c->pos = v3_add(v->centre, v3_scale(v3_norm(dir), dist));
+    c->look = v->centre;
+}
+
+/* ---- animation ------------------------------------------------------------------ */
+
+/* Moves scene time by dt seconds (already scaled by the speed), looping over
+ * the animation's range. */
+static void advance_time(RtViewer *v, double dt)
+{
+    if (!v->dynamic) return;
+    v->anim_t += dt;
+    double len = v->anim_t1 - v->anim_t0;
+    if (len > 0 && (v->anim_t > v->anim_t1 || v->anim_t < v->anim_t0))
+        v->anim_t = v->anim_t0 + fmod(fmod(v->anim_t - v->anim_t0, len) + len, len);
+}
+
+/* The scene's own camera at time t: BART's `k camera` (aff.md section 7)
+ * puts the eye on the track's translation and turns it with its rotation;
+ * without such a track, the scene's static camera. */
+static RtCamera scene_camera_at(const RtScene *s, float t)
+{
+    RtCamera c = s->camera;
+    int32_t ct = s->anim.camera_track;
+    if (ct < 0 || (uint32_t)ct >= s->anim.track_count) return c;
+    const RtAnimTrack *tr = &s->anim.tracks[ct];
+    float m[12];
+    rt_anim_track_matrix(tr, t, m);
+    if (tr->transl.count) c.pos = v3(m[3], m[7], m[11]);
+    if (tr->rot.count) {
+        RtVec3 dir = v3(-m[2], -m[6], -m[10]); /* -(third column) */
+        c.up = v3(m[1], m[5], m[9]);           /* second column */
+        c.look = v3_add(c.pos, dir);
+    } else if (tr->transl.count) {
+        c.look = v3_add(c.pos, v3_sub(s->camera.look, s->camera.pos));
+    }
+    return c;
+}
+
+/* ---- input ------------------------------------------------------------------ */
+
+static int move_of(int key)
+{
+    switch (key) {
+    case GLFW_KEY_W: return MOVE_FWD;
+    case GLFW_KEY_S: return MOVE_BACK;
+    case GLFW_KEY_A: return MOVE_LEFT;
+    case GLFW_KEY_D: return MOVE_RIGHT;
+    case GLFW_KEY_Q: return MOVE_DOWN;
+    case GLFW_KEY_E: return MOVE_UP;
+    default: return -1;
+    }
+}
+
+static void cycle_variant(RtViewer *v, RtVariantGroupId g, int dir)
+{
+    const RtVariantGroup *grp = &rt_variant_groups[g];
+    if (rt_variant_cycle(&v->opt, g, dir) != RT_OK) {
+        say(v, "%s: unavailable (%s)", grp->name, grp->unavailable);
+        return;
+    }
+    int value = rt_variant_get(&v->opt, g);
+    const char *name = rt_variant_value_name(g, value);
+    say(v, "%s: %s", grp->name, name ? name : "?");
+}
+
+static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
+{
+    (void)scancode;
+    RtViewer *v = glfwGetWindowUserPointer(w);
+    int m = move_of(key);
+    if (m >= 0) {
+        /* a press counts for at least one frame, so a tap shorter than a
+         * frame still moves the camera */
+        if (action == GLFW_PRESS) v->held |= 1u << m, v->tapped |= 1u << m;
+        else if (action == GLFW_RELEASE) v->held &= ~(1u << m);
+        return;
+    }
+    if (action != GLFW_PRESS) return;
+    for (int g = 0; g < RT_VAR_COUNT; g++)
+        if (key == rt_variant_groups[g].key) { /* 'A'..'Z', '0'..'9' are GLFW's key codes */
+            cycle_variant(v, (RtVariantGroupId)g, mods & GLFW_MOD_SHIFT ? -1 : 1);
+            return;
+        }
+    char buf[512];
+    switch (key) {
+    case GLFW_KEY_ESCAPE: glfwSetWindowShouldClose(w, GLFW_TRUE); break;
+    case GLFW_KEY_F1: v->show_help = !v->show_help, v->show_hud |= v->show_help; break;
+    case GLFW_KEY_H: v->show_hud = !v->show_hud, v->show_help = 0; break;
+    case GLFW_KEY_F12: v->want_screenshot = 1; break;
+    case GLFW_KEY_V:
+        v->vsync = !v->vsync;
+        glfwSwapInterval(v->vsync);
+        say(v, "vsync %s", v->vsync ? "on" : "off");
+        break;
+    case GLFW_KEY_O:
+        v->orbit = !v->orbit;
+        if (v->orbit) {
+            /* a camera at the centre has no direction to circle in: step back */
+            RtVec3 fwd = rt_camera_basis(v->cam, 1, 1).fwd;
+            if (v3_len(v3_sub(v->cam.pos, v->centre)) < VIEW_MIN_ORBIT_FRACTION * v->diagonal)
+                v->cam.pos = v3_sub(v->centre, v3_scale(fwd, 0.5f * v->diagonal));
+            v->cam.look = v->centre;
+        }
+        say(v, "camera: %s", v->orbit ? "orbit around the scene centre" : "fly");
+        break;
+    case GLFW_KEY_R:
+        v->cam = v->home;
+        v->orbit = 0;
+        v->tapped = 0; /* a tap earlier in this batch of events moves nothing now */
+        say(v, "camera: reset to the scene's");
+        break;
+    case GLFW_KEY_C:
+        rt_camera_format(&v->cam, buf, sizeof buf);
+        printf("--camera %s\n", buf);
+        fflush(stdout);
+        say(v, "camera printed to stdout");
+        break;
+    case GLFW_KEY_P:
+        v->paused = !v->paused;
+        say(v, "animation %s at t = %.3f s%s", v->paused ? "paused" : "playing", v->anim_t,
+            v->dynamic ? "" : " (nothing moves in this scene)");
+        break;
+    case GLFW_KEY_N:
+        v->paused = 1;
+        advance_time(v, VIEW_STEP_S);
+        say(v, "animation: step to t = %.3f s", v->anim_t);
+        break;
+    case GLFW_KEY_LEFT_BRACKET: case GLFW_KEY_RIGHT_BRACKET:
+        v->anim_speed *= key == GLFW_KEY_RIGHT_BRACKET ? 2.0f : 0.5f;
+        if (v->anim_speed < VIEW_SPEED_MIN) v->anim_speed = VIEW_SPEED_MIN;
+        if (v->anim_speed > VIEW_SPEED_MAX) v->anim_speed = VIEW_SPEED_MAX;
+        say(v, "animation speed x%g", v->anim_speed);
+        break;
+    case GLFW_KEY_G:
+        if (!v->gpu) {
+            say(v, "backend: GPU unavailable (%s)", v->gpu_off);
+            break;
+        }
+        v->use_gpu = !v->use_gpu;
+        say(v, "backend: %s", v->use_gpu ? "GPU" : "CPU reference");
+        break;
+    default: break;
+    }
+}
+
+static void on_mouse_button(GLFWwindow *w, int button, int action, int mods)
+{
+    (void)mods;
+    RtViewer *v = glfwGetWindowUserPointer(w);
+    if (button != GLFW_MOUSE_BUTTON_RIGHT) return;
+    v->looking = action == GLFW_PRESS;
+    /* a captured cursor gives unbounded deltas; read the position after
+     * the mode change so its warp is not taken for a movement */
+    glfwSetInputMode(w, GLFW_CURSOR, v->looking ? GLFW_CURSOR_DISABLED : GLFW_CURSOR_NORMAL);
+    glfwGetCursorPos(w, &v->mouse_x, &v->mouse_y);
+}
+
+static void on_cursor(GLFWwindow *w, double x, double y)
+{
+    RtViewer *v = glfwGetWindowUserPointer(w);
+    if (v->looking) {
+        v->look_dx += x - v->mouse_x;
+        v->look_dy += y - v->mouse_y;
+    }
+    v->mouse_x = x;
+    v->mouse_y = y;
+}
+
+static void on_scroll(GLFWwindow *w, double dx, double dy)
+{
+    (void)dx;
+    RtViewer *v = glfwGetWindowUserPointer(w);
+    v->speed *= powf(VIEW_WHEEL_STEP, (float)dy);
+    say(v, "camera speed %.3g units/s", v->speed);
+}
+
+static void on_focus(GLFWwindow *w, int focused)
+{
+    RtViewer *v = glfwGetWindowUserPointer(w);
+    if (!focused) v->held = 0; /* releases go elsewhere: no key may stay stuck */
+}
+
+/* ---- set-up ----------------------------------------------------------------- */
+
+static RtStatus no_window(RtError *err, const char *what)
+{
+    const char *desc = NULL;
+    glfwGetError(&desc);
+    return rt_fail(err, RT_ERR_UNSUPPORTED,
+                   "APP: cannot open a window: %s (%s). The viewer needs an X display with OpenGL 3.3; "
+                   "run with --headless to render to PNG without one",
+                   what, desc ? desc : "no details");
+}
+
+static RtStatus open_window(RtViewer *v, RtError *err)
+{
+    if (!glfwInit()) return no_window(err, "GLFW cannot start");
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+    glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+    glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+    glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+    glfwWindowHint(GLFW_RESIZABLE, GLFW_TRUE);
+    int w = v->opt.size_given ? v->opt.width : VIEW_DEFAULT_W;
+    int h = v->opt.size_given ? v->opt.height : VIEW_DEFAULT_H;
+    char title[256];
+    snprintf(title, sizeof title, "rtviewer \xe2\x80\x94 %s", v->scene_name); /* UTF-8 em dash */
+    v->win = glfwCreateWindow(w, h, title, NULL, NULL);
+    if (!v->win) return no_window(err, "no OpenGL 3.3 core context");
+    glfwSetWindowUserPointer(v->win, v);
+    glfwMakeContextCurrent(v->win);
+    glewExperimental = GL_TRUE; /* core profiles need it for GLEW to load everything */
+    GLenum ge = glewInit();
+    if (ge != GLEW_OK)
+        return rt_fail(err, RT_ERR_UNSUPPORTED, "GL: GLEW cannot load OpenGL: %s", (const char *)glewGetErrorString(ge));
+    while (glGetError() != GL_NO_ERROR) {} /* glewInit may leave GL_INVALID_ENUM behind */
+    glfwSwapInterval(v->vsync);
+    glfwSetKeyCallback(v->win, on_key);
+    glfwSetMouseButtonCallback(v->win, on_mouse_button);
+    glfwSetCursorPosCallback(v->win, on_cursor);
+    glfwSetScrollCallback(v->win, on_scroll);
+    glfwSetWindowFocusCallback(v->win, on_focus);
+    RT_INFO("GL", "%s, OpenGL %s, window %dx%d", glGetString(GL_RENDERER), glGetString(GL_VERSION), w, h);
+    return RT_OK;
+}
+
+/* The GPU backend when there is a usable GPU and no --cpu; the CPU reference
+ * renderer otherwise (and on G). */
+static void open_backend(RtViewer *v, int w, int h)
+{
+    RtError gerr = {0};
+    if (v->opt.cpu) {
+        snprintf(v->gpu_off, sizeof v->gpu_off, "--cpu");
+    } else if (rt_gpu_pipeline_create(&v->scene, w, h, &v->gpu, &gerr) != RT_OK) {
+        snprintf(v->gpu_off, sizeof v->gpu_off, "%s", gerr.msg);
+        v->gpu = NULL;
+    }
+    v->use_gpu = v->gpu != NULL;
+    if (v->gpu) RT_INFO("APP", "backend: GPU (%s); G switches to the CPU reference", rt_gpu_pipeline_device_name(v->gpu));
+    else RT_INFO("APP", "backend: CPU (%s)", v->gpu_off);
+}
+
+static void describe_backend(RtViewer *v)
+{
+    int threads = v->opt.render.threads ? v->opt.render.threads : rt_thread_count();
+    if (v->use_gpu)
+        snprintf(v->backend, sizeof v->backend, "GPU backend (%s)", rt_gpu_pipeline_device_name(v->gpu));
+    else
+        snprintf(v->backend, sizeof v->backend, "CPU backend, %d thread%s", threads, threads == 1 ? "" : "s");
+}
+
+static void describe_display(RtViewer *v)
+{
+    const char *why = NULL;
+    if (rt_gl_display_interop(v->display, &why))
+        snprintf(v->display_desc, sizeof v->display_desc, "PBO written by CUDA (CUDA-GL interop)");
+    else
+        snprintf(v->display_desc, sizeof v->display_desc, "PBO from host memory (interop off: %s)", why);
+}
+
+static RtStatus setup(RtViewer *v, const RtOptions *o, RtError *err)
+{
+    v->opt = *o;
+    v->vsync = o->vsync;
+    v->show_hud = 1;
+    rt_scene_init(&v->scene);
+    const char *base = o->scene_path ? strrchr(o->scene_path, '/') : NULL;
+    snprintf(v->scene_name, sizeof v->scene_name, "%s",
+             o->scene_path ? (base ? base + 1 : o->scene_path) : "default scene");
+
+    RtStatus st = open_window(v, err);
+    if (st != RT_OK) return st;
+    if ((st = rt_app_load_scene(o, &v->scene, err)) != RT_OK) return st;
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
+    open_backend(v, fb_w > 0 ? fb_w : 1, fb_h > 0 ? fb_h : 1);
+
+    float t0, t1;
+    rt_scene_time_range(&v->scene, &t0, &t1);
+    v->anim_t0 = t0;
+    v->anim_t1 = t1;
+    v->dynamic = rt_anim_is_dynamic(&v->scene.anim);
+    v->anim_t = o->has_time ? o->time : t0;
+    v->paused = o->paused;
+    v->anim_speed = o->speed;
+    v->follow_scene_camera = !o->has_camera && v->scene.anim.camera_track >= 0;
+    v->home = o->has_camera ? o->camera : scene_camera_at(&v->scene, (float)v->anim_t);
+    v->cam = v->home;
+    RtAabb bounds = rt_scene_bounds(&v->scene);
+    v->centre = v3_scale(v3_add(bounds.lo, bounds.hi), 0.5f);
+    v->diagonal = v3_len(v3_sub(bounds.hi, bounds.lo));
+    if (!(v->diagonal > 0) || !isfinite(v->diagonal)) v->diagonal = 1.0f;
+    v->speed = VIEW_SPEED_PER_DIAGONAL * v->diagonal;
+
+    if ((st = rt_gl_display_create(o->interop, &v->display, err)) != RT_OK) return st;
+    return rt_hud_create(&v->hud, err);
+}
+
+static void teardown(RtViewer *v)
+{
+    if (v->win) {
+        glfwMakeContextCurrent(v->win);
+        rt_hud_destroy(v->hud);
+        rt_gl_display_destroy(v->display);
+        glfwDestroyWindow(v->win);
+    }
+    glfwTerminate();
+    rt_gpu_pipeline_destroy(v->gpu);
+    rt_scene_frame_free(&v->moment);
+    rt_image_free(&v->frame);
+    rt_kd_tree_free(&v->tree);
+    rt_tri_arrays_free(&v->tris);
+    rt_scene_free(&v->scene);
+}
+
+/* ---- the frame ---------------------------------------------------------------- */
+
+/* The GPU backend: animate, build and trace on the device, the image
+ * straight into the mapped PBO (or read back when interop is off). */
+static RtStatus frame_gpu(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError *err)
+{
+    RtKdGpuParams kp = rt_options_kd_gpu(&v->opt);
+    RtTraceParams tp = rt_options_trace_gpu(&v->opt);
+    unsigned char *dev = NULL;
+    RtStatus st = rt_gl_display_map(v->display, &dev, err);
+    if (st != RT_OK) return st;
+    st = rt_gpu_pipeline_frame(v->gpu, &v->scene, (float)v->anim_t, &v->cam, &kp, &tp, dev, fb_w, fb_h,
+                               dev ? NULL : &v->frame, &v->gstats, err);
+    if (dev) {
+        RtStatus su = rt_gl_display_unmap(v->display, err);
+        if (st == RT_OK) st = su;
+    } else if (st == RT_OK) {
+        st = rt_gl_display_upload(v->display, &v->frame, err);
+    }
+    if (st != RT_OK) return st;
+    const RtGpuFrameStats *g = &v->gstats;
+    t->stage_ms[RT_STAGE_ANIMATE] = g->animate_ms;
+    t->stage_ms[RT_STAGE_BUILD] = g->build.gpu_ms > 0 ? g->build.gpu_ms : g->build.build_ms;
+    t->stage_ms[RT_STAGE_TRACE] = g->trace.ms;
+    v->rstats.primary_rays = g->trace.primary_rays;
+    v->rstats.shadow_rays = g->trace.shadow_rays;
+    v->rstats.reflection_rays = g->trace.reflection_rays;
+    v->kd_stats.triangles = g->build.triangles;
+    v->kd_stats.nodes = g->build.nodes;
+    v->kd_stats.leaves = g->build.leaves;
+    v->kd_stats.references = g->build.references;
+    v->kd_stats.sah_cost = 0; /* not computed per frame on the GPU (the benchmark does) */
+    return RT_OK;
+}
+
+/* The CPU reference backend: the scene at anim_t on the host, the oracle's
+ * builder and renderer, the image through the PBO. */
+static RtStatus frame_cpu(RtViewer *v, RtFrameTimes *t, RtError *err)
+{
+    double t0 = rt_now_ms();
+    /* animate: the scene's vertices at this frame's time, flattened for the
+     * builder and the renderer */
+    RtStatus st = rt_scene_frame_at(&v->scene, (float)v->anim_t, &v->moment, err);
+    if (st != RT_OK) return st;
+    uint32_t degenerate = 0;
+    if ((st = rt_tri_arrays_update(&v->moment.view, &v->tris, &degenerate)) != RT_OK)
+        return rt_fail(err, st, "APP: out of memory flattening %u triangles", v->scene.tri_count);
+    double t1 = rt_now_ms();
+    /* build: from scratch every frame, as a dynamic scene needs (into the
+     * previous frame's arrays, so no allocation per frame) */
+    if (!v->opt.render.brute_force &&
+        (st = rt_kd_build_cpu(&v->opt.kd, &v->tris, &v->tree, &v->kd_stats, err)) != RT_OK)
+        return st;
+    double t2 = rt_now_ms();
+    st = rt_render_cpu(&v->moment.view, &v->tris, v->opt.render.brute_force ? NULL : &v->tree, &v->cam,
+                       &v->opt.render, &v->frame, NULL, &v->rstats, err);
+    if (st != RT_OK) return st;
+    double t3 = rt_now_ms();
+    if ((st = rt_gl_display_upload(v->display, &v->frame, err)) != RT_OK) return st;
+    t->stage_ms[RT_STAGE_ANIMATE] = t1 - t0;
+    t->stage_ms[RT_STAGE_BUILD] = t2 - t1;
+    t->stage_ms[RT_STAGE_TRACE] = t3 - t2;
+    return RT_OK;
+}
+
+/* One pass of the pipeline into the window's back buffer; times in t. */
+static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError *err)
+{
+    RtStatus st;
+    if (fb_w != v->frame.w || fb_h != v->frame.h) {
+        rt_image_free(&v->frame);
+        if (rt_image_alloc(&v->frame, fb_w, fb_h) != RT_OK)
+            return rt_fail(err, RT_ERR_OOM, "APP: out of memory for a %dx%d frame", fb_w, fb_h);
+        if ((st = rt_gl_display_resize(v->display, fb_w, fb_h, err)) != RT_OK) return st;
+    }
+    if (v->follow_scene_camera) v->cam = scene_camera_at(&v->scene, (float)v->anim_t);
+    describe_backend(v);
+    st = v->use_gpu ? frame_gpu(v, fb_w, fb_h, t, err) : frame_cpu(v, t, err);
+    if (st != RT_OK) return st;
+    double t3 = rt_now_ms();
+    if ((st = rt_gl_display_draw(v->display, fb_w, fb_h, err)) != RT_OK) return st;
+    if (v->show_hud) {
+        describe_display(v);
+        char anim[128];
+        if (v->dynamic)
+            snprintf(anim, sizeof anim, "t %.2f s of %.3g..%.3g  x%g%s", v->anim_t, v->anim_t0, v->anim_t1,
+                     v->anim_speed, v->paused ? "  PAUSED" : "");
+        else
+            snprintf(anim, sizeof anim, "static scene");
+        RtHudInfo info = {
+            .scene = v->scene_name,
+            .backend = v->backend,
+            .gpu_stages = NULL,
+            .display = v->display_desc,
+            .gl_renderer = rt_gl_display_renderer(v->display),
+            .width = fb_w,
+            .height = fb_h,
+            .vsync = v->vsync,
+            .orbit = v->orbit,
+            .speed = v->speed,
+            .rays = v->rstats.primary_rays + v->rstats.shadow_rays + v->rstats.reflection_rays,
+            .trace_ms = t->stage_ms[RT_STAGE_TRACE],
+            .triangles = v->scene.tri_count,
+            .kd = v->opt.render.brute_force && !v->use_gpu ? NULL : &v->kd_stats,
+            .kd_gpu = v->use_gpu ? &v->gstats.build : NULL,
+            .gpu_variants = v->use_gpu,
+            .anim = anim,
+            .opt = &v->opt,
+            .message = rt_now_ms() < v->message_until ? v->message : NULL,
+            .show_help = v->show_help,
+        };
+        if ((st = rt_hud_draw(v->hud, &info, fb_w, fb_h, err)) != RT_OK) return st;
+    }
+    double t4 = rt_now_ms();
+    t->stage_ms[RT_STAGE_DISPLAY] = t4 - t3;
+    return RT_OK;
+}
+
+static void screenshot(RtViewer *v, int fb_w, int fb_h)
+{
+    char path[4096];
+    RtError err = {0};
+    v->want_screenshot = 0;
+    if (rt_gl_screenshot(fb_w, fb_h, v->opt.screenshot_dir, path, sizeof path, &err) != RT_OK) {
+        say(v, "screenshot failed: %s", err.msg);
+        return;
+    }
+    printf("screenshot: %s\n", path);
+    fflush(stdout);
+    say(v, "screenshot: %s", path);
+}
+
+RtStatus rt_viewer_run(const RtOptions *o, RtError *err)
+{
+    RtViewer *v = calloc(1, sizeof *v);
+    if (!v) return rt_fail(err, RT_ERR_OOM, "APP: out of memory");
+    RtStatus st = setup(v, o, err);
+    int interop = -1; /* as last announced */
+    double last_update = rt_now_ms(), last_end = last_update;
+    while (st == RT_OK && !glfwWindowShouldClose(v->win)) {
+        glfwPollEvents();
+        int fb_w = 0, fb_h = 0;
+        glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
+        if (fb_w <= 0 || fb_h <= 0 || glfwGetWindowAttrib(v->win, GLFW_ICONIFIED)) {
+            /* minimised: nothing to draw into; sleep until something happens */
+            glfwWaitEvents();
+            last_update = last_end = rt_now_ms();
+            continue;
+        }
+        double now = rt_now_ms(), dt = (now - last_update) / 1000.0;
+        last_update = now;
+        camera_update(v, (float)(dt < VIEW_MAX_DT_S ? dt : VIEW_MAX_DT_S));
+        if (!v->paused) advance_time(v, (dt < VIEW_MAX_DT_S ? dt : VIEW_MAX_DT_S) * v->anim_speed);
+        RtFrameTimes t = {0};
+        if ((st = frame(v, fb_w, fb_h, &t, err)) != RT_OK) break;
+        if (v->want_screenshot) screenshot(v, fb_w, fb_h);
+        glfwSwapBuffers(v->win);
+        double end = rt_now_ms();
+        t.frame_ms = end - last_end;
+        last_end = end;
+        rt_hud_record(v->hud, end, &t);
+        /* interop is known once the first frame registered the PBO; say it
+         * once, and again only if it fails later */
+        const char *why = NULL;
+        int on = rt_gl_display_interop(v->display, &why);
+        if (on != interop) {
+            if (on) say(v, "interop: on (CUDA-GL PBO)");
+            else say(v, "interop: off (%s)", why);
+            interop = on;
+        }
+    }
+    teardown(v);
+    free(v);
+    return st;
+}

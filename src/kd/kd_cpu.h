@@ -1,0 +1,90 @@
+/* kd_cpu.h — the CPU reference kd-tree: an O(N log N) SAH builder with exact
+ * triangle clipping ("perfect splits", Wald & Havran 2006), multi-threaded,
+ * and a CPU traversal of the shared layout (kd_layout.h). It is the quality
+ * anchor for the GPU builders and the oracle of the tests. */
+#ifndef RT_KD_CPU_H
+#define RT_KD_CPU_H
+
+#include "core/isect.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct RtKdCpuParams {
+    float c_trav;      /* SAH traversal cost, Wald & Havran 2006 use K_T = 15 vs K_I = 20; default 1.0 */
+    float c_isect;     /* SAH intersection cost per triangle; default 1.5 (K_I/K_T of W&H) */
+    float empty_bonus; /* lambda: cost bonus for cutting off empty space, W&H 0.8 -> (1 - 0.2); default 0.2 */
+    int max_depth;     /* 0 = 8 + 1.3 log2(N) (pbrt's rule) */
+    int max_leaf;      /* never split below this many triangles; default 1 */
+    int threads;       /* 0 = rt_thread_count() */
+} RtKdCpuParams;
+
+RtKdCpuParams rt_kd_cpu_params_default(void);
+
+/* Builds a tree over tris (degenerate triangles, those with zero Woop rows or
+ * non-finite vertices, are left out). The tree's arrays are host memory
+ * owned by the tree (rt_kd_tree_free). stats may be NULL. */
+RtStatus rt_kd_build_cpu(const RtKdCpuParams *p, const RtTriArrays *tris, RtKdTree *tree,
+                         RtKdStats *stats, RtError *err);
+void rt_kd_tree_free(RtKdTree *tree);
+
+/* Fills the stats that depend on the tree alone (nodes, leaves, empty leaves,
+ * depth, references, average triangles per leaf, SAH cost). Works for a tree
+ * from any builder (copied to host). */
+void rt_kd_tree_stats(const RtKdTree *tree, float c_trav, float c_isect, RtKdStats *stats);
+
+/* Closest hit in [tmin, tmax] by kd traversal (tie rules of kd_layout.h).
+ * use_woop selects Woop (1) or Moller-Trumbore (0). Returns 1 on a hit.
+ * steps (may be NULL) counts visited nodes, for heatmaps. */
+int rt_kd_closest_hit(const RtKdTree *tree, const RtTriArrays *tris, RtRay ray, float tmin,
+                      float tmax, int use_woop, RtHit *hit, uint32_t *steps);
+/* Any hit in [tmin, tmax] (shadow rays). The filter, when non-NULL, may
+ * reject a hit (alpha-tested cutouts); the same filter is used by the
+ * closest-hit variant below. */
+typedef int (*RtHitFilter)(const void *ctx, uint32_t tri, float u, float v);
+int rt_kd_closest_hit_filtered(const RtKdTree *tree, const RtTriArrays *tris, RtRay ray,
+                               float tmin, float tmax, int use_woop, RtHitFilter filter,
+                               const void *ctx, RtHit *hit, uint32_t *steps);
+int rt_kd_any_hit(const RtKdTree *tree, const RtTriArrays *tris, RtRay ray, float tmin,
+                  float tmax, RtHitFilter filter, const void *ctx);
+
+/* Brute force over every triangle: the oracle for the tree. */
+int rt_brute_closest_hit(const RtTriArrays *tris, RtRay ray, float tmin, float tmax,
+                         int use_woop, RtHitFilter filter, const void *ctx, RtHit *hit);
+
+/* Checks the tree's invariants: every index in range, child cells inside the
+ * parent, every non-degenerate triangle that overlaps a leaf's cell (exact
+ * triangle/box overlap, Akenine-Moller) is referenced by that leaf, leaf
+ * boxes inside their cells. Returns RT_OK or RT_ERR_PARSE with the first
+ * violation in err. */
+RtStatus rt_kd_validate(const RtKdTree *tree, const RtTriArrays *tris, RtError *err);
+
+/* Exact triangle/AABB overlap (separating axis test, Akenine-Moller 2001). */
+int rt_tri_box_overlap(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box);
+
+/* ---- additions (kd_cpu.c family) -------------------------------------- */
+
+/* 1 when triangle i never enters a tree: a non-finite vertex or Woop row, or
+ * all-zero Woop rows (rt_tri_arrays_make's mark for zero area). The builder,
+ * the brute-force oracle and the validator share this definition. */
+int rt_kd_tri_degenerate(const RtTriArrays *tris, uint32_t i);
+
+/* Bounds of the part of triangle (v0,v1,v2) inside the closed box
+ * (Sutherland-Hodgman in double, rounded outward to float, clamped to the
+ * box): the "perfect split" box of Wald & Havran 2006. Returns 0 when the
+ * triangle misses the box. */
+int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *out);
+
+/* rt_kd_validate with options. RT_KD_VALIDATE_LOOSE_REFS accepts references
+ * to triangles that miss their leaf's cell while their bounding box meets it
+ * (builders that split triangle boxes instead of clipping triangles, e.g.
+ * Zhou et al. 2008's large-node stage); rt_kd_validate is flags = 0. */
+#define RT_KD_VALIDATE_LOOSE_REFS 1u
+RtStatus rt_kd_validate_flags(const RtKdTree *tree, const RtTriArrays *tris, unsigned flags,
+                              RtError *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

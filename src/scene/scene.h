@@ -1,0 +1,161 @@
+/* scene.h — the scene model every loader fills and every stage reads:
+ * indexed triangle meshes with per-vertex normal and UV, materials (MTL
+ * semantics), textures (RGBA8, loaded with stb_image), lights and a camera.
+ * Stage 1 of the per-frame pipeline (load -> animate -> build -> trace ->
+ * display). docs/formats.md describes the file formats. */
+#ifndef RT_SCENE_H
+#define RT_SCENE_H
+
+#include "anim/anim.h"
+#include "kd/kd_layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct RtVertex {
+    RtVec3 p;      /* position */
+    RtVec3 n;      /* unit shading normal */
+    float u, v;    /* texture coordinates (0,0 when the file has none) */
+} RtVertex;
+
+typedef struct RtTriangle {
+    uint32_t v[3];     /* into RtScene.verts */
+    int32_t material;  /* into RtScene.mats; -1 = the default grey material */
+    uint32_t object;   /* into RtScene.objects */
+} RtTriangle;
+
+typedef struct RtTexture {
+    char *path;        /* as resolved on disk */
+    int w, h;
+    uint8_t *rgba;     /* w*h*4 bytes, row 0 = top of the image, sRGB-encoded */
+} RtTexture;
+
+/* MTL semantics; colors are linear RGB. */
+typedef struct RtMaterial {
+    char name[64];
+    RtVec3 kd, ks, ke; /* diffuse, specular, emission */
+    float ns;          /* Phong exponent */
+    float ni;          /* index of refraction (1 = none) */
+    float d;           /* opacity: 1 opaque, < 1 transmits (refraction when illum 4/6/7) */
+    int illum;         /* MTL illumination model, kept for the tracers */
+    float reflect;     /* mirror reflectivity 0..1: MTL illum 3/5/7 -> max(Ks); .scene "reflect" */
+    int32_t map_kd;    /* texture index or -1 */
+    int32_t map_d;     /* alpha-mask texture index or -1 (texel alpha, else luminance, < 0.5 = hole) */
+} RtMaterial;
+
+typedef enum { RT_LIGHT_POINT = 0, RT_LIGHT_DIRECTIONAL = 1 } RtLightType;
+typedef struct RtLight {
+    RtLightType type;
+    RtVec3 v;          /* point: position; directional: unit direction TOWARD the light */
+    RtVec3 color;      /* linear RGB radiance scale */
+} RtLight;
+
+/* Pinhole camera, the same model for the CPU and GPU paths (camera.h). */
+typedef struct RtCamera {
+    RtVec3 pos, look, up;
+    float fov_y;       /* vertical field of view, degrees */
+} RtCamera;
+
+typedef struct RtObject {
+    char name[64];     /* OBJ o/g name, PLY/.scene mesh name */
+    uint32_t first_tri, tri_count;
+} RtObject;
+
+typedef struct RtScene {
+    RtVertex *verts;      uint32_t vert_count, vert_cap;
+    RtTriangle *tris;     uint32_t tri_count, tri_cap;
+    RtMaterial *mats;     uint32_t mat_count, mat_cap;
+    RtTexture *texs;      uint32_t tex_count, tex_cap;
+    RtLight *lights;      uint32_t light_count, light_cap;
+    RtObject *objects;    uint32_t object_count, object_cap;
+    RtCamera camera;
+    int has_camera;       /* 0: rt_scene_finish frames one on the bounds */
+    uint32_t zero_area;   /* degenerate triangles seen (kept, never put in a tree) */
+    char *path;           /* file it came from, or "(default)" */
+    RtAnim anim;          /* what moves (anim.h); verts of animated nodes are in node space */
+    RtVec3 background, ambient; /* linear RGB from the file (AFF b, am) when has_* */
+    int has_background, has_ambient;
+} RtScene;
+
+void rt_scene_init(RtScene *s);
+void rt_scene_free(RtScene *s);
+
+/* Loads OBJ(+MTL), PLY or .scene by extension (case-insensitive). On error
+ * returns non-OK, err->msg is "file:line: TAG: what was expected", and *s is
+ * left empty (freed). An empty scene is RT_ERR_EMPTY with a clear message. */
+RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err);
+
+/* Individual loaders append to s (so .scene can compose meshes). */
+RtStatus rt_obj_load(const char *path, RtScene *s, RtError *err);
+RtStatus rt_ply_load(const char *path, RtScene *s, RtError *err);
+RtStatus rt_scenefile_load(const char *path, RtScene *s, RtError *err);
+RtStatus rt_aff_load(const char *path, RtScene *s, RtError *err); /* BART AFF (load_aff.c) */
+
+/* Appends src's vertices, triangles, materials, textures and objects to dst,
+ * transforming positions by the row-major 3x4 matrix m (normals by its
+ * inverse transpose; m = NULL means identity). material_override >= 0
+ * replaces every triangle's material (an index into dst->mats). */
+RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
+                         int32_t material_override, RtError *err);
+
+/* Growth helpers for loaders: return the new element's index, or -1 (OOM). */
+int64_t rt_scene_add_vertex(RtScene *s, RtVertex v);
+int64_t rt_scene_add_triangle(RtScene *s, RtTriangle t);
+int64_t rt_scene_add_material(RtScene *s, const RtMaterial *m);
+int64_t rt_scene_add_light(RtScene *s, RtLight l);
+int64_t rt_scene_add_object(RtScene *s, const char *name);
+/* Appends t, taking ownership of t.path and t.rgba (freed by rt_scene_free;
+ * on -1 they stay the caller's). */
+int64_t rt_scene_add_texture(RtScene *s, RtTexture t);
+RtMaterial rt_material_default(void);
+
+/* After loading: checks for emptiness, computes missing normals (smooth),
+ * counts zero-area triangles, and frames a camera and adds a default light
+ * when the file had none. */
+RtStatus rt_scene_finish(RtScene *s, RtError *err);
+
+RtAabb rt_scene_bounds(const RtScene *s);
+
+/* Flattens the (animated) scene into the tracer's triangle arrays: 3 float4
+ * vertices and 3 Woop rows per triangle. Degenerate triangles get zero Woop
+ * rows (never hit) and are reported in *degenerate. Caller frees with
+ * rt_tri_arrays_free. */
+RtStatus rt_tri_arrays_make(const RtScene *s, RtTriArrays *out, uint32_t *degenerate);
+void rt_tri_arrays_free(RtTriArrays *a);
+/* Per frame: refills out (zeroed, or from an earlier make/update) from the
+ * scene's current vertices, reusing its memory while the triangle count
+ * stays the same. */
+RtStatus rt_tri_arrays_update(const RtScene *s, RtTriArrays *out, uint32_t *degenerate);
+
+/* ---- animation (anim.h): the scene at one moment ------------------------ */
+/* A read-only view of s at time t: `view` is a shallow copy of s whose
+ * verts (world space, normals renormalised), lights and camera are this
+ * moment's; every other array is shared with s (do not free view). Hidden
+ * subtrees (visibility channel) collapse to zero-area triangles. Reuses its
+ * own arrays between calls: zero it before the first call, free with
+ * rt_scene_frame_free. For a static scene view.verts == s->verts. */
+typedef struct RtSceneFrame {
+    RtScene view;
+    float t;
+    RtVertex *verts;  uint32_t vert_cap;
+    RtLight *lights;  uint32_t light_cap;
+    float *world;     uint32_t world_cap;   /* node matrices, 12 floats each */
+    uint8_t *visible;                       /* per node */
+} RtSceneFrame;
+RtStatus rt_scene_frame_at(const RtScene *s, float t, RtSceneFrame *f, RtError *err);
+void rt_scene_frame_free(RtSceneFrame *f);
+/* The animation's time range: [anim.t_start, anim.t_end] when given (AFF
+ * `a`), else [0, 0] (static) or [0, RT_ANIM_DEFAULT_PERIOD] for procedural
+ * motion, which the viewer loops. */
+#define RT_ANIM_DEFAULT_PERIOD 10.0f
+void rt_scene_time_range(const RtScene *s, float *t0, float *t1);
+
+/* The built-in default scene (no file needed): a project-made room with
+ * spheres, a mirror and a checker texture, camera and lights included. */
+RtStatus rt_scene_make_default(RtScene *s, RtError *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

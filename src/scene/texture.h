@@ -1,0 +1,26 @@
+/* texture.h — image textures for materials: files decoded with stb_image
+ * (PNG, JPG, TGA, BMP, PPM/PGM, ...) into RGBA8, kept in RtScene.texs and
+ * shared between materials that name the same file. */
+#ifndef RT_TEXTURE_H
+#define RT_TEXTURE_H
+
+#include "scene/scene.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Loads the image at path into s->texs (row 0 = top, sRGB-encoded RGBA8) and
+ * sets *index to it; a file already loaded (same resolved path) is reused.
+ * A missing or undecodable file is RT_ERR_IO with err saying why, and s is
+ * unchanged: loaders turn that into a warning and keep the flat colour. */
+RtStatus rt_texture_load(RtScene *s, const char *path, int32_t *index, RtError *err);
+
+/* Frees textures [count, s->tex_count) and shrinks tex_count to count: how a
+ * loader that failed half-way gives back what it added. */
+void rt_texture_truncate(RtScene *s, uint32_t count);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
