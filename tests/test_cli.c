@@ -20,7 +20,7 @@ static void cli_defaults_without_arguments(void **state)
     assert_int_equal(o.width, 1280);
     assert_int_equal(o.height, 720);
     assert_int_equal(o.frames, 1);
-    assert_int_equal(o.render.use_woop, 1);
+    assert_int_equal(o.pipe.trace.isect, RT_ISECT_WOOP);
 }
 
 static void cli_headless_options_parsed(void **state)
@@ -37,9 +37,9 @@ static void cli_headless_options_parsed(void **state)
     assert_string_equal(o.out_png, "x.png");
     assert_int_equal(o.width, 64);
     assert_int_equal(o.height, 48);
-    assert_int_equal(o.render.use_woop, 0);
-    assert_int_equal(o.render.max_bounces, 2);
-    assert_int_equal(o.render.shadows, 0);
+    assert_int_equal(o.pipe.trace.isect, RT_ISECT_MT);
+    assert_int_equal(o.pipe.trace.max_bounces, 2);
+    assert_int_equal(o.pipe.trace.shadows, 0);
 }
 
 static void cli_camera_round_trip_is_exact(void **state)
@@ -70,12 +70,12 @@ static void cli_bad_values_name_the_option(void **state)
         {{"--camera", "1,2,3"}, "--camera"},
         {{"--camera", "0,0,0,0,0,1,0,1,0,nan"}, "--camera"},
         {{"--camera", "0,0,0,0,0,0,0,1,0,60"}, "look-at"},
-        {{"--isect", "fast"}, "woop, mt"},
+        {{"--isect", "fast"}, "woop|mt"},
         {{"--bogus"}, "--bogus"},
         {{"--frames"}, "expects a value"},
         {{"--build", "chunk=100"}, "--build chunk"},
         {{"--build", "chunk=4096"}, "--build chunk"},
-        {{"--build", "local=1000"}, "--build local"},
+        {{"--build", "local=1000"}, "unknown key 'local'"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const char *argv[4] = {"rtviewer", cases[i].args[0], cases[i].args[1], NULL};

@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu/gpu.h"
-#include "app/gpu_pipeline.h"
 #include "app/headless.h"
+#include "gpu/gpu.h"
 
 /* ---- the columns ----------------------------------------------------------
  * NAN = not measured on this path (e.g. launches on the CPU): JSON null, an
@@ -25,7 +24,7 @@
  * own render. */
 typedef enum BenchCol {
     BC_T = 0,
-    BC_ANIMATE, BC_BUILD, BC_BUILD_LARGE, BC_BUILD_SMALL, BC_BUILD_OUTPUT, BC_LAUNCHES, BC_ROUND_TRIPS,
+    BC_ANIMATE, BC_BUILD, BC_BUILD_LARGE, BC_BUILD_SMALL, BC_LAUNCHES, BC_ROUND_TRIPS,
     BC_TRACE, BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL, BC_TRACE_SHADOW, BC_TRACE_REFLECTION,
     BC_READBACK, BC_FRAME,
     BC_PRIMARY_RAYS, BC_SHADOW_RAYS, BC_REFLECTION_RAYS, BC_MRAYS,
@@ -45,7 +44,6 @@ static const BenchColumn kCols[BC_COUNT] = {
     [BC_BUILD] = {"build_ms", 4, "kd-tree build: events around the whole build (GPU) / wall (CPU)"},
     [BC_BUILD_LARGE] = {"build_large_ms", 4, "large-node stage (GPU events)"},
     [BC_BUILD_SMALL] = {"build_small_ms", 4, "small-node stage (GPU events)"},
-    [BC_BUILD_OUTPUT] = {"build_output_ms", 4, "output stage (GPU events)"},
     [BC_LAUNCHES] = {"launches", 0, "kernel launches of the build"},
     [BC_ROUND_TRIPS] = {"round_trips", 0, "device-to-host copies the build waited for"},
     [BC_TRACE] = {"trace_ms", 4, "the frame's trace, all ray types in one kernel (GPU events / wall)"},
@@ -75,13 +73,11 @@ typedef struct BenchRow {
 typedef struct Bench {
     const RtOptions *o;
     RtScene scene;
-    RtGpuPipeline *gp;      /* NULL: CPU path */
+    RtPipeline *pipe;
+    int gpu;                /* the pipeline runs on the GPU */
     char cpu_reason[RT_ERROR_MAX];
-    RtKdGpuParams kp;
-    RtTraceParams tp;
-    uint8_t *d_rgba;        /* the frames' and the passes' device image */
+    uint8_t *d_rgba;        /* GPU: the frames' and the passes' device image (nothing read back) */
     RtImage img;
-    RtCpuFrame cf;
     int frames, warmup;
     BenchRow *rows;
     double peak_mem_mb, mem_total_mb;
@@ -89,6 +85,7 @@ typedef struct Bench {
     int validated;
     double validate_ms;
     float validate_t;
+    const char *validate_check;
     RtKdStats tree;
     FILE *json, *csv;
 } Bench;
@@ -135,33 +132,6 @@ static void put_json_string(FILE *f, const char *s)
         else fputc(ch, f);
     }
     fputc('"', f);
-}
-
-static const char *kd_variant_name(const RtKdGpuVariant *t, int n, int value)
-{
-    for (int i = 0; i < n; i++)
-        if (t[i].value == value) return t[i].name;
-    return "?";
-}
-
-static const char *trace_variant_name(const RtTraceVariant *t, int n, int value)
-{
-    for (int i = 0; i < n; i++)
-        if (t[i].value == value) return t[i].name;
-    return "?";
-}
-
-/* Chang's ladder row that p's steps [A]-[E] match, or -1 (e.g. [C] alone). */
-static int ladder_row(const RtKdGpuParams *p)
-{
-    for (int k = 0; k < 6; k++) {
-        RtKdGpuParams q = *p;
-        rt_kd_gpu_params_ladder(&q, k);
-        if (q.chang_a == p->chang_a && q.chang_b == p->chang_b && q.chang_c == p->chang_c &&
-            q.chang_d == p->chang_d && q.chang_e == p->chang_e)
-            return k;
-    }
-    return -1;
 }
 
 /* "Intel(R) Xeon(R) ..." from /proc/cpuinfo, for the CPU path's report. */
@@ -228,182 +198,78 @@ static void sample_gpu_mem(Bench *b, BenchRow *r)
 }
 
 /* The pass parameters: 0 primary only, 1 + shadows, 2 everything. */
-static RtTraceParams trace_pass(const RtTraceParams *tp, int pass)
+static RtPipelineParams trace_pass(const RtPipelineParams *pp, int pass)
 {
-    RtTraceParams p = *tp;
-    if (pass < 2) p.max_bounces = 0;
-    if (pass < 1) p.shadows = 0;
+    RtPipelineParams p = *pp;
+    if (pass < 2) p.trace.max_bounces = 0;
+    if (pass < 1) p.trace.shadows = 0;
     return p;
 }
 
-static RtRenderParams render_pass(const RtRenderParams *rp, int pass)
-{
-    RtRenderParams p = *rp;
-    if (pass < 2) p.max_bounces = 0;
-    if (pass < 1) p.shadows = 0;
-    return p;
-}
-
-/* The device triangles of the last frame, copied to the host for the
- * validator (exactly what the GPU builder saw). */
-static RtStatus download_tris(RtGpuPipeline *gp, RtTriArrays *h, RtError *err)
-{
-    RtTriArrays d = rt_gpu_scene_tris(rt_gpu_pipeline_scene(gp));
-    size_t bytes = 3 * (size_t)d.count * sizeof(RtFloat4);
-    memset(h, 0, sizeof *h);
-    h->count = d.count;
-    h->verts = malloc(bytes ? bytes : 1);
-    h->woop = malloc(bytes ? bytes : 1);
-    if (!h->verts || !h->woop) return rt_fail(err, RT_ERR_OOM, "BENCH: out of memory for %u triangles", d.count);
-    RtStatus st = rt_gpu_memcpy(h->verts, d.verts, bytes, RT_COPY_TO_HOST, err);
-    if (st == RT_OK) st = rt_gpu_memcpy(h->woop, d.woop, bytes, RT_COPY_TO_HOST, err);
-    return st;
-}
-
-static RtStatus validate_tree(Bench *b, const RtKdTree *h, const RtTriArrays *tris, unsigned flags, float t,
-                              RtError *err)
-{
-    double v0 = rt_now_ms();
-    RtError verr = {0};
-    RtStatus st = rt_kd_validate_flags(h, tris, flags, &verr);
-    b->validate_ms = rt_now_ms() - v0;
-    if (st != RT_OK)
-        return rt_fail(err, st, "BENCH: the kd-tree of the first frame (t = %.3f) is invalid, nothing timed: %s",
-                       t, verr.msg);
-    b->validated = 1;
-    b->validate_t = t;
-    printf("bench: first frame's tree validated (%s, %.0f ms): %u nodes, %u leaves, depth %u, %llu references, "
-           "SAH cost %.3f\n",
-           flags ? "rt_kd_validate_flags, loose refs" : "rt_kd_validate", b->validate_ms, b->tree.nodes,
-           b->tree.leaves, b->tree.depth, (unsigned long long)b->tree.references, b->tree.sah_cost);
-    return RT_OK;
-}
-
-/* Downloads the frame's device tree: depth and SAH cost into r, and for the
- * validated frame the whole RtKdStats and rt_kd_validate_flags. */
-static RtStatus host_tree_stats(Bench *b, const RtKdTree *dt, const RtGpuFrameStats *gs, int validate, float t,
-                                BenchRow *r, RtError *err)
-{
-    RtKdTree h;
-    memset(&h, 0, sizeof h);
-    RtStatus st = rt_kd_gpu_download(dt, &h, err);
-    if (st != RT_OK) return st;
-    RtKdStats ks;
-    memset(&ks, 0, sizeof ks);
-    rt_kd_tree_stats(&h, b->kp.c_trav, b->kp.c_isect, &ks);
-    r->v[BC_DEPTH] = ks.depth;
-    r->v[BC_SAH] = ks.sah_cost;
-    if (validate) {
-        RtTriArrays tris;
-        b->tree = ks;
-        b->tree.triangles = gs->build.triangles;
-        b->tree.degenerate = gs->build.triangles - gs->build.valid_triangles;
-        st = download_tris(b->gp, &tris, err);
-        /* box inclusion (and the clipped boxes' rounding) may reference a
-         * triangle whose box, not the triangle, meets the leaf's cell */
-        if (st == RT_OK) st = validate_tree(b, &h, &tris, RT_KD_VALIDATE_LOOSE_REFS, t, err);
-        free(tris.verts);
-        free(tris.woop);
-    }
-    rt_kd_tree_free(&h);
-    return st;
-}
-
-static RtStatus gpu_frame(Bench *b, float t, int validate, BenchRow *r, RtError *err)
+static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtError *err)
 {
     const RtOptions *o = b->o;
-    RtCamera cam;
-    RtStatus st = rt_app_frame_camera(o, &b->scene, NULL, t, &cam, err);
+    RtFrameTarget target = {b->img.w, b->img.h, b->d_rgba, b->d_rgba ? NULL : &b->img};
+    RtFrameStats fs;
+    RtStatus st = rt_pipeline_frame(b->pipe, &o->pipe, t, rt_app_camera(o), &target, &fs, err);
     if (st != RT_OK) return st;
-    RtGpuFrameStats gs;
-    double w0 = rt_now_ms();
-    st = rt_gpu_pipeline_frame(b->gp, &b->scene, t, &cam, &b->kp, &b->tp, b->d_rgba, b->img.w, b->img.h,
-                               &b->img, &gs, err);
-    double w1 = rt_now_ms();
-    if (st != RT_OK) return st;
-    r->v[BC_ANIMATE] = gs.animate_ms;
-    r->v[BC_BUILD] = gs.build.gpu_ms;
-    r->v[BC_BUILD_LARGE] = gs.build.large_ms;
-    r->v[BC_BUILD_SMALL] = gs.build.small_ms;
-    r->v[BC_BUILD_OUTPUT] = gs.build.output_ms;
-    r->v[BC_LAUNCHES] = gs.build.launches;
-    r->v[BC_ROUND_TRIPS] = gs.build.round_trips;
-    r->v[BC_TRACE] = gs.trace.ms;
-    r->v[BC_READBACK] = gs.readback_ms;
-    r->v[BC_FRAME] = gs.frame_ms > 0 ? gs.frame_ms : w1 - w0;
-    r->v[BC_PRIMARY_RAYS] = (double)gs.trace.primary_rays;
-    r->v[BC_SHADOW_RAYS] = (double)gs.trace.shadow_rays;
-    r->v[BC_REFLECTION_RAYS] = (double)gs.trace.reflection_rays;
-    r->v[BC_NODES] = gs.build.nodes;
-    r->v[BC_LEAVES] = gs.build.leaves;
-    r->v[BC_REFS] = gs.build.references;
-    sample_gpu_mem(b, r);
+    r->v[BC_ANIMATE] = fs.animate_ms;
+    r->v[BC_BUILD] = fs.build_ms;
+    r->v[BC_BUILD_LARGE] = fs.build_large_ms;
+    r->v[BC_BUILD_SMALL] = fs.build_small_ms;
+    if (b->gpu) {
+        r->v[BC_LAUNCHES] = fs.launches;
+        r->v[BC_ROUND_TRIPS] = fs.round_trips;
+        r->v[BC_READBACK] = fs.readback_ms;
+    }
+    r->v[BC_TRACE] = fs.trace_ms;
+    r->v[BC_FRAME] = fs.frame_ms;
+    r->v[BC_PRIMARY_RAYS] = (double)fs.primary_rays;
+    r->v[BC_SHADOW_RAYS] = (double)fs.shadow_rays;
+    r->v[BC_REFLECTION_RAYS] = (double)fs.reflection_rays;
+    if (b->gpu) sample_gpu_mem(b, r);
 
     /* the frame's tree on the host: depth and SAH cost, and the validator.
-     * Copying a million-node tree and walking it costs the host ~100 ms, so
-     * past the validated frame only with --stats (outside the timings). */
-    const RtKdTree *dt = rt_gpu_pipeline_tree(b->gp);
-    if (validate || o->stats) {
-        if ((st = host_tree_stats(b, dt, &gs, validate, t, r, err)) != RT_OK) return st;
-    }
-
-    /* trace per ray type: three passes over the same tree and camera */
-    RtGpuScene *gsc = rt_gpu_pipeline_scene(b->gp);
-    static const BenchCol pass_col[3] = {BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL};
-    for (int pass = 0; pass < 3; pass++) {
-        RtTraceParams pp = trace_pass(&b->tp, pass);
-        RtTraceStats ts;
-        memset(&ts, 0, sizeof ts);
-        if ((st = rt_trace_gpu(gsc, dt, &cam, &pp, b->d_rgba, b->img.w, b->img.h, NULL, &ts, err)) != RT_OK)
+     * Copying a million-node GPU tree and walking it costs the host ~100 ms,
+     * so past the validated frame only with --stats (outside the timings). */
+    if (fs.has_tree) {
+        r->v[BC_NODES] = fs.tree.nodes;
+        r->v[BC_LEAVES] = fs.tree.leaves;
+        r->v[BC_REFS] = (double)fs.tree.references;
+        if ((validate || o->stats || !b->gpu) && (st = rt_pipeline_tree_stats(b->pipe, &o->pipe, &fs, err)) != RT_OK)
             return st;
-        r->v[pass_col[pass]] = ts.ms;
-    }
-    return RT_OK;
-}
-
-static RtStatus cpu_frame(Bench *b, float t, int validate, BenchRow *r, RtError *err)
-{
-    const RtOptions *o = b->o;
-    double w0 = rt_now_ms();
-    RtStatus st = rt_cpu_frame_prepare(o, &b->scene, t, &b->cf, err);
-    if (st != RT_OK) return st;
-    RtCamera cam;
-    if ((st = rt_app_frame_camera(o, &b->scene, &b->cf.frame.view, t, &cam, err)) != RT_OK) return st;
-    const RtKdTree *tree = o->render.brute_force ? NULL : &b->cf.tree;
-    RtRenderStats rs;
-    memset(&rs, 0, sizeof rs);
-    double t2 = rt_now_ms();
-    st = rt_render_cpu(&b->cf.frame.view, &b->cf.tris, tree, &cam, &o->render, &b->img, NULL, &rs, err);
-    if (st != RT_OK) return st;
-    double w1 = rt_now_ms();
-    r->v[BC_ANIMATE] = b->cf.animate_ms;
-    r->v[BC_BUILD] = b->cf.build_ms;
-    r->v[BC_TRACE] = w1 - t2;
-    r->v[BC_PASS_FULL] = w1 - t2;
-    r->v[BC_FRAME] = w1 - w0;
-    r->v[BC_PRIMARY_RAYS] = (double)rs.primary_rays;
-    r->v[BC_SHADOW_RAYS] = (double)rs.shadow_rays;
-    r->v[BC_REFLECTION_RAYS] = (double)rs.reflection_rays;
-    if (tree) {
-        const RtKdStats *ks = &b->cf.ks;
-        r->v[BC_NODES] = ks->nodes;
-        r->v[BC_LEAVES] = ks->leaves;
-        r->v[BC_DEPTH] = ks->depth;
-        r->v[BC_REFS] = (double)ks->references;
-        r->v[BC_SAH] = ks->sah_cost;
+        if (fs.tree_full) {
+            r->v[BC_DEPTH] = fs.tree.depth;
+            r->v[BC_SAH] = fs.tree.sah_cost;
+        }
         if (validate) {
-            b->tree = *ks;
-            if ((st = validate_tree(b, tree, &b->cf.tris, 0, t, err)) != RT_OK) return st;
+            b->tree = fs.tree;
+            double v0 = rt_now_ms();
+            RtError verr = {0};
+            st = rt_pipeline_validate(b->pipe, &b->validate_check, &verr);
+            b->validate_ms = rt_now_ms() - v0;
+            if (st != RT_OK)
+                return rt_fail(err, st, "BENCH: the kd-tree of the first frame (t = %.3f) is invalid, nothing timed: %s",
+                               t, verr.msg);
+            b->validated = 1;
+            b->validate_t = t;
+            printf("bench: first frame's tree validated (%s, %.0f ms): %u nodes, %u leaves, depth %u, %llu references, "
+                   "SAH cost %.3f\n",
+                   b->validate_check, b->validate_ms, b->tree.nodes, b->tree.leaves, b->tree.depth,
+                   (unsigned long long)b->tree.references, b->tree.sah_cost);
         }
     }
-    /* passes 1 and 2 (pass 3 is the render above) */
-    for (int pass = 0; pass < 2; pass++) {
-        RtRenderParams pp = render_pass(&o->render, pass);
-        double p0 = rt_now_ms();
-        if ((st = rt_render_cpu(&b->cf.frame.view, &b->cf.tris, tree, &cam, &pp, &b->img, NULL, NULL, err)) != RT_OK)
-            return st;
-        r->v[pass ? BC_PASS_SHADOW : BC_PASS_PRIMARY] = rt_now_ms() - p0;
+
+    /* trace per ray type: passes over the same tree and camera; the CPU's
+     * full pass is the frame's own render */
+    static const BenchCol pass_col[3] = {BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL};
+    for (int pass = 0; pass < (b->gpu ? 3 : 2); pass++) {
+        RtPipelineParams pp = trace_pass(&o->pipe, pass);
+        double ms = 0;
+        if ((st = rt_pipeline_retrace(b->pipe, &pp, rt_app_camera(o), &target, &ms, err)) != RT_OK) return st;
+        r->v[pass_col[pass]] = ms;
     }
+    if (!b->gpu) r->v[BC_PASS_FULL] = fs.trace_ms;
     return RT_OK;
 }
 
@@ -475,8 +341,6 @@ static void write_row_json(FILE *f, const BenchRow *r, int frame)
 static void write_json(FILE *f, const Bench *b, const BenchRow *median, const char *gpu, const char *driver)
 {
     const RtOptions *o = b->o;
-    const RtKdGpuParams *k = &b->kp;
-    const RtTraceParams *tp = &b->tp;
     float t0, t1;
     rt_scene_time_range(&b->scene, &t0, &t1);
     char cpu[256];
@@ -486,7 +350,7 @@ static void write_json(FILE *f, const Bench *b, const BenchRow *median, const ch
     fprintf(f, ",\n  \"triangles\": %u,\n  \"vertices\": %u,\n  \"animated\": %s,\n", b->scene.tri_count,
             b->scene.vert_count, rt_anim_is_dynamic(&b->scene.anim) ? "true" : "false");
     fprintf(f, "  \"time_range\": [%.6g, %.6g],\n", t0, t1);
-    fprintf(f, "  \"backend\": \"%s\",\n  \"gpu\": ", b->gp ? "gpu" : "cpu");
+    fprintf(f, "  \"backend\": \"%s\",\n  \"gpu\": ", b->gpu ? "gpu" : "cpu");
     if (gpu) put_json_string(f, gpu);
     else fputs("null", f);
     fputs(",\n  \"driver\": ", f);
@@ -495,57 +359,45 @@ static void write_json(FILE *f, const Bench *b, const BenchRow *median, const ch
     fputs(",\n  \"cpu\": ", f);
     put_json_string(f, cpu);
     fprintf(f, ",\n  \"host_threads\": %d,\n", rt_thread_count());
-    if (!b->gp) {
+    if (!b->gpu) {
         fputs("  \"cpu_reason\": ", f);
         put_json_string(f, b->cpu_reason);
         fputs(",\n", f);
     }
     fprintf(f, "  \"width\": %d,\n  \"height\": %d,\n  \"warmup\": %d,\n  \"frames_measured\": %d,\n", b->img.w,
             b->img.h, b->warmup, b->frames);
-    /* parameters: those of the path that ran, plus the other for reference */
-    int lr = ladder_row(k);
-    fprintf(f, "  \"params\": {\n    \"build\": {\"ladder\": ");
-    if (lr >= 0) {
-        fprintf(f, "%d, \"ladder_name\": ", lr);
-        put_json_string(f, rt_kd_gpu_ladder[lr].name);
-    } else {
-        fputs("null, \"ladder_name\": null", f);
+    /* parameters: every row of the registry by scope, as names where the
+     * row has them; then the CPU oracle's builder, for reference */
+    fputs("  \"params\": {\n", f);
+    for (int scope = RT_SCOPE_BUILD; scope <= RT_SCOPE_TRACE; scope++) {
+        fprintf(f, "    \"%s\": {", scope == RT_SCOPE_BUILD ? "build" : "trace");
+        int first = 1;
+        for (int i = 0; i < RT_VAR_COUNT; i++) {
+            if (rt_variants[i].scope != (RtVariantScope)scope) continue;
+            char value[64];
+            rt_variant_format(&o->pipe, (RtVariantId)i, value, sizeof value);
+            fprintf(f, "%s\"%s\": ", first ? "" : ", ", rt_variants[i].key);
+            put_json_string(f, value);
+            first = 0;
+        }
+        fputs("},\n", f);
     }
-    fprintf(f, ", \"chang_a\": %d, \"chang_b\": %d, \"chang_c\": %d, \"chang_d\": %d, \"chang_e\": %d", k->chang_a,
-            k->chang_b, k->chang_c, k->chang_d, k->chang_e);
-    fprintf(f, ", \"assoc\": \"%s\", \"small_mode\": \"%s\", \"small_threshold\": %u, \"small_fused\": %d, \"small_exact_clip\": %d",
-            kd_variant_name(rt_kd_gpu_assoc_variants, 2, k->assoc),
-            kd_variant_name(rt_kd_gpu_small_variants, 3, k->small_mode), k->small_threshold, k->small_fused,
-            k->small_exact_clip);
-    fprintf(f, ", \"empty_cut\": %.3g, \"c_trav\": %.3g, \"c_isect\": %.3g, \"max_depth\": %d, \"large_ways\": %d, \"large_dataflow\": %d, \"timed\": %d},\n",
-            k->empty_cut, k->c_trav, k->c_isect, k->max_depth, k->large_ways, k->large_dataflow, k->timed);
-    fprintf(f, "    \"trace\": {\"traversal\": \"%s\", \"isect\": \"%s\", \"ray_map\": \"%s\", \"packet\": \"%s\"",
-            trace_variant_name(rt_trace_traversals, 2, tp->traversal),
-            trace_variant_name(rt_trace_isects, 2, tp->isect), trace_variant_name(rt_trace_raymaps, 2, tp->ray_map),
-            trace_variant_name(rt_trace_packets, 2, tp->packet));
-    fprintf(f, ", \"leaf_skip\": %d, \"stack_size\": %d, \"max_bounces\": %d, \"shadows\": %d, \"textures\": %d, "
-               "\"refraction\": %d},\n",
-            tp->leaf_skip, tp->stack_size, tp->max_bounces, tp->shadows, tp->textures, tp->refraction);
+    const RtKdCpuParams *kc = &o->pipe.kd_cpu;
     fprintf(f, "    \"cpu_build\": {\"c_trav\": %.3g, \"c_isect\": %.3g, \"empty_bonus\": %.3g, \"max_depth\": %d, "
-               "\"max_leaf\": %d},\n",
-            o->kd.c_trav, o->kd.c_isect, o->kd.empty_bonus, o->kd.max_depth, o->kd.max_leaf);
-    fprintf(f, "    \"render\": {\"max_bounces\": %d, \"shadows\": %d, \"textures\": %d, \"use_woop\": %d, "
-               "\"brute_force\": %d}\n  },\n",
-            o->render.max_bounces, o->render.shadows, o->render.textures, o->render.use_woop, o->render.brute_force);
+               "\"max_leaf\": %d, \"brute_force\": %d}\n  },\n",
+            kc->c_trav, kc->c_isect, kc->empty_bonus, kc->max_depth, kc->max_leaf, o->pipe.brute_force);
     fprintf(f, "  \"validation\": {\"ok\": %s, \"t\": %.6g, \"ms\": %.1f, \"check\": \"%s\"},\n",
             b->validated ? "true" : "false", b->validate_t, b->validate_ms,
-            !b->validated ? "none (brute force: no tree)"
-                          : b->gp ? "rt_kd_validate_flags(LOOSE_REFS) on the downloaded tree and triangles"
-                                  : "rt_kd_validate");
+            !b->validated ? "none (brute force: no tree)" : b->validate_check);
     const RtKdStats *ks = &b->tree;
     fprintf(f, "  \"tree\": {\"nodes\": %u, \"leaves\": %u, \"empty_leaves\": %u, \"depth\": %u, \"references\": %llu, "
                "\"avg_tris_per_leaf\": %.3f, \"sah_cost\": %.4f, \"triangles\": %u, \"degenerate\": %u},\n",
             ks->nodes, ks->leaves, ks->empty_leaves, ks->depth, (unsigned long long)ks->references,
             ks->avg_tris_per_leaf, ks->sah_cost, ks->triangles, ks->degenerate);
     fputs("  \"peak_gpu_mem_mb\": ", f);
-    put_number(f, b->gp ? b->peak_mem_mb : NAN, 1, "null");
+    put_number(f, b->gpu ? b->peak_mem_mb : NAN, 1, "null");
     fputs(",\n  \"gpu_mem_total_mb\": ", f);
-    put_number(f, b->gp ? b->mem_total_mb : NAN, 1, "null");
+    put_number(f, b->gpu ? b->mem_total_mb : NAN, 1, "null");
     fputs(",\n  \"columns\": {", f);
     for (int c = 0; c < BC_COUNT; c++) {
         fprintf(f, "%s\n    \"%s\": ", c ? "," : "", kCols[c].key);
@@ -585,20 +437,12 @@ static RtStatus bench_open(Bench *b, RtError *err)
     const RtOptions *o = b->o;
     RtStatus st = rt_app_load_scene(o, &b->scene, err);
     if (st != RT_OK) return st;
-    b->kp = rt_options_kd_gpu(o);
-    b->tp = rt_options_trace_gpu(o);
-    if (o->cpu) {
-        snprintf(b->cpu_reason, sizeof b->cpu_reason, "--cpu");
-    } else {
-        RtError gerr = {0};
-        if (rt_gpu_pipeline_create(&b->scene, o->width, o->height, &b->gp, &gerr) != RT_OK) {
-            b->gp = NULL;
-            snprintf(b->cpu_reason, sizeof b->cpu_reason, "%s", gerr.msg);
-        }
-    }
+    if ((st = rt_app_open_pipeline(o, &b->scene, &b->pipe, b->cpu_reason, sizeof b->cpu_reason, err)) != RT_OK)
+        return st;
+    b->gpu = rt_pipeline_backend(b->pipe) == RT_BACKEND_GPU;
     if (rt_image_alloc(&b->img, o->width, o->height) != RT_OK)
         return rt_fail(err, RT_ERR_OOM, "BENCH: out of memory for a %dx%d image", o->width, o->height);
-    if (b->gp && (st = rt_gpu_malloc((void **)&b->d_rgba, (size_t)o->width * o->height * 4, err)) != RT_OK)
+    if (b->gpu && (st = rt_gpu_malloc((void **)&b->d_rgba, (size_t)o->width * o->height * 4, err)) != RT_OK)
         return st;
     b->rows = calloc((size_t)b->frames, sizeof *b->rows);
     if (!b->rows) return rt_fail(err, RT_ERR_OOM, "BENCH: out of memory");
@@ -608,8 +452,7 @@ static RtStatus bench_open(Bench *b, RtError *err)
 static void bench_close(Bench *b)
 {
     if (b->d_rgba) rt_gpu_free(b->d_rgba);
-    rt_gpu_pipeline_destroy(b->gp);
-    rt_cpu_frame_free(&b->cf);
+    rt_pipeline_destroy(b->pipe);
     rt_image_free(&b->img);
     free(b->rows);
     rt_scene_free(&b->scene);
@@ -629,7 +472,7 @@ RtStatus rt_bench_run(const RtOptions *o, RtError *err)
     if (st != RT_OK) goto done;
 
     char desc[512] = "", gpu[256] = "", driver[256] = "";
-    if (b.gp) {
+    if (b.gpu) {
         gpu_identity(gpu, sizeof gpu, driver, sizeof driver);
         printf("bench: %s, %u triangles, %dx%d, GPU path on %s, driver %s\n", b.scene.path, b.scene.tri_count,
                b.img.w, b.img.h, gpu, driver);
@@ -654,7 +497,7 @@ RtStatus rt_bench_run(const RtOptions *o, RtError *err)
         float t = rt_app_frame_time(o, &b.scene, f, b.frames);
         BenchRow r;
         for (int c = 0; c < BC_COUNT; c++) r.v[c] = NAN;
-        st = b.gp ? gpu_frame(&b, t, k == 0, &r, err) : cpu_frame(&b, t, k == 0, &r, err);
+        st = bench_frame(&b, t, k == 0, &r, err);
         if (st != RT_OK) goto done;
         finish_row(&r, t);
         if (!measured) continue;
@@ -669,10 +512,10 @@ RtStatus rt_bench_run(const RtOptions *o, RtError *err)
     print_table_row("median", &median);
     printf("bench: times in ms; shadow = pass(primary+shadow) - pass(primary), reflect = pass(full) - "
            "pass(primary+shadow)\n");
-    if (b.gp)
+    if (b.gpu)
         printf("bench: peak GPU memory in use %.1f MiB of %.1f MiB (sampled after each frame)\n", b.peak_mem_mb,
                b.mem_total_mb);
-    if (b.json) write_json(b.json, &b, &median, b.gp ? gpu : NULL, b.gp ? driver : NULL);
+    if (b.json) write_json(b.json, &b, &median, b.gpu ? gpu : NULL, b.gpu ? driver : NULL);
     if (b.csv) write_csv(b.csv, b.rows, b.frames);
 
 done:

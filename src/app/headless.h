@@ -1,7 +1,7 @@
-/* headless.h — rendering without a window: the per-frame pipeline (load ->
- * animate -> build -> trace) run N times over the scene's animation, each
- * frame written as a PNG and timed. Tests, the benchmark (bench.h) and the
- * GPU machine use it. */
+/* headless.h — rendering without a window: the frame pipeline (pipeline.h)
+ * run N times over the scene's animation, each frame written as a PNG and
+ * timed; and the pieces every front end shares (loading the scene,
+ * choosing the backend, frame times). */
 #ifndef RT_HEADLESS_H
 #define RT_HEADLESS_H
 
@@ -16,27 +16,14 @@ RtStatus rt_app_load_scene(const RtOptions *o, RtScene *scene, RtError *err);
  * frame or a static scene). */
 float rt_app_frame_time(const RtOptions *o, const RtScene *scene, int f, int frames);
 
-/* The camera of the moment: --camera when given, else the scene's, moved by
- * its camera track (AFF) when it has one. view: the scene at t
- * (RtSceneFrame.view), or NULL to evaluate the camera alone (nodes and
- * camera, no vertices: cheap, for the GPU path that animates on the GPU). */
-RtStatus rt_app_frame_camera(const RtOptions *o, const RtScene *scene, const RtScene *view, float t,
-                             RtCamera *cam, RtError *err);
-
-/* The CPU path's animate and build stages of one frame. Arrays are kept
- * between frames and reused (rt_cpu_frame_free at the end). */
-typedef struct RtCpuFrame {
-    RtSceneFrame frame;   /* the scene at t: frame.view is what to render */
-    RtTriArrays tris;     /* frame.view flattened */
-    RtKdTree tree;        /* built over tris (empty with --brute-force) */
-    RtKdStats ks;
-    uint32_t degenerate;
-    double animate_ms;    /* rt_scene_frame_at + flattening (wall) */
-    double build_ms;      /* rt_kd_build_cpu (wall) */
-} RtCpuFrame;
-RtStatus rt_cpu_frame_prepare(const RtOptions *o, const RtScene *scene, float t, RtCpuFrame *cf,
+/* Opens the frame pipeline for o: the GPU unless --cpu or none is usable
+ * (then the CPU, and *why says why: "--cpu" or the GPU's error). */
+RtStatus rt_app_open_pipeline(const RtOptions *o, const RtScene *scene, RtPipeline **out, char *why, size_t n,
                               RtError *err);
-void rt_cpu_frame_free(RtCpuFrame *cf);
+
+/* The camera the frame pipeline takes: --camera when given, else NULL (the
+ * scene's own camera at each frame's time). */
+const RtCamera *rt_app_camera(const RtOptions *o);
 
 /* Renders o->frames frames into o->out_png (numbered when more than one)
  * and prints one timing line per frame to stdout. */

@@ -274,8 +274,8 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
     if (in->anim) add(l, kText, "animation: %s", in->anim);
     if (in->kd_gpu) {
         const RtKdGpuStats *g = in->kd_gpu;
-        add(l, kText, "build: large %s  small %s  output %s ms  %u launches  %u round trips",
-            ms(a, g->large_ms), ms(b, g->small_ms), ms(c, g->output_ms), g->launches, g->round_trips);
+        add(l, kText, "build: large %s  small %s ms  %u launches  %u round trips", ms(a, g->large_ms),
+            ms(b, g->small_ms), g->launches, g->round_trips);
         add(l, kText, "tris %u  nodes %u  leaves %u  refs %u  levels %u+%u", g->triangles, g->nodes,
             g->leaves, g->references, g->large_levels, g->small_levels);
     } else if (in->kd) {
@@ -287,14 +287,12 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
 
     /* the available variant groups by name, wrapped */
     char line[HUD_LINE_CHARS] = "";
-    for (int g = 0; g < RT_VAR_COUNT; g++) {
-        const RtVariantGroup *v = &rt_variant_groups[g];
-        if (v->unavailable || (!in->gpu_variants && g >= RT_VAR_LADDER)) continue;
-        int value = rt_variant_get(in->opt, (RtVariantGroupId)g);
-        const char *name = rt_variant_value_name((RtVariantGroupId)g, value);
-        char item[64], num[16];
-        snprintf(num, sizeof num, "%d", value);
-        snprintf(item, sizeof item, "%c:%s %s", v->key, v->name, name ? name : num);
+    for (int i = 0; i < RT_VAR_COUNT; i++) {
+        const RtVariant *v = &rt_variants[i];
+        if (!v->hotkey || rt_variant_unavailable((RtVariantId)i) || (!in->gpu_variants && v->gpu_only)) continue;
+        char item[64], value[48];
+        rt_variant_format(in->params, (RtVariantId)i, value, sizeof value);
+        snprintf(item, sizeof item, "%c:%s %s", v->hotkey, v->name, value);
         if (line[0] && strlen(line) + strlen(item) > 44) {
             add(l, kText, "%s", line);
             line[0] = 0;
@@ -303,7 +301,7 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
     }
     if (line[0]) add(l, kText, "%s", line);
     if (!in->gpu_variants)
-        add(l, kDim, "GPU variants (1-0, Y): act on the GPU backend only (G switches)");
+        add(l, kDim, "GPU variants (1-0, K, Y): act on the GPU backend only (G switches)");
     add(l, kText, "camera: %s, speed %.3g/s", in->orbit ? "orbit" : "fly", in->speed);
     add(l, kText, "display: %s", in->display);
     add(l, kDim, "GL: %s", in->gl_renderer);
@@ -317,26 +315,28 @@ static void help_lines(const RtHudInfo *in, Lines *keys, Lines *vars)
     add(keys, kNote, "rtviewer keys (F1 closes)");
     for (const RtKeyHelp *k = rt_viewer_keys; k->key; k++) add(keys, kText, "%s\t%s", k->key, k->what);
     add(vars, kNote, "variants: a key cycles, Shift+key goes back");
-    for (int g = 0; g < RT_VAR_COUNT; g++) {
-        const RtVariantGroup *v = &rt_variant_groups[g];
+    const char *unavailable = NULL;
+    for (int i = 0; i < RT_VAR_COUNT; i++) {
+        const RtVariant *v = &rt_variants[i];
+        if (!v->hotkey) continue;
         char vals[96] = "";
-        for (const RtNamedValue *t = v->values; t && t->name; t++)
+        for (const RtVariantValue *t = v->values; t && t->name; t++)
             snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%s", vals[0] ? "/" : "", t->name);
-        if (v->unavailable) {
-            add(vars, kDim, "%c\t%s%s%s%s: unavailable", v->key, v->name, vals[0] ? " (" : "", vals,
+        const char *why = rt_variant_unavailable((RtVariantId)i);
+        if (why) {
+            unavailable = why;
+            add(vars, kDim, "%c\t%s%s%s%s: unavailable", v->hotkey, v->name, vals[0] ? " (" : "", vals,
                 vals[0] ? ")" : "");
             continue;
         }
-        int value = rt_variant_get(in->opt, (RtVariantGroupId)g);
-        const char *name = rt_variant_value_name((RtVariantGroupId)g, value);
-        char num[16];
-        snprintf(num, sizeof num, "%d", value);
-        add(vars, kText, "%c\t%s: %s  (%s)", v->key, v->name, name ? name : num, vals);
+        char value[48];
+        rt_variant_format(in->params, (RtVariantId)i, value, sizeof value);
+        add(vars, kText, "%c\t%s: %s  (%s)", v->hotkey, v->name, value, vals);
     }
-    if (rt_variant_groups[RT_VAR_LADDER].unavailable)
-        add(vars, kDim, "1-0, Y: %s", rt_variant_groups[RT_VAR_LADDER].unavailable);
+    if (unavailable)
+        add(vars, kDim, "1-0, K, Y: %s", unavailable);
     else if (!in->gpu_variants)
-        add(vars, kDim, "1-6: GPU builder, 7-0 and Y: GPU tracer; G switches to the GPU backend");
+        add(vars, kDim, "1-6, K: GPU builder, 7-0 and Y: GPU tracer; G switches to the GPU backend");
 }
 
 /* The last HUD_GRAPH_WINDOW_MS of frames, newest at the right, each bar as

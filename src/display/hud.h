@@ -40,7 +40,7 @@ typedef struct RtHudInfo {
     const RtKdGpuStats *kd_gpu; /* the GPU build's stages, launches, round trips; NULL on the CPU */
     int gpu_variants;         /* the GPU groups (1-0, Y) act on this frame */
     const char *anim;         /* animation state line, e.g. "t 3.20 s of 0..20  x1" */
-    const RtOptions *opt;     /* the current variant values */
+    const RtPipelineParams *params; /* the current variant values */
     const char *message;      /* a transient line (a key's effect), or NULL */
     int show_help;            /* F1: the key list instead of the statistics */
 } RtHudInfo;

@@ -14,7 +14,6 @@
 #include <string.h>
 
 #include "display/gl_display.h"
-#include "app/gpu_pipeline.h"
 #include "app/headless.h"
 #include "display/hud.h"
 
@@ -47,19 +46,15 @@ enum { MOVE_FWD, MOVE_BACK, MOVE_LEFT, MOVE_RIGHT, MOVE_DOWN, MOVE_UP };
 typedef struct RtViewer {
     RtOptions opt;            /* the live settings: variant keys change them */
     RtScene scene;
-    RtSceneFrame moment;      /* CPU backend: the scene at anim_t */
-    RtGpuPipeline *gpu;       /* GPU backend (animate, build, trace on the device); NULL = none */
+    RtPipeline *gpu;          /* the frame on the GPU (animate, build, trace on the device); NULL = none */
+    RtPipeline *cpu;          /* the CPU reference path, opened when first used */
     int use_gpu;              /* G toggles between the GPU and the CPU reference */
     char gpu_off[RT_ERROR_MAX]; /* why there is no GPU backend */
-    RtGpuFrameStats gstats;   /* the last GPU frame */
+    RtFrameStats fs;          /* the last frame */
     double anim_t, anim_t0, anim_t1; /* scene time and its range (looped) */
     int paused, dynamic;
     float anim_speed;
     int follow_scene_camera;  /* the scene animates the camera and the user has not flown yet */
-    RtTriArrays tris;
-    RtKdTree tree;
-    RtKdStats kd_stats;
-    RtRenderStats rstats;
     RtImage frame;
     GLFWwindow *win;
     RtGlDisplay *display;
@@ -166,25 +161,13 @@ static void advance_time(RtViewer *v, double dt)
         v->anim_t = v->anim_t0 + fmod(fmod(v->anim_t - v->anim_t0, len) + len, len);
 }
 
-/* The scene's own camera at time t: BART's `k camera` (aff.md section 7)
- * puts the eye on the track's translation and turns it with its rotation;
- * without such a track, the scene's static camera. */
+/* The scene's own camera at time t (its camera track, if any); the
+ * scene's static camera if the track cannot be evaluated. */
 static RtCamera scene_camera_at(const RtScene *s, float t)
 {
     RtCamera c = s->camera;
-    int32_t ct = s->anim.camera_track;
-    if (ct < 0 || (uint32_t)ct >= s->anim.track_count) return c;
-    const RtAnimTrack *tr = &s->anim.tracks[ct];
-    float m[12];
-    rt_anim_track_matrix(tr, t, m);
-    if (tr->transl.count) c.pos = v3(m[3], m[7], m[11]);
-    if (tr->rot.count) {
-        RtVec3 dir = v3(-m[2], -m[6], -m[10]); /* -(third column) */
-        c.up = v3(m[1], m[5], m[9]);           /* second column */
-        c.look = v3_add(c.pos, dir);
-    } else if (tr->transl.count) {
-        c.look = v3_add(c.pos, v3_sub(s->camera.look, s->camera.pos));
-    }
+    RtError err = {0};
+    if (rt_scene_camera_at(s, t, &c, &err) != RT_OK) RT_WARN("VIEW", "%s", err.msg);
     return c;
 }
 
@@ -203,16 +186,17 @@ static int move_of(int key)
     }
 }
 
-static void cycle_variant(RtViewer *v, RtVariantGroupId g, int dir)
+static void cycle_variant(RtViewer *v, RtVariantId id, int dir)
 {
-    const RtVariantGroup *grp = &rt_variant_groups[g];
-    if (rt_variant_cycle(&v->opt, g, dir) != RT_OK) {
-        say(v, "%s: unavailable (%s)", grp->name, grp->unavailable);
+    const RtVariant *var = &rt_variants[id];
+    if (rt_variant_cycle(&v->opt.pipe, id, dir) != RT_OK) {
+        const char *why = rt_variant_unavailable(id);
+        say(v, "%s: unavailable (%s)", var->name, why ? why : "no values to cycle");
         return;
     }
-    int value = rt_variant_get(&v->opt, g);
-    const char *name = rt_variant_value_name(g, value);
-    say(v, "%s: %s", grp->name, name ? name : "?");
+    char value[64];
+    rt_variant_format(&v->opt.pipe, id, value, sizeof value);
+    say(v, "%s: %s%s", var->name, value, var->gpu_only && !v->use_gpu ? " (GPU only: G switches)" : "");
 }
 
 static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
@@ -228,9 +212,9 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
         return;
     }
     if (action != GLFW_PRESS) return;
-    for (int g = 0; g < RT_VAR_COUNT; g++)
-        if (key == rt_variant_groups[g].key) { /* 'A'..'Z', '0'..'9' are GLFW's key codes */
-            cycle_variant(v, (RtVariantGroupId)g, mods & GLFW_MOD_SHIFT ? -1 : 1);
+    for (int i = 0; i < RT_VAR_COUNT; i++)
+        if (rt_variants[i].hotkey && key == rt_variants[i].hotkey) { /* 'A'..'Z', '0'..'9' are GLFW's key codes */
+            cycle_variant(v, (RtVariantId)i, mods & GLFW_MOD_SHIFT ? -1 : 1);
             return;
         }
     char buf[512];
@@ -377,27 +361,35 @@ static RtStatus open_window(RtViewer *v, RtError *err)
 
 /* The GPU backend when there is a usable GPU and no --cpu; the CPU reference
  * renderer otherwise (and on G). */
-static void open_backend(RtViewer *v, int w, int h)
+/* The GPU pipeline unless --cpu or none is usable; the CPU one opens when
+ * first needed (G, or no GPU). */
+static RtStatus open_backend(RtViewer *v, int w, int h, RtError *err)
 {
     RtError gerr = {0};
     if (v->opt.cpu) {
         snprintf(v->gpu_off, sizeof v->gpu_off, "--cpu");
-    } else if (rt_gpu_pipeline_create(&v->scene, w, h, &v->gpu, &gerr) != RT_OK) {
+    } else if (rt_pipeline_create(&v->scene, RT_BACKEND_GPU, w, h, &v->gpu, &gerr) != RT_OK) {
         snprintf(v->gpu_off, sizeof v->gpu_off, "%s", gerr.msg);
         v->gpu = NULL;
     }
     v->use_gpu = v->gpu != NULL;
-    if (v->gpu) RT_INFO("APP", "backend: GPU (%s); G switches to the CPU reference", rt_gpu_pipeline_device_name(v->gpu));
-    else RT_INFO("APP", "backend: CPU (%s)", v->gpu_off);
+    if (v->gpu) {
+        rt_pipeline_describe(v->gpu, v->backend, sizeof v->backend);
+        RT_INFO("APP", "backend: %s; G switches to the CPU reference", v->backend);
+        return RT_OK;
+    }
+    RT_INFO("APP", "backend: CPU (%s)", v->gpu_off);
+    return rt_pipeline_create(&v->scene, RT_BACKEND_CPU, w, h, &v->cpu, err);
 }
 
 static void describe_backend(RtViewer *v)
 {
-    int threads = v->opt.render.threads ? v->opt.render.threads : rt_thread_count();
-    if (v->use_gpu)
-        snprintf(v->backend, sizeof v->backend, "GPU backend (%s)", rt_gpu_pipeline_device_name(v->gpu));
-    else
-        snprintf(v->backend, sizeof v->backend, "CPU backend, %d thread%s", threads, threads == 1 ? "" : "s");
+    if (v->use_gpu) {
+        rt_pipeline_describe(v->gpu, v->backend, sizeof v->backend);
+        return;
+    }
+    int threads = v->opt.pipe.threads ? v->opt.pipe.threads : rt_thread_count();
+    snprintf(v->backend, sizeof v->backend, "CPU backend, %d thread%s", threads, threads == 1 ? "" : "s");
 }
 
 static void describe_display(RtViewer *v)
@@ -424,7 +416,7 @@ static RtStatus setup(RtViewer *v, const RtOptions *o, RtError *err)
     if ((st = rt_app_load_scene(o, &v->scene, err)) != RT_OK) return st;
     int fb_w = 0, fb_h = 0;
     glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
-    open_backend(v, fb_w > 0 ? fb_w : 1, fb_h > 0 ? fb_h : 1);
+    if ((st = open_backend(v, fb_w > 0 ? fb_w : 1, fb_h > 0 ? fb_h : 1, err)) != RT_OK) return st;
 
     float t0, t1;
     rt_scene_time_range(&v->scene, &t0, &t1);
@@ -456,27 +448,28 @@ static void teardown(RtViewer *v)
         glfwDestroyWindow(v->win);
     }
     glfwTerminate();
-    rt_gpu_pipeline_destroy(v->gpu);
-    rt_scene_frame_free(&v->moment);
+    rt_pipeline_destroy(v->gpu);
+    rt_pipeline_destroy(v->cpu);
     rt_image_free(&v->frame);
-    rt_kd_tree_free(&v->tree);
-    rt_tri_arrays_free(&v->tris);
     rt_scene_free(&v->scene);
 }
 
 /* ---- the frame ---------------------------------------------------------------- */
 
-/* The GPU backend: animate, build and trace on the device, the image
- * straight into the mapped PBO (or read back when interop is off). */
-static RtStatus frame_gpu(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError *err)
+/* The frame pipeline into the window: on the GPU straight into the mapped
+ * PBO (or read back when interop is off), on the CPU through the host image. */
+static RtStatus run_pipeline(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError *err)
 {
-    RtKdGpuParams kp = rt_options_kd_gpu(&v->opt);
-    RtTraceParams tp = rt_options_trace_gpu(&v->opt);
+    RtStatus st;
+    RtPipeline *p = v->use_gpu ? v->gpu : v->cpu;
+    if (!p) {
+        if ((st = rt_pipeline_create(&v->scene, RT_BACKEND_CPU, fb_w, fb_h, &v->cpu, err)) != RT_OK) return st;
+        p = v->cpu;
+    }
     unsigned char *dev = NULL;
-    RtStatus st = rt_gl_display_map(v->display, &dev, err);
-    if (st != RT_OK) return st;
-    st = rt_gpu_pipeline_frame(v->gpu, &v->scene, (float)v->anim_t, &v->cam, &kp, &tp, dev, fb_w, fb_h,
-                               dev ? NULL : &v->frame, &v->gstats, err);
+    if (v->use_gpu && (st = rt_gl_display_map(v->display, &dev, err)) != RT_OK) return st;
+    RtFrameTarget target = {fb_w, fb_h, dev, dev ? NULL : &v->frame};
+    st = rt_pipeline_frame(p, &v->opt.pipe, (float)v->anim_t, &v->cam, &target, &v->fs, err);
     if (dev) {
         RtStatus su = rt_gl_display_unmap(v->display, err);
         if (st == RT_OK) st = su;
@@ -484,48 +477,9 @@ static RtStatus frame_gpu(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtEr
         st = rt_gl_display_upload(v->display, &v->frame, err);
     }
     if (st != RT_OK) return st;
-    const RtGpuFrameStats *g = &v->gstats;
-    t->stage_ms[RT_STAGE_ANIMATE] = g->animate_ms;
-    t->stage_ms[RT_STAGE_BUILD] = g->build.gpu_ms > 0 ? g->build.gpu_ms : g->build.build_ms;
-    t->stage_ms[RT_STAGE_TRACE] = g->trace.ms;
-    v->rstats.primary_rays = g->trace.primary_rays;
-    v->rstats.shadow_rays = g->trace.shadow_rays;
-    v->rstats.reflection_rays = g->trace.reflection_rays;
-    v->kd_stats.triangles = g->build.triangles;
-    v->kd_stats.nodes = g->build.nodes;
-    v->kd_stats.leaves = g->build.leaves;
-    v->kd_stats.references = g->build.references;
-    v->kd_stats.sah_cost = 0; /* not computed per frame on the GPU (the benchmark does) */
-    return RT_OK;
-}
-
-/* The CPU reference backend: the scene at anim_t on the host, the oracle's
- * builder and renderer, the image through the PBO. */
-static RtStatus frame_cpu(RtViewer *v, RtFrameTimes *t, RtError *err)
-{
-    double t0 = rt_now_ms();
-    /* animate: the scene's vertices at this frame's time, flattened for the
-     * builder and the renderer */
-    RtStatus st = rt_scene_frame_at(&v->scene, (float)v->anim_t, &v->moment, err);
-    if (st != RT_OK) return st;
-    uint32_t degenerate = 0;
-    if ((st = rt_tri_arrays_update(&v->moment.view, &v->tris, &degenerate)) != RT_OK)
-        return rt_fail(err, st, "APP: out of memory flattening %u triangles", v->scene.tri_count);
-    double t1 = rt_now_ms();
-    /* build: from scratch every frame, as a dynamic scene needs (into the
-     * previous frame's arrays, so no allocation per frame) */
-    if (!v->opt.render.brute_force &&
-        (st = rt_kd_build_cpu(&v->opt.kd, &v->tris, &v->tree, &v->kd_stats, err)) != RT_OK)
-        return st;
-    double t2 = rt_now_ms();
-    st = rt_render_cpu(&v->moment.view, &v->tris, v->opt.render.brute_force ? NULL : &v->tree, &v->cam,
-                       &v->opt.render, &v->frame, NULL, &v->rstats, err);
-    if (st != RT_OK) return st;
-    double t3 = rt_now_ms();
-    if ((st = rt_gl_display_upload(v->display, &v->frame, err)) != RT_OK) return st;
-    t->stage_ms[RT_STAGE_ANIMATE] = t1 - t0;
-    t->stage_ms[RT_STAGE_BUILD] = t2 - t1;
-    t->stage_ms[RT_STAGE_TRACE] = t3 - t2;
+    t->stage_ms[RT_STAGE_ANIMATE] = v->fs.animate_ms;
+    t->stage_ms[RT_STAGE_BUILD] = v->fs.build_ms;
+    t->stage_ms[RT_STAGE_TRACE] = v->fs.trace_ms;
     return RT_OK;
 }
 
@@ -541,7 +495,7 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
     }
     if (v->follow_scene_camera) v->cam = scene_camera_at(&v->scene, (float)v->anim_t);
     describe_backend(v);
-    st = v->use_gpu ? frame_gpu(v, fb_w, fb_h, t, err) : frame_cpu(v, t, err);
+    st = run_pipeline(v, fb_w, fb_h, t, err);
     if (st != RT_OK) return st;
     double t3 = rt_now_ms();
     if ((st = rt_gl_display_draw(v->display, fb_w, fb_h, err)) != RT_OK) return st;
@@ -564,14 +518,14 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             .vsync = v->vsync,
             .orbit = v->orbit,
             .speed = v->speed,
-            .rays = v->rstats.primary_rays + v->rstats.shadow_rays + v->rstats.reflection_rays,
+            .rays = v->fs.primary_rays + v->fs.shadow_rays + v->fs.reflection_rays,
             .trace_ms = t->stage_ms[RT_STAGE_TRACE],
             .triangles = v->scene.tri_count,
-            .kd = v->opt.render.brute_force && !v->use_gpu ? NULL : &v->kd_stats,
-            .kd_gpu = v->use_gpu ? &v->gstats.build : NULL,
+            .kd = v->fs.has_tree ? &v->fs.tree : NULL,
+            .kd_gpu = v->use_gpu ? v->fs.kd_gpu : NULL,
             .gpu_variants = v->use_gpu,
             .anim = anim,
-            .opt = &v->opt,
+            .params = &v->opt.pipe,
             .message = rt_now_ms() < v->message_until ? v->message : NULL,
             .show_help = v->show_help,
         };

@@ -1,0 +1,117 @@
+/* pipeline.h — one frame of rtviewer: animate -> build -> trace, on the GPU
+ * or on the CPU reference path, behind one handle. The window (viewer.c),
+ * headless mode (headless.c) and the benchmark (bench.c) call this and
+ * nothing else; one RtFrameStats feeds the HUD, --stats, the benchmark's
+ * JSON/CSV and the logs.
+ *
+ * The acceleration structure is a slot: RtPipelineParams.structure picks
+ * it, and each backend builds and traces what it picks. Today the slot holds
+ * the kd-tree (the CPU oracle's SAH builder, the GPU's Zhou/Chang builder);
+ * a new structure adds an RtStructure value, a registry value (variants.c)
+ * and one case per backend in pipeline.c. */
+#ifndef RT_PIPELINE_H
+#define RT_PIPELINE_H
+
+#include "core/image.h"
+#include "kd/kd_cpu.h"
+#include "kd/kd_gpu.h"
+#include "render/render_cpu.h"
+#include "trace/trace.h"
+
+typedef enum RtBackend {
+    RT_BACKEND_CPU = 0, /* the reference path: rt_scene_frame_at, rt_kd_build_cpu, rt_render_cpu */
+    RT_BACKEND_GPU = 1  /* animate, build and trace on the device (no host round trip) */
+} RtBackend;
+
+/* The acceleration-structure slot. */
+typedef enum RtStructure {
+    RT_STRUCT_KD = 0, /* kd-tree: SAH on the CPU, Zhou et al. 2008 / Chang et al. on the GPU */
+    RT_STRUCT_COUNT
+} RtStructure;
+
+/* Every setting of a frame; variants.h's registry names its fields for the
+ * CLI, the hotkeys, the HUD and the benchmark. */
+typedef struct RtPipelineParams {
+    int structure;        /* RtStructure; default kd */
+    RtKdGpuParams build;  /* the GPU builder (defaults: rt_kd_gpu_params_default) */
+    RtKdCpuParams kd_cpu; /* the CPU oracle's builder (defaults: rt_kd_cpu_params_default) */
+    RtTraceParams trace;  /* tracing and shading, both backends: the CPU renderer reads the shading
+                             fields and `isect` (defaults: rt_trace_params_default) */
+    int threads;          /* CPU backend: threads, 0 = rt_thread_count() */
+    int brute_force;      /* CPU backend: no tree, every triangle tested (checking only) */
+} RtPipelineParams;
+
+RtPipelineParams rt_pipeline_params_default(void);
+
+/* What one frame did. Times in ms; NAN = not measured on this backend
+ * (e.g. the GPU build's stages on the CPU). */
+typedef struct RtFrameStats {
+    int backend;          /* RtBackend that ran the frame */
+    float t;              /* animation time */
+    double animate_ms;    /* GPU: CUDA events; CPU: rt_scene_frame_at + flattening, wall */
+    double build_ms;      /* GPU: events around the whole build; CPU: wall */
+    double build_large_ms, build_small_ms; /* GPU: the builder's two stages (events) */
+    uint32_t launches;    /* GPU: kernel launches of the build */
+    uint32_t round_trips; /* GPU: device-to-host copies the build waited for */
+    uint32_t rebuilds;    /* GPU: builds redone after growing an overflowed buffer */
+    double trace_ms;      /* GPU: events around the trace kernel; CPU: wall */
+    double readback_ms;   /* device image -> host image; 0 when the frame stays on the device */
+    double frame_ms;      /* the whole rt_pipeline_frame call, wall */
+    uint64_t primary_rays, shadow_rays, reflection_rays; /* reflection includes refraction */
+    /* The tree: counts always; depth, empty leaves and SAH cost when
+     * tree_full (the CPU backend always; the GPU backend after
+     * rt_pipeline_tree_stats, which downloads the tree). */
+    RtKdStats tree;
+    int has_tree;         /* 0 with brute_force */
+    int tree_full;
+    const RtKdGpuStats *kd_gpu; /* GPU: the builder's per-stage detail (HUD), owned by the pipeline */
+} RtFrameStats;
+
+/* Where the frame goes: the GPU backend traces into d_rgba when given (a
+ * device buffer of w*h*4 bytes: the viewer's mapped PBO), else into its own
+ * buffer and reads it back into img; the CPU backend renders into img. */
+typedef struct RtFrameTarget {
+    int w, h;
+    uint8_t *d_rgba;      /* device; GPU backend only; NULL = the pipeline's own */
+    RtImage *img;         /* host, w x h; may be NULL when d_rgba is given */
+} RtFrameTarget;
+
+typedef struct RtPipeline RtPipeline;
+
+/* Opens a pipeline over `scene` (which must outlive it). RT_BACKEND_GPU
+ * fails with RT_ERR_NO_DEVICE (and the reason) when no usable GPU or no
+ * CUDA in this build: the caller falls back to the CPU and says why. */
+RtStatus rt_pipeline_create(const RtScene *scene, RtBackend backend, int width, int height,
+                            RtPipeline **out, RtError *err);
+void rt_pipeline_destroy(RtPipeline *p);
+RtBackend rt_pipeline_backend(const RtPipeline *p);
+/* "GPU: NVIDIA H100 80GB HBM3, sm_90, driver 13.0, runtime 13.0" or
+ * "CPU: 8 threads". */
+void rt_pipeline_describe(const RtPipeline *p, char *buf, size_t n);
+
+/* The scene's own camera at time t: its camera track (BART's `k camera`)
+ * when it has one, else its static camera. */
+RtStatus rt_scene_camera_at(const RtScene *scene, float t, RtCamera *cam, RtError *err);
+
+/* One frame at time t seen from cam (NULL: the scene's camera at t). */
+RtStatus rt_pipeline_frame(RtPipeline *p, const RtPipelineParams *pp, float t, const RtCamera *cam,
+                           const RtFrameTarget *target, RtFrameStats *st, RtError *err);
+
+/* Traces the last frame's tree again with pp's tracing fields (e.g. the
+ * benchmark's passes per ray type); trace_ms = the trace alone. */
+RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
+                             const RtFrameTarget *target, double *trace_ms, RtError *err);
+
+/* Depth, empty leaves and SAH cost of the last frame's tree (with the
+ * builder's C_trav and C_i) into st->tree; the GPU backend downloads the
+ * tree for it. */
+RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFrameStats *st, RtError *err);
+
+/* The validator (kd_cpu.h) over the last frame's tree and the triangles it
+ * was built from (downloaded from the GPU). The GPU builder may reference a
+ * triangle whose box, not the triangle itself, meets a leaf's cell, so its
+ * tree is checked with RT_KD_VALIDATE_LOOSE_REFS. *what (optional) names
+ * the check that ran. */
+RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err);
+
+#endif
