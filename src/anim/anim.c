@@ -4,7 +4,7 @@
  * and cuda/anim/anim_gpu.cu (GPU). */
 #include "anim/anim.h"
 
-#include "scene/primitives.h"
+#include "core/mat34.h"
 
 #include <stdlib.h>
 #include <string.h>
