@@ -43,6 +43,14 @@ case $? in
     *) fail=$((fail + 1)); failed_bins="$failed_bins tests/test_viewer.sh" ;;
 esac
 
+# No loops between modules: which object file calls which, from the archives.
+echo "== tests/module_graph.py"
+if python3 tests/module_graph.py build/librt.a build/librtgpu.a; then
+    pass=$((pass + 1))
+else
+    fail=$((fail + 1)); failed_bins="$failed_bins tests/module_graph.py"
+fi
+
 # GPU tests need a GPU: run them when nvidia-smi sees one, else say so.
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
     if ./rtviewer --gpu-info >/dev/null 2>&1; then
