@@ -9,6 +9,7 @@
 
 #include "anim/anim.h"
 #include "render/render_cpu.h"
+#include "scene/load.h"
 #include "scene/scene.h"
 
 /* ---- helpers ------------------------------------------------------------- */

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "core/image.h"
+#include "scene/load.h"
 #include "scene/scene.h"
 
 /* ---- helpers ------------------------------------------------------------- */

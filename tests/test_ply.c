@@ -9,6 +9,7 @@
 #include <math.h>
 
 #include "core/image.h"
+#include "scene/load.h"
 #include "scene/scene.h"
 
 /* ---- a growable byte buffer and PLY writers ------------------------------ */

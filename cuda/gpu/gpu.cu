@@ -1,6 +1,8 @@
-/* gpu.cu — device selection and the GPU context. The per-stage kernels
- * (animate, kd_large, kd_small, kd_output, trace, interop) hang off RtGpu as
- * their issues land; this file only opens the device and reports it. */
+/* gpu.cu — device selection: RtGpu opens the device, checks that it is
+ * new enough and reports it (name, SMs, memory, driver and runtime
+ * versions; the memory in use for the benchmark). It holds no stage: each
+ * stage has its own context (RtGpuAnim, RtGpuScene, RtKdGpu, RtInterop),
+ * and the frame pipeline (src/app/gpu_pipeline.c) holds them together. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>

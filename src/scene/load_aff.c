@@ -16,6 +16,7 @@
  * read (the LAST `k` of that name, aff.md 3.15). Anything malformed is one
  * RT_ERR_PARSE "file:line: AFF: expected ..." and the scene is rolled back
  * to what it held before the call. */
+#include "scene/load.h"
 #include "scene/primitives.h"
 #include "scene/scene.h"
 #include "scene/texture.h"

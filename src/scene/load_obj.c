@@ -9,6 +9,7 @@
  * convex and ear-clipped when not. Anything the file says wrong is one
  * RT_ERR_PARSE "file:line: OBJ: expected ..." and the scene is rolled back
  * to what it held before the call. docs/formats.md lists the subset. */
+#include "scene/load.h"
 #include "scene/scene.h"
 #include "scene/texture.h"
 

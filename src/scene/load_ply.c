@@ -9,6 +9,7 @@
  * hold before anything is allocated, and every read is bounds-checked, so
  * a hostile header or a truncated body is one RT_ERR_PARSE naming the
  * header line or the element and record. docs/formats.md lists the subset. */
+#include "scene/load.h"
 #include "scene/scene.h"
 
 #include <errno.h>

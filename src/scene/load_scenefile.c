@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "scene/load.h"
 #include "scene/primitives.h"
 #include "scene/runners.h"
 #include "scene/scene.h"

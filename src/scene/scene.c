@@ -1,5 +1,6 @@
 /* scene.c — the scene model: growth, composition, finishing touches and the
- * flattening into the tracer's triangle arrays. Loaders live in load_*.c. */
+ * flattening into the tracer's triangle arrays. The loaders (load.h) build
+ * on these functions; nothing here calls a loader. */
 #include "scene/scene.h"
 
 #include "anim/anim_eval.h"
@@ -8,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 void rt_scene_init(RtScene *s)
 {
@@ -472,24 +472,4 @@ void rt_tri_arrays_free(RtTriArrays *a)
     free(a->verts);
     free(a->woop);
     memset(a, 0, sizeof *a);
-}
-
-/* Dispatch by extension; loaders append, so start from an empty scene. */
-RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err)
-{
-    rt_scene_init(s);
-    const char *dot = strrchr(path, '.');
-    RtStatus st;
-    if (dot && !strcasecmp(dot, ".obj")) st = rt_obj_load(path, s, err);
-    else if (dot && !strcasecmp(dot, ".ply")) st = rt_ply_load(path, s, err);
-    else if (dot && !strcasecmp(dot, ".scene")) st = rt_scenefile_load(path, s, err);
-    else if (dot && !strcasecmp(dot, ".aff")) st = rt_aff_load(path, s, err);
-    else st = rt_fail(err, RT_ERR_ARG, "%s: SCENE: unknown file type (expected .obj, .ply, .scene or .aff)", path);
-    if (st == RT_OK) {
-        free(s->path);
-        s->path = strdup(path);
-        st = rt_scene_finish(s, err);
-    }
-    if (st != RT_OK) rt_scene_free(s);
-    return st;
 }
