@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "gpu/gpu.h"
+#include "scene/load.h"
 #include "kd/kd_cpu.h"
 #include "kd/kd_gpu.h"
 #include "scene/scene.h"

@@ -4,6 +4,7 @@
  * rt_scene_append, time ranges, camera and light tracks, and a random
  * 50-node hierarchy against a naive recursive evaluation. */
 #include "test_util.h"
+#include "scene/load.h"
 
 #include "anim/anim_eval.h"
 #include "scene/primitives.h"

@@ -9,6 +9,7 @@
  * RT_GPU_BENCH=1 adds the benchmark of docs/benchmarks.md (Mrays/s per ray
  * type at 1920x1080 on the default scene and Sponza, every variant). */
 #include "trace_check.h"
+#include "scene/load.h"
 
 static void need_gpu(void **state)
 {

@@ -4,6 +4,7 @@
  * filters, determinism across thread counts, the SAH cost, and the
  * validator itself on broken trees. */
 #include "test_util.h"
+#include "scene/load.h"
 
 #include <math.h>
 

@@ -4,6 +4,7 @@
  * (shadows, mirrors, alpha cutouts, textures, Woop vs Moller-Trumbore,
  * threads) does what docs/renderer.md says. */
 #include "test_util.h"
+#include "scene/load.h"
 
 #include "kd/kd_cpu.h"
 #include "scene/primitives.h"

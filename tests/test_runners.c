@@ -5,6 +5,7 @@
  * (counts, motion, bad sizes). Motion is checked through rt_scene_frame_at,
  * the CPU evaluation every stage uses. */
 #include "test_util.h"
+#include "scene/load.h"
 
 #include "scene/primitives.h"
 #include "scene/runners.h"

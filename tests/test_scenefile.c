@@ -4,6 +4,7 @@
  * the shipped scenes/cornell.scene. Run from the repository root. */
 #define _XOPEN_SOURCE 700
 #include "test_util.h"
+#include "scene/load.h"
 
 #include <ftw.h>
 

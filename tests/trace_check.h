@@ -7,6 +7,7 @@
 #define RT_TRACE_CHECK_H
 
 #include "test_util.h"
+#include "scene/load.h"
 
 #include "gpu/gpu.h"
 #include "kd/kd_cpu.h"

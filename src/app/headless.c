@@ -2,6 +2,7 @@
  * scene's animation (load -> animate -> build -> trace), on the GPU when
  * one is usable, else on the CPU reference path. */
 #include "app/headless.h"
+#include "scene/load.h"
 
 #include <stdlib.h>
 #include <string.h>

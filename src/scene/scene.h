@@ -81,13 +81,6 @@ typedef struct RtScene {
 void rt_scene_init(RtScene *s);
 void rt_scene_free(RtScene *s);
 
-/* Loads OBJ(+MTL), PLY, .scene or AFF by extension (case-insensitive) and
- * finishes the scene (rt_scene_finish). On error returns non-OK, err->msg is
- * "file:line: TAG: what was expected", and *s is left empty (freed). An
- * empty scene is RT_ERR_EMPTY with a clear message. Defined in load.c; the
- * loaders of each format are in load.h. */
-RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err);
-
 /* Appends src's vertices, triangles, materials, textures and objects to dst,
  * transforming positions by the row-major 3x4 matrix m (normals by its
  * inverse transpose; m = NULL means identity). material_override >= 0

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "scene/scene.h"
+#include "scene/load.h"
 
 #define FUZZ_CHECK(cond)                                                                         \
     do {                                                                                         \

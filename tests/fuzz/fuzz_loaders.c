@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "scene/scene.h"
+#include "scene/load.h"
 
 /* Fails loudly (a crash libFuzzer records) with the broken invariant. */
 #define FUZZ_CHECK(cond)                                                                           \
