@@ -412,7 +412,7 @@ static void render_shadows_darken_the_image(void **state)
     RtImage on, off;
     RtRenderStats st_on, st_off;
     render(&f, &f.s.camera, &p, W, H, &on, NULL, &st_on);
-    p.shadows = 0;
+    p.shade.shadows = 0;
     render(&f, &f.s.camera, &p, W, H, &off, NULL, &st_off);
     assert_true(st_on.shadow_rays > 0);
     assert_int_equal(st_off.shadow_rays, 0);
@@ -459,7 +459,7 @@ static void render_mirror_shows_reflected_object(void **state)
     assert_true(c[0] > 100 && c[0] > 3 * c[1] && c[0] > 3 * c[2]);
     assert_true(st.reflection_rays > 0);
 
-    p.max_bounces = 0;
+    p.shade.max_bounces = 0;
     render(&f, &cam, &p, 33, 33, &flat, NULL, &st);
     c = pixel(&flat, 16, 16);
     assert_true(abs((int)c[0] - (int)c[1]) <= 2 && c[0] > 20);
@@ -524,7 +524,7 @@ static void alpha_cutout_case(void (*mask)(int, int, uint8_t *), const char *wha
     rt_image_free(&img);
     free(ids);
 
-    p.textures = 0; /* no cutouts without textures */
+    p.shade.textures = 0; /* no cutouts without textures */
     render(&f, &cam, &p, 40, 40, &img, &ids, NULL);
     assert_true(ids[20 * 40 + 18] == front || ids[20 * 40 + 18] == front + 1);
     rt_image_free(&img);
@@ -553,7 +553,7 @@ static void render_textures_toggle_changes_image(void **state)
     RtRenderParams p = rt_render_params_default();
     RtImage a, b;
     render(&f, &cam, &p, W, H, &a, NULL, NULL);
-    p.textures = 0;
+    p.shade.textures = 0;
     render(&f, &cam, &p, W, H, &b, NULL, NULL);
     assert_true(count_differing_bytes(&a, &b) > W * H / 4);
     rt_image_free(&a);
@@ -618,8 +618,9 @@ static void render_camera_looking_away_is_background(void **state)
     uint32_t *ids;
     RtRenderStats st;
     render(&f, &cam, &p, 32, 24, &img, &ids, &st);
-    uint8_t bg[3] = {rt_linear_to_srgb8(p.background.x), rt_linear_to_srgb8(p.background.y),
-                     rt_linear_to_srgb8(p.background.z)};
+    uint8_t bg[3] = {rt_shade_linear_to_srgb8(p.shade.background.x),
+                     rt_shade_linear_to_srgb8(p.shade.background.y),
+                     rt_shade_linear_to_srgb8(p.shade.background.z)};
     for (int i = 0; i < 32 * 24; i++) {
         assert_int_equal(ids[i], RT_NO_HIT);
         assert_memory_equal(&img.rgba[4 * i], bg, 3);
@@ -663,7 +664,7 @@ static void render_heatmap_colours_by_steps(void **state)
     Fixture f;
     cornell_fixture(&f);
     RtRenderParams p = rt_render_params_default();
-    p.heatmap = 1;
+    p.shade.heatmap = 1;
     RtImage a, b;
     render(&f, &f.s.camera, &p, W, H, &a, NULL, NULL);
     render(&f, &f.s.camera, &p, W, H, &b, NULL, NULL);

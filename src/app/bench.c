@@ -231,16 +231,16 @@ static void sample_gpu_mem(Bench *b, BenchRow *r)
 static RtTraceParams trace_pass(const RtTraceParams *tp, int pass)
 {
     RtTraceParams p = *tp;
-    if (pass < 2) p.max_bounces = 0;
-    if (pass < 1) p.shadows = 0;
+    if (pass < 2) p.shade.max_bounces = 0;
+    if (pass < 1) p.shade.shadows = 0;
     return p;
 }
 
 static RtRenderParams render_pass(const RtRenderParams *rp, int pass)
 {
     RtRenderParams p = *rp;
-    if (pass < 2) p.max_bounces = 0;
-    if (pass < 1) p.shadows = 0;
+    if (pass < 2) p.shade.max_bounces = 0;
+    if (pass < 1) p.shade.shadows = 0;
     return p;
 }
 
@@ -525,13 +525,13 @@ static void write_json(FILE *f, const Bench *b, const BenchRow *median, const ch
             trace_variant_name(rt_trace_packets, 2, tp->packet));
     fprintf(f, ", \"leaf_skip\": %d, \"stack_size\": %d, \"max_bounces\": %d, \"shadows\": %d, \"textures\": %d, "
                "\"refraction\": %d},\n",
-            tp->leaf_skip, tp->stack_size, tp->max_bounces, tp->shadows, tp->textures, tp->refraction);
+            tp->leaf_skip, tp->stack_size, tp->shade.max_bounces, tp->shade.shadows, tp->shade.textures, tp->shade.refraction);
     fprintf(f, "    \"cpu_build\": {\"c_trav\": %.3g, \"c_isect\": %.3g, \"empty_bonus\": %.3g, \"max_depth\": %d, "
                "\"max_leaf\": %d},\n",
             o->kd.c_trav, o->kd.c_isect, o->kd.empty_bonus, o->kd.max_depth, o->kd.max_leaf);
     fprintf(f, "    \"render\": {\"max_bounces\": %d, \"shadows\": %d, \"textures\": %d, \"use_woop\": %d, "
                "\"brute_force\": %d}\n  },\n",
-            o->render.max_bounces, o->render.shadows, o->render.textures, o->render.use_woop, o->render.brute_force);
+            o->render.shade.max_bounces, o->render.shade.shadows, o->render.shade.textures, o->render.use_woop, o->render.brute_force);
     fprintf(f, "  \"validation\": {\"ok\": %s, \"t\": %.6g, \"ms\": %.1f, \"check\": \"%s\"},\n",
             b->validated ? "true" : "false", b->validate_t, b->validate_ms,
             !b->validated ? "none (brute force: no tree)"

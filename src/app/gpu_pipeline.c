@@ -77,10 +77,10 @@ const char *rt_gpu_pipeline_device_name(const RtGpuPipeline *p)
 RtTraceParams rt_trace_params_from_render(const RtRenderParams *r)
 {
     RtTraceParams t = rt_trace_params_default();
-    t.max_bounces = r->max_bounces;
-    t.shadows = r->shadows;
-    t.textures = r->textures;
-    t.heatmap = r->heatmap;
+    t.shade.max_bounces = r->shade.max_bounces;
+    t.shade.shadows = r->shade.shadows;
+    t.shade.textures = r->shade.textures;
+    t.shade.heatmap = r->shade.heatmap;
     t.isect = r->use_woop ? RT_ISECT_WOOP : RT_ISECT_MT;
     return t;
 }

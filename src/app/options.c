@@ -147,10 +147,10 @@ static int *variant_field(RtOptions *o, RtVariantGroupId g)
 {
     switch (g) {
     case RT_VAR_ISECT: return &o->render.use_woop;
-    case RT_VAR_SHADOWS: return &o->render.shadows;
-    case RT_VAR_BOUNCES: return &o->render.max_bounces;
-    case RT_VAR_TEXTURES: return &o->render.textures;
-    case RT_VAR_HEATMAP: return &o->render.heatmap;
+    case RT_VAR_SHADOWS: return &o->render.shade.shadows;
+    case RT_VAR_BOUNCES: return &o->render.shade.max_bounces;
+    case RT_VAR_TEXTURES: return &o->render.shade.textures;
+    case RT_VAR_HEATMAP: return &o->render.shade.heatmap;
     case RT_VAR_LADDER: return &o->kd_ladder;
     case RT_VAR_SAH_COSTS: return &o->kd_costs;
     case RT_VAR_EMPTY_SPACE: return &o->kd_ce;
@@ -239,10 +239,10 @@ RtKdGpuParams rt_options_kd_gpu(const RtOptions *o)
 RtTraceParams rt_options_trace_gpu(const RtOptions *o)
 {
     RtTraceParams t = o->trace;
-    t.max_bounces = o->render.max_bounces;
-    t.shadows = o->render.shadows;
-    t.textures = o->render.textures;
-    t.heatmap = o->render.heatmap;
+    t.shade.max_bounces = o->render.shade.max_bounces;
+    t.shade.shadows = o->render.shade.shadows;
+    t.shade.textures = o->render.shade.textures;
+    t.shade.heatmap = o->render.shade.heatmap;
     t.isect = o->render.use_woop ? RT_ISECT_WOOP : RT_ISECT_MT;
     return t;
 }
@@ -464,7 +464,7 @@ static RtStatus trace_key(RtOptions *o, const char *k, const char *v, RtError *e
     if (!strcmp(k, "skip")) return parse_int("--trace skip", v, 0, 1, &t->leaf_skip, err);
     if (!strcmp(k, "map")) return parse_named("--trace map", v, raymap_values, &t->ray_map, err);
     if (!strcmp(k, "packet")) return parse_named("--trace packet", v, packet_values, &t->packet, err);
-    if (!strcmp(k, "refraction")) return parse_int("--trace refraction", v, 0, 1, &t->refraction, err);
+    if (!strcmp(k, "refraction")) return parse_int("--trace refraction", v, 0, 1, &t->shade.refraction, err);
     return unknown_key("--trace", k, kTraceKeys, err);
 }
 
@@ -505,9 +505,9 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         else if (!strcmp(a, "--cpu")) o->cpu = 1;
         else if (!strcmp(a, "--stats")) o->stats = 1;
         else if (!strcmp(a, "--gpu-info")) o->gpu_info = 1;
-        else if (!strcmp(a, "--no-shadows")) o->render.shadows = 0;
-        else if (!strcmp(a, "--no-textures")) o->render.textures = 0;
-        else if (!strcmp(a, "--heatmap")) o->render.heatmap = 1;
+        else if (!strcmp(a, "--no-shadows")) o->render.shade.shadows = 0;
+        else if (!strcmp(a, "--no-textures")) o->render.shade.textures = 0;
+        else if (!strcmp(a, "--heatmap")) o->render.shade.heatmap = 1;
         else if (!strcmp(a, "--brute")) o->render.brute_force = 1;
         else if (!strcmp(a, "--no-vsync")) o->vsync = 0;
         else if (!strcmp(a, "--no-interop")) o->interop = 0;
@@ -536,7 +536,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
             st = parse_int(a, next, 1, 1024, &o->render.threads, err);
             o->kd.threads = o->render.threads;
         }
-        else if (!strcmp(a, "--bounces")) { TAKES_VALUE(); st = parse_int(a, next, 0, 64, &o->render.max_bounces, err); }
+        else if (!strcmp(a, "--bounces")) { TAKES_VALUE(); st = parse_int(a, next, 0, 64, &o->render.shade.max_bounces, err); }
         else if (!strcmp(a, "--isect")) { TAKES_VALUE(); st = parse_named(a, next, rt_isect_variants, &o->render.use_woop, err); }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) { TAKES_VALUE(); o->out_png = next; }
         else if (!strcmp(a, "--camera")) { TAKES_VALUE(); st = rt_camera_parse(next, &o->camera, err); o->has_camera = 1; }
