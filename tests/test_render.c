@@ -429,6 +429,18 @@ static void render_shadows_darken_the_image(void **state)
     fixture_free(&f);
 }
 
+/* Finishes a hand-built scene: a white point light at light, the camera
+ * at the origin looking down -z (returned), arrays and tree. */
+static RtCamera light_and_camera_down_z(Fixture *f, RtVec3 light)
+{
+    RtLight l = {RT_LIGHT_POINT, light, v3(1, 1, 1)};
+    assert_true(rt_scene_add_light(&f->s, l) >= 0);
+    f->s.camera = camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f);
+    f->s.has_camera = 1;
+    fixture_build(f, 1);
+    return f->s.camera;
+}
+
 /* Camera at the origin looking down -z at a mirror (z = -3); a red wall at
  * z = +1 behind the camera faces the mirror. The centre pixel shows the red
  * wall via the mirror, and the grey mirror itself with no bounces. */
@@ -442,12 +454,7 @@ static void render_mirror_shows_reflected_object(void **state)
     int32_t red = add_material(&f.s, v3(0.9f, 0.05f, 0.05f), 0.0f);
     uint32_t mirror_tri = add_quad(&f.s, v3(-2, -2, -3), v3(2, -2, -3), v3(2, 2, -3), v3(-2, 2, -3), mirror);
     add_quad(&f.s, v3(3, -3, 1), v3(-3, -3, 1), v3(-3, 3, 1), v3(3, 3, 1), red);
-    RtLight l = {RT_LIGHT_POINT, v3(0.0f, 1.0f, 0.5f), v3(1, 1, 1)};
-    assert_true(rt_scene_add_light(&f.s, l) >= 0);
-    RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f);
-    f.s.camera = cam;
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    RtCamera cam = light_and_camera_down_z(&f, v3(0.0f, 1.0f, 0.5f));
 
     RtRenderParams p = rt_render_params_default();
     RtImage img, flat;
@@ -499,12 +506,7 @@ static void render_glass_shows_object_behind(void **state)
     assert_int_equal(rt_prim_box(&f.s, m, (int32_t)gm, "slab", &err), RT_OK);
     uint32_t slab_tris = f.s.tri_count;
     add_quad(&f.s, v3(3, -3, -4), v3(3, 3, -4), v3(-3, 3, -4), v3(-3, -3, -4), red);
-    RtLight l = {RT_LIGHT_POINT, v3(0.0f, 1.0f, -3.0f), v3(1, 1, 1)};
-    assert_true(rt_scene_add_light(&f.s, l) >= 0);
-    RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f);
-    f.s.camera = cam;
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    RtCamera cam = light_and_camera_down_z(&f, v3(0.0f, 1.0f, -3.0f));
 
     RtRenderParams p = rt_render_params_default();
     assert_int_equal(p.shade.refraction, 1);
