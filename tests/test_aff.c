@@ -988,8 +988,8 @@ static void aff_kitchen_renders_as_the_oracle_at_start_and_end(void **state)
     uint32_t *ia = malloc(sizeof *ia * w * h), *ib = malloc(sizeof *ib * w * h);
     assert_true(ia && ib);
     RtRenderParams rp = rt_render_params_default();
-    rp.shadows = 0;     /* the brute force tests every triangle per ray */
-    rp.max_bounces = 0;
+    rp.shade.shadows = 0;     /* the brute force tests every triangle per ray */
+    rp.shade.max_bounces = 0;
     RtVec3 car[2];
     for (int k = 0; k < 2; k++) {
         float t = k ? t1 : t0;

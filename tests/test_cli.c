@@ -38,8 +38,8 @@ static void cli_headless_options_parsed(void **state)
     assert_int_equal(o.width, 64);
     assert_int_equal(o.height, 48);
     assert_int_equal(o.pipe.trace.isect, RT_ISECT_MT);
-    assert_int_equal(o.pipe.trace.max_bounces, 2);
-    assert_int_equal(o.pipe.trace.shadows, 0);
+    assert_int_equal(o.pipe.trace.shade.max_bounces, 2);
+    assert_int_equal(o.pipe.trace.shade.shadows, 0);
 }
 
 static void cli_camera_round_trip_is_exact(void **state)

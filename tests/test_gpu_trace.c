@@ -98,7 +98,7 @@ static double compare_render(Fixture *f, const RtTraceParams *tp, int w, int h, 
     assert_non_null(ids_c);
     assert_non_null(ids_g);
     RtRenderParams rp = rt_render_params_default();
-    rp.max_bounces = tp->max_bounces;
+    rp.shade.max_bounces = tp->shade.max_bounces;
     rp.use_woop = tp->isect == RT_ISECT_WOOP;
     RtRenderStats cs;
     assert_int_equal(rt_render_cpu(&f->s, &f->tris, &f->tree, &f->s.camera, &rp, &cpu, ids_c, &cs,
@@ -214,7 +214,7 @@ static void gpu_trace_textured_image_matches_cpu(void **state)
     double ids;
     double frac = compare_render(&f, &p, 320, 240, &ids);
     /* heatmap mode: the same pixels, coloured by kd nodes visited */
-    p.heatmap = 1;
+    p.shade.heatmap = 1;
     double ids_heat;
     double heat_frac = compare_render(&f, &p, 320, 240, &ids_heat);
     fixture_free(&f);

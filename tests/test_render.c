@@ -1,8 +1,9 @@
 /* test_render.c — the CPU reference renderer: the kd-tree render equals the
  * brute-force render pixel for pixel, images match stored references
  * (tests/ref/<name>.png, regenerated with RT_UPDATE_REFS=1), and each feature
- * (shadows, mirrors, alpha cutouts, textures, Woop vs Moller-Trumbore,
- * threads) does what docs/renderer.md says. */
+ * (shadows, mirrors, glass, alpha cutouts, textures, Woop vs
+ * Moller-Trumbore, threads) and the shared shading math of shade.h (Snell,
+ * sRGB, the heatmap ramp) does what docs/renderer.md says. */
 #include "test_util.h"
 #include "scene/load.h"
 
@@ -413,7 +414,7 @@ static void render_shadows_darken_the_image(void **state)
     RtImage on, off;
     RtRenderStats st_on, st_off;
     render(&f, &f.s.camera, &p, W, H, &on, NULL, &st_on);
-    p.shadows = 0;
+    p.shade.shadows = 0;
     render(&f, &f.s.camera, &p, W, H, &off, NULL, &st_off);
     assert_true(st_on.shadow_rays > 0);
     assert_int_equal(st_off.shadow_rays, 0);
@@ -429,6 +430,18 @@ static void render_shadows_darken_the_image(void **state)
     fixture_free(&f);
 }
 
+/* Finishes a hand-built scene: a white point light at light, the camera
+ * at the origin looking down -z (returned), arrays and tree. */
+static RtCamera light_and_camera_down_z(Fixture *f, RtVec3 light)
+{
+    RtLight l = {RT_LIGHT_POINT, light, v3(1, 1, 1)};
+    assert_true(rt_scene_add_light(&f->s, l) >= 0);
+    f->s.camera = camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f);
+    f->s.has_camera = 1;
+    fixture_build(f, 1);
+    return f->s.camera;
+}
+
 /* Camera at the origin looking down -z at a mirror (z = -3); a red wall at
  * z = +1 behind the camera faces the mirror. The centre pixel shows the red
  * wall via the mirror, and the grey mirror itself with no bounces. */
@@ -442,12 +455,7 @@ static void render_mirror_shows_reflected_object(void **state)
     int32_t red = add_material(&f.s, v3(0.9f, 0.05f, 0.05f), 0.0f);
     uint32_t mirror_tri = add_quad(&f.s, v3(-2, -2, -3), v3(2, -2, -3), v3(2, 2, -3), v3(-2, 2, -3), mirror);
     add_quad(&f.s, v3(3, -3, 1), v3(-3, -3, 1), v3(-3, 3, 1), v3(3, 3, 1), red);
-    RtLight l = {RT_LIGHT_POINT, v3(0.0f, 1.0f, 0.5f), v3(1, 1, 1)};
-    assert_true(rt_scene_add_light(&f.s, l) >= 0);
-    RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f);
-    f.s.camera = cam;
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    RtCamera cam = light_and_camera_down_z(&f, v3(0.0f, 1.0f, 0.5f));
 
     RtRenderParams p = rt_render_params_default();
     RtImage img, flat;
@@ -460,7 +468,7 @@ static void render_mirror_shows_reflected_object(void **state)
     assert_true(c[0] > 100 && c[0] > 3 * c[1] && c[0] > 3 * c[2]);
     assert_true(st.reflection_rays > 0);
 
-    p.max_bounces = 0;
+    p.shade.max_bounces = 0;
     render(&f, &cam, &p, 33, 33, &flat, NULL, &st);
     c = pixel(&flat, 16, 16);
     assert_true(abs((int)c[0] - (int)c[1]) <= 2 && c[0] > 20);
@@ -469,6 +477,169 @@ static void render_mirror_shows_reflected_object(void **state)
     rt_image_free(&flat);
     free(ids);
     fixture_free(&f);
+}
+
+/* Camera at the origin looking down -z through a glass slab (a box, z in
+ * [-2.1, -1.9], d = 0.2, ni 1.5, illum 7) at a red wall (z = -4) lit from
+ * between the two. With refraction (the default) and bounces for both of
+ * the slab's faces, the centre pixel shows the red wall through the glass;
+ * with refraction off, or a budget that ends inside the slab, it shows the
+ * grey glass. The primary hit is the slab either way. */
+static void render_glass_shows_object_behind(void **state)
+{
+    (void)state;
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    RtMaterial glass = rt_material_default();
+    glass.kd = v3(0.9f, 0.9f, 0.9f);
+    glass.d = 0.2f;
+    glass.ni = 1.5f;
+    glass.illum = 7;
+    int64_t gm = rt_scene_add_material(&f.s, &glass);
+    assert_true(gm >= 0);
+    int32_t red = add_material(&f.s, v3(0.9f, 0.05f, 0.05f), 0.0f);
+    RtError err = {0};
+    float m[12];
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(1.5f, 1.5f, 0.1f));
+    rt_mat34_translate(m, v3(0.0f, 0.0f, -2.0f));
+    assert_int_equal(rt_prim_box(&f.s, m, (int32_t)gm, "slab", &err), RT_OK);
+    uint32_t slab_tris = f.s.tri_count;
+    add_quad(&f.s, v3(3, -3, -4), v3(3, 3, -4), v3(-3, 3, -4), v3(-3, -3, -4), red);
+    RtCamera cam = light_and_camera_down_z(&f, v3(0.0f, 1.0f, -3.0f));
+
+    RtRenderParams p = rt_render_params_default();
+    assert_int_equal(p.shade.refraction, 1);
+    p.shade.max_bounces = 2;
+    RtImage img;
+    uint32_t *ids;
+    RtRenderStats st;
+    render(&f, &cam, &p, 33, 33, &img, &ids, &st);
+    const uint8_t *c = pixel(&img, 16, 16);
+    print_message("through the glass: %u %u %u\n", c[0], c[1], c[2]);
+    assert_true(ids[16 * 33 + 16] < slab_tris);
+    assert_true(c[0] > 120 && c[0] > 2 * c[1] && c[0] > 2 * c[2]);
+    assert_true(st.reflection_rays > 0); /* refracted rays count as secondary rays */
+    rt_image_free(&img);
+    free(ids);
+
+    /* opaque: refraction off, or no bounce left to leave the slab */
+    for (int k = 0; k < 2; k++) {
+        p = rt_render_params_default();
+        if (k == 0) p.shade.refraction = 0;
+        else p.shade.max_bounces = 1;
+        render(&f, &cam, &p, 33, 33, &img, &ids, &st);
+        c = pixel(&img, 16, 16);
+        print_message("glass, %s: %u %u %u\n", k == 0 ? "refraction off" : "1 bounce", c[0], c[1],
+                      c[2]);
+        assert_true(ids[16 * 33 + 16] < slab_tris);
+        assert_true(abs((int)c[0] - (int)c[1]) <= 2 && abs((int)c[1] - (int)c[2]) <= 2);
+        if (k == 0) assert_int_equal(st.reflection_rays, 0);
+        rt_image_free(&img);
+        free(ids);
+    }
+    fixture_free(&f);
+}
+
+static void assert_v3_near(RtVec3 a, RtVec3 b, float tol)
+{
+    if (fabsf(a.x - b.x) > tol || fabsf(a.y - b.y) > tol || fabsf(a.z - b.z) > tol)
+        fail_msg("(%g, %g, %g) != (%g, %g, %g)", a.x, a.y, a.z, b.x, b.y, b.z);
+}
+
+/* The transmitted ray: Snell's law with ni for illum 4/6/7 (n1 sin t1 = n2
+ * sin t2), straight on otherwise, total internal reflection leaving a
+ * denser medium past the critical angle; it starts behind the surface, a
+ * reflected one in front. The surface is the plane y = 0 at the origin. */
+static void shade_refraction_follows_snell(void **state)
+{
+    (void)state;
+    const float eps = 1e-3f, s = 0.70710678f; /* 45 degrees */
+    RtMaterial glass = rt_material_default();
+    glass.d = 0.2f;
+    glass.ni = 1.5f;
+    glass.illum = 7;
+    RtShadeMaterial m = rt_shade_material(&glass);
+    RtVec3 a = v3(-1, 0, 1), b = v3(1, 0, 1), c = v3(0, 0, -1), up = v3(0, 1, 0);
+    /* entering from above, the side (b - a) x (c - a) = +y points to */
+    RtVec3 down = v3(s, -s, 0);
+    RtShadeSurface sf = rt_shade_surface(a, b, c, up, up, up, 0.25f, 0.25f, down, glass.kd);
+    assert_v3_near(sf.ng, up, 1e-6f);
+    RtRay r = rt_shade_refract_ray(&m, &sf, down, eps);
+    float sin_t = s / 1.5f;
+    assert_v3_near(r.d, v3(sin_t, -sqrtf(1.0f - sin_t * sin_t), 0), 1e-5f);
+    assert_true(r.o.y < 0.0f); /* behind the surface */
+    assert_int_equal(sf.front, 1);
+
+    /* leaving the glass at 45 degrees: past the critical angle (41.8) */
+    RtVec3 up45 = v3(s, s, 0);
+    RtShadeSurface back = rt_shade_surface(a, b, c, up, up, up, 0.25f, 0.25f, up45, glass.kd);
+    assert_int_equal(back.front, 0);
+    assert_v3_near(back.ng, v3(0, -1, 0), 1e-6f);
+    r = rt_shade_refract_ray(&m, &back, up45, eps);
+    assert_v3_near(r.d, v3(s, -s, 0), 1e-5f); /* mirrored back into the glass */
+    assert_true(r.o.y < 0.0f);                /* the ray's own side */
+
+    /* leaving at 20 degrees: bent away from the normal by ni */
+    RtVec3 up20 = v3(sinf(0.34906585f), cosf(0.34906585f), 0);
+    r = rt_shade_refract_ray(&m, &back, up20, eps);
+    float sin_out = 1.5f * up20.x;
+    assert_v3_near(r.d, v3(sin_out, sqrtf(1.0f - sin_out * sin_out), 0), 1e-5f);
+    assert_true(r.o.y > 0.0f);
+
+    /* illum 2 (no refraction model): straight on */
+    glass.illum = 2;
+    m = rt_shade_material(&glass);
+    r = rt_shade_refract_ray(&m, &sf, down, eps);
+    assert_v3_near(r.d, down, 1e-6f);
+}
+
+/* sRGB: the clamps, NaN, the linear toe, a known mid value, and every byte
+ * surviving byte -> linear -> byte. */
+static void shade_srgb_known_values(void **state)
+{
+    (void)state;
+    assert_int_equal(rt_shade_linear_to_srgb8(0.0f), 0);
+    assert_int_equal(rt_shade_linear_to_srgb8(-1.0f), 0);
+    assert_int_equal(rt_shade_linear_to_srgb8(NAN), 0);
+    assert_int_equal(rt_shade_linear_to_srgb8(1.0f), 255);
+    assert_int_equal(rt_shade_linear_to_srgb8(7.0f), 255);
+    assert_int_equal(rt_shade_linear_to_srgb8(INFINITY), 255);
+    assert_int_equal(rt_shade_linear_to_srgb8(0.001f), 3);   /* 12.92 x in the toe */
+    assert_int_equal(rt_shade_linear_to_srgb8(0.5f), 188);   /* 0.7354 of 255 */
+    assert_true(rt_shade_srgb8_to_linear(0) == 0.0f);
+    assert_true(fabsf(rt_shade_srgb8_to_linear(255) - 1.0f) < 1e-6f);
+    assert_true(fabsf(rt_shade_srgb8_to_linear(128) - 0.2158605f) < 1e-5f);
+    for (int i = 0; i < 256; i++)
+        assert_int_equal(rt_shade_linear_to_srgb8(rt_shade_srgb8_to_linear((uint8_t)i)), i);
+}
+
+/* The heatmap ramp at its stops (docs/renderer.md's table), halfway
+ * between two, and saturated past the top; the pixel's alpha is 255. */
+static void shade_heatmap_ramp_stops(void **state)
+{
+    (void)state;
+    const struct { uint32_t steps; uint8_t rgb[3]; } want[] = {
+        {0, {0, 0, 128}},     {16, {0, 0, 255}},  {32, {0, 128, 255}}, {48, {0, 255, 255}},
+        {80, {255, 255, 0}},  {112, {255, 0, 0}}, {128, {128, 0, 0}},  {100000, {128, 0, 0}},
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        uint8_t px[3];
+        rt_shade_heat_color(want[i].steps, px);
+        print_message("steps %u: %u %u %u\n", want[i].steps, px[0], px[1], px[2]);
+        assert_memory_equal(px, want[i].rgb, 3);
+    }
+    RtShadeParams p = rt_shade_params_default();
+    p.heatmap = 1;
+    uint8_t out[4];
+    rt_shade_pixel(&p, v3(1, 1, 1), 16, out);
+    const uint8_t blue[4] = {0, 0, 255, 255};
+    assert_memory_equal(out, blue, 4);
+    p.heatmap = 0;
+    rt_shade_pixel(&p, v3(1, 0.5f, 0), 16, out);
+    const uint8_t shaded[4] = {255, 188, 0, 255};
+    assert_memory_equal(out, shaded, 4);
 }
 
 /* Mask textures (16 x 16): left half a hole, right half solid. */
@@ -525,7 +696,7 @@ static void alpha_cutout_case(void (*mask)(int, int, uint8_t *), const char *wha
     rt_image_free(&img);
     free(ids);
 
-    p.textures = 0; /* no cutouts without textures */
+    p.shade.textures = 0; /* no cutouts without textures */
     render(&f, &cam, &p, 40, 40, &img, &ids, NULL);
     assert_true(ids[20 * 40 + 18] == front || ids[20 * 40 + 18] == front + 1);
     rt_image_free(&img);
@@ -554,7 +725,7 @@ static void render_textures_toggle_changes_image(void **state)
     RtRenderParams p = rt_render_params_default();
     RtImage a, b;
     render(&f, &cam, &p, W, H, &a, NULL, NULL);
-    p.textures = 0;
+    p.shade.textures = 0;
     render(&f, &cam, &p, W, H, &b, NULL, NULL);
     assert_true(count_differing_bytes(&a, &b) > W * H / 4);
     rt_image_free(&a);
@@ -619,8 +790,9 @@ static void render_camera_looking_away_is_background(void **state)
     uint32_t *ids;
     RtRenderStats st;
     render(&f, &cam, &p, 32, 24, &img, &ids, &st);
-    uint8_t bg[3] = {rt_linear_to_srgb8(p.background.x), rt_linear_to_srgb8(p.background.y),
-                     rt_linear_to_srgb8(p.background.z)};
+    uint8_t bg[3] = {rt_shade_linear_to_srgb8(p.shade.background.x),
+                     rt_shade_linear_to_srgb8(p.shade.background.y),
+                     rt_shade_linear_to_srgb8(p.shade.background.z)};
     for (int i = 0; i < 32 * 24; i++) {
         assert_int_equal(ids[i], RT_NO_HIT);
         assert_memory_equal(&img.rgba[4 * i], bg, 3);
@@ -664,7 +836,7 @@ static void render_heatmap_colours_by_steps(void **state)
     Fixture f;
     cornell_fixture(&f);
     RtRenderParams p = rt_render_params_default();
-    p.heatmap = 1;
+    p.shade.heatmap = 1;
     RtImage a, b;
     render(&f, &f.s.camera, &p, W, H, &a, NULL, NULL);
     render(&f, &f.s.camera, &p, W, H, &b, NULL, NULL);
@@ -708,6 +880,10 @@ int main(void)
         cmocka_unit_test(render_same_bytes_for_any_thread_count),
         cmocka_unit_test(render_shadows_darken_the_image),
         cmocka_unit_test(render_mirror_shows_reflected_object),
+        cmocka_unit_test(render_glass_shows_object_behind),
+        cmocka_unit_test(shade_refraction_follows_snell),
+        cmocka_unit_test(shade_srgb_known_values),
+        cmocka_unit_test(shade_heatmap_ramp_stops),
         cmocka_unit_test(render_alpha_cutout_ray_passes_hole),
         cmocka_unit_test(render_luminance_cutout_without_alpha),
         cmocka_unit_test(render_textures_toggle_changes_image),

@@ -19,22 +19,22 @@ static void variants_cycle_wraps_both_ways(void **state)
     assert_int_equal(p->trace.isect, RT_ISECT_WOOP);
 
     /* reflections 1 -> 2 -> 3 -> 0, and back 0 -> 3 */
-    assert_int_equal(p->trace.max_bounces, 1);
+    assert_int_equal(p->trace.shade.max_bounces, 1);
     int expect[] = {2, 3, 0};
     for (int i = 0; i < 3; i++) {
         assert_int_equal(rt_variant_cycle(p, RT_VAR_BOUNCES, 1), RT_OK);
-        assert_int_equal(p->trace.max_bounces, expect[i]);
+        assert_int_equal(p->trace.shade.max_bounces, expect[i]);
     }
     assert_int_equal(rt_variant_cycle(p, RT_VAR_BOUNCES, -1), RT_OK);
-    assert_int_equal(p->trace.max_bounces, 3);
+    assert_int_equal(p->trace.shade.max_bounces, 3);
 
     assert_int_equal(rt_variant_cycle(p, RT_VAR_SHADOWS, 1), RT_OK);
-    assert_int_equal(p->trace.shadows, 0);
+    assert_int_equal(p->trace.shade.shadows, 0);
     assert_string_equal(rt_variant_value_name(RT_VAR_SHADOWS, 0), "off");
     assert_int_equal(rt_variant_cycle(p, RT_VAR_HEATMAP, 1), RT_OK);
-    assert_int_equal(p->trace.heatmap, 1);
+    assert_int_equal(p->trace.shade.heatmap, 1);
     assert_int_equal(rt_variant_cycle(p, RT_VAR_TEXTURES, -1), RT_OK);
-    assert_int_equal(p->trace.textures, 0);
+    assert_int_equal(p->trace.shade.textures, 0);
 }
 
 static void variants_value_outside_table_restarts_it(void **state)
@@ -42,13 +42,13 @@ static void variants_value_outside_table_restarts_it(void **state)
     (void)state;
     RtOptions o;
     rt_options_default(&o);
-    o.pipe.trace.max_bounces = 7; /* --bounces 7 */
+    o.pipe.trace.shade.max_bounces = 7; /* --bounces 7 */
     assert_null(rt_variant_value_name(RT_VAR_BOUNCES, 7));
     assert_int_equal(rt_variant_cycle(&o.pipe, RT_VAR_BOUNCES, 1), RT_OK);
-    assert_int_equal(o.pipe.trace.max_bounces, 0);
-    o.pipe.trace.max_bounces = 7;
+    assert_int_equal(o.pipe.trace.shade.max_bounces, 0);
+    o.pipe.trace.shade.max_bounces = 7;
     assert_int_equal(rt_variant_cycle(&o.pipe, RT_VAR_BOUNCES, -1), RT_OK);
-    assert_int_equal(o.pipe.trace.max_bounces, 3);
+    assert_int_equal(o.pipe.trace.shade.max_bounces, 3);
 }
 
 static void variants_unavailable_rows_change_nothing(void **state)

@@ -63,8 +63,7 @@ static void fixture_finish(Fixture *f)
     assert_int_equal(st, RT_OK);
     RtAabb b = aabb_empty();
     for (uint32_t i = 0; i < 3 * f->tris.count; i++) b = aabb_grow(b, f4_xyz(f->tris.verts[i]));
-    float diag = aabb_is_empty(b) ? 0.0f : v3_len(v3_sub(b.hi, b.lo));
-    f->eps = diag > 0.0f ? 1e-4f * diag : 1e-4f; /* as gpu_scene.cu and render_cpu.c */
+    f->eps = rt_shade_ray_eps(b); /* as gpu_scene.cu and render_cpu.c */
     if (!f->gpu) return;
     st = rt_gpu_scene_create(&f->s, &f->gs, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);

@@ -12,8 +12,6 @@
 
 /* Threads per block of the Woop kernel: a multiple of the warp size. */
 static const int kWoopBlock = 256;
-/* Ray offset scale, as RT_RAY_EPS_REL of render_cpu.c (docs/renderer.md). */
-static const float kRayEpsRel = 1e-4f;
 
 struct RtGpuScene {
     RtGpuSceneView view;
@@ -112,32 +110,15 @@ static int texture_usable(const RtScene *s, int32_t i)
            s->texs[i].h > 0;
 }
 
-/* map_d reads alpha when the texture has any non-opaque texel, else the
- * luminance (render_cpu.c's rule for grey-scale masks). */
-static int texture_has_alpha(const RtTexture *t)
-{
-    size_t n = (size_t)t->w * t->h;
-    for (size_t k = 0; k < n; k++)
-        if (t->rgba[4 * k + 3] != 255) return 1;
-    return 0;
-}
-
 static RtGpuMaterial gpu_material(const RtScene *s, const RtGpuScene *gs, const RtMaterial *m)
 {
     RtGpuMaterial g;
     memset(&g, 0, sizeof g);
-    g.kd = m->kd;
-    g.ks = m->ks;
-    g.ke = m->ke;
-    g.ns = m->ns;
-    g.ni = m->ni;
-    g.d = m->d;
-    g.reflect = m->reflect;
-    g.illum = m->illum;
+    g.shade = rt_shade_material(m);
     if (texture_usable(s, m->map_kd)) g.tex_kd = gs->tex_srgb[m->map_kd];
     if (texture_usable(s, m->map_d)) {
         g.tex_mask = gs->tex_raw[m->map_d];
-        g.mask_uses_alpha = texture_has_alpha(&s->texs[m->map_d]);
+        g.mask_uses_alpha = rt_shade_texture_has_alpha(&s->texs[m->map_d]);
     }
     return g;
 }
@@ -180,8 +161,7 @@ static RtStatus scene_fill(RtGpuScene *gs, const RtScene *s, RtError *err)
             mat[i] = (t->material >= 0 && (uint32_t)t->material < s->mat_count)
                          ? (uint32_t)t->material : s->mat_count;
         }
-        float diag = aabb_is_empty(b) ? 0.0f : v3_len(v3_sub(b.hi, b.lo));
-        gs->view.eps = diag > 0.0f && isfinite(diag) ? kRayEpsRel * diag : kRayEpsRel;
+        gs->view.eps = rt_shade_ray_eps(b);
     }
     for (uint32_t i = 0; i < s->tex_count; i++)
         if (texture_usable(s, (int32_t)i) && (st = upload_texture(gs, i, &s->texs[i], err)) != RT_OK)

@@ -7,15 +7,14 @@
 #include <cuda_runtime.h>
 #include "gpu/gpu_scene.h"
 #include "gpu/launch.h"
+#include "render/shade.h"
 
-/* A material as the kernels read it; textures are CUDA texture objects
- * (0 = none): tex_kd decodes sRGB -> linear per texel before the bilinear
- * filter (as the CPU renderer's LUT does), tex_mask reads the same texels
- * unconverted for map_d. */
+/* A material as the kernels read it: the shading fields (render/shade.h)
+ * and the textures as CUDA texture objects (0 = none): tex_kd decodes sRGB
+ * -> linear per texel before the bilinear filter (as the CPU renderer's LUT
+ * does), tex_mask reads the same texels unconverted for map_d. */
 typedef struct RtGpuMaterial {
-    RtVec3 kd, ks, ke;
-    float ns, ni, d, reflect;
-    int illum;
+    RtShadeMaterial shade;
     int mask_uses_alpha;          /* map_d: 1 = texel alpha, 0 = luminance */
     cudaTextureObject_t tex_kd;   /* map_Kd, sRGB-decoded */
     cudaTextureObject_t tex_mask; /* map_d, raw */

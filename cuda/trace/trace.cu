@@ -5,8 +5,10 @@
  * gives it the device's scene and warp votes (DevPrims) and runs it from
  * the render and ray-cast kernels.
  *
- * Shading (render_kernel) follows src/render/render_cpu.c and docs/renderer.md
- * operation for operation; docs/trace_gpu.md lists the differences. */
+ * Shading (render_kernel) is src/render/shade.h's, the CPU renderer's too;
+ * what is the GPU's own is the data (per-triangle arrays, texture objects)
+ * and the warp-uniform loop around it. docs/trace_gpu.md lists the
+ * differences from the CPU image. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,9 +24,6 @@
 /* Threads per block: a multiple of the 32-thread warp (packets and tiles
  * need whole warps); 128 keeps several blocks resident per SM. */
 static const int kBlock = 128;
-/* As render_cpu.c: heatmap scale and alpha cut-off. */
-#define HEAT_MAX_STEPS 128.0f
-#define ALPHA_CUTOFF 0.5f
 
 /* ---- textures and the alpha filter -------------------------------------- */
 
@@ -32,21 +31,18 @@ static const int kBlock = 128;
 __device__ static void tri_uv(const RtGpuSceneView &sc, uint32_t tri, float u, float v,
                               float *tu, float *tv)
 {
-    const float *t = &sc.uvs[6 * (size_t)tri];
-    float w = 1.0f - u - v;
-    *tu = w * t[0] + u * t[2] + v * t[4];
-    *tv = w * t[1] + u * t[3] + v * t[5];
+    rt_shade_uv(&sc.uvs[6 * (size_t)tri], u, v, tu, tv);
 }
 
-/* OBJ's v = 0 is the image's bottom row and RtTexture row 0 its top, so the
- * lookup is at 1 - v; normalised coordinates put texel centres at
- * half-integers, as render_cpu.c's sample_bilinear does. */
+/* rt_shade_texture_sample in the texture unit: OBJ's v = 0 is the image's
+ * bottom row and RtTexture row 0 its top, so the lookup is at 1 - v;
+ * normalised coordinates put texel centres at half-integers. */
 __device__ static float4 sample(cudaTextureObject_t tex, float tu, float tv)
 {
     return tex2D<float4>(tex, tu, 1.0f - tv);
 }
 
-/* 0 where the material's map_d is a hole (render_cpu.c's alpha_filter). */
+/* 0 where the material's map_d is a hole (rt_shade_alpha_passes). */
 __device__ static bool alpha_pass(const RtGpuSceneView &sc, const TraceCfg &cfg, uint32_t tri,
                                   float u, float v)
 {
@@ -56,8 +52,7 @@ __device__ static bool alpha_pass(const RtGpuSceneView &sc, const TraceCfg &cfg,
     float tu, tv;
     tri_uv(sc, tri, u, v, &tu, &tv);
     float4 x = sample(m.tex_mask, tu, tv);
-    float mask = m.mask_uses_alpha ? x.w : 0.2126f * x.x + 0.7152f * x.y + 0.0722f * x.z;
-    return mask >= ALPHA_CUTOFF;
+    return rt_shade_alpha_passes(x.x, x.y, x.z, x.w, m.mask_uses_alpha);
 }
 
 /* ---- intersection (Hoedt 4.3) ------------------------------------------- */
@@ -113,71 +108,26 @@ struct DevPrims {
     }
 };
 
-/* ---- shading (render_cpu.c, docs/renderer.md) ---------------------------- */
+/* ---- shading (render/shade.h) -------------------------------------------- */
 
-typedef struct Surface {
-    RtVec3 p, ng, n; /* hit point, unit geometric and shading normals facing the ray */
-    bool front;      /* the ray hit the side the winding's normal points to */
-    uint32_t mat;
-    RtVec3 albedo;
-} Surface;
-
-__device__ static Surface surface_at(const RtGpuSceneView &sc, const TraceCfg &cfg, RtVec3 dir,
-                                     RtHit hit)
+/* The surface at a hit of material m: corners from the per-triangle
+ * arrays, the map_Kd texel from the texture unit. */
+__device__ static RtShadeSurface surface_at(const RtGpuSceneView &sc, const TraceCfg &cfg,
+                                            const RtGpuMaterial &m, RtVec3 dir, RtHit hit)
 {
-    Surface sf;
     const RtFloat4 *pv = &sc.verts[3 * (size_t)hit.tri];
     const RtFloat4 *pn = &sc.normals[3 * (size_t)hit.tri];
-    RtVec3 a = f4_xyz(pv[0]), b = f4_xyz(pv[1]), c = f4_xyz(pv[2]);
-    float u = hit.u, v = hit.v, w = 1.0f - u - v;
-    sf.p = v3_add(v3_add(v3_scale(a, w), v3_scale(b, u)), v3_scale(c, v));
-    sf.ng = v3_norm(v3_cross(v3_sub(b, a), v3_sub(c, a)));
-    sf.front = v3_dot(sf.ng, dir) <= 0.0f;
-    if (!sf.front) sf.ng = v3_scale(sf.ng, -1.0f);
-    sf.n = v3_add(v3_add(v3_scale(f4_xyz(pn[0]), w), v3_scale(f4_xyz(pn[1]), u)),
-                  v3_scale(f4_xyz(pn[2]), v));
-    float nl = v3_len(sf.n);
-    if (!(nl > 1e-12f) || !isfinite(nl)) sf.n = sf.ng;
-    else sf.n = v3_scale(sf.n, 1.0f / nl);
-    if (v3_dot(sf.n, sf.ng) < 0.0f) sf.n = v3_scale(sf.n, -1.0f);
-    sf.mat = sc.mat[hit.tri];
-    const RtGpuMaterial &m = sc.mats[sf.mat];
-    sf.albedo = m.kd;
+    RtShadeSurface sf = rt_shade_surface(f4_xyz(pv[0]), f4_xyz(pv[1]), f4_xyz(pv[2]),
+                                         f4_xyz(pn[0]), f4_xyz(pn[1]), f4_xyz(pn[2]), hit.u,
+                                         hit.v, dir, m.shade.kd);
     if (cfg.textures && m.tex_kd) {
         float tu, tv;
-        tri_uv(sc, hit.tri, u, v, &tu, &tv);
+        tri_uv(sc, hit.tri, hit.u, hit.v, &tu, &tv);
         float4 x = sample(m.tex_kd, tu, tv);
         sf.albedo = v3_mul(sf.albedo, v3(x.x, x.y, x.z));
     }
     return sf;
 }
-
-/* render_cpu.c's rt_linear_to_srgb8 (image.c), on the device. */
-__device__ static uint8_t linear_to_srgb8(float c)
-{
-    if (!(c > 0.0f)) return 0;
-    if (c >= 1.0f) return 255;
-    float s = c <= 0.0031308f ? 12.92f * c : 1.055f * powf(c, 1.0f / 2.4f) - 0.055f;
-    return (uint8_t)(s * 255.0f + 0.5f);
-}
-
-/* render_cpu.c's heat_color: the fixed ramp over 0..128 visited nodes. */
-__device__ static uchar4 heat_color(uint32_t steps)
-{
-    const float stops[6][3] = {{0, 0, 0.5f}, {0, 0, 1}, {0, 1, 1}, {1, 1, 0}, {1, 0, 0}, {0.5f, 0, 0}};
-    const float at[6] = {0.0f, 0.125f, 0.375f, 0.625f, 0.875f, 1.0f};
-    float x = fminf((float)steps / HEAT_MAX_STEPS, 1.0f);
-    int i = 0;
-    while (i < 4 && x > at[i + 1]) i++;
-    float f = (x - at[i]) / (at[i + 1] - at[i]);
-    uint8_t out[3];
-    for (int k = 0; k < 3; k++) {
-        float c = stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f;
-        out[k] = (uint8_t)(c * 255.0f + 0.5f);
-    }
-    return make_uchar4(out[0], out[1], out[2], 255);
-}
-
 
 /* Sums x over the warp and adds it to *c once (every lane calls it). */
 __device__ static void count_warp(unsigned long long *c, uint32_t x)
@@ -188,15 +138,15 @@ __device__ static void count_warp(unsigned long long *c, uint32_t x)
 
 typedef struct RenderArgs {
     RtCameraBasis cam;
-    int w, h, ray_map, max_bounces, shadows, refraction, heatmap;
-    RtVec3 background, ambient;
+    int w, h, ray_map;
+    RtShadeParams shade;
     uint8_t *rgba;
     uint32_t *ids;
 } RenderArgs;
 
-/* One pixel per thread: the Whitted loop of render_cpu.c's trace_pixel,
- * unrolled with warp-uniform trip counts (every lane calls trace_ray the
- * same number of times, as packets need), then sRGB out. */
+/* One pixel per thread: shade.h's Whitted chain (render_cpu.c's
+ * trace_pixel), unrolled with warp-uniform trip counts (every lane calls
+ * trace_ray the same number of times, as packets need), then sRGB out. */
 template <int kTrav, int kIsect, bool kPacket>
 __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, TraceTree tr,
                                                         TraceCfg cfg, RenderArgs ra,
@@ -207,100 +157,47 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, Trace
     bool valid = pixel_of(ra.ray_map, tid, ra.w, ra.h, &px, &py);
     RtVec3 dir = valid ? rt_camera_dir(&ra.cam, (float)px + 0.5f, (float)py + 0.5f) : v3(0, 0, 1);
     RtRay ray = {ra.cam.o, dir};
-    RtVec3 color = v3(0, 0, 0), through = v3(1, 1, 1);
+    RtShadePath path = rt_shade_path_start();
     bool alive = valid;
     uint32_t id = RT_NO_HIT, steps = 0, n_shadow = 0, n_refl = 0;
-    for (int depth = 0; depth <= ra.max_bounces; depth++) {
+    for (int depth = 0; depth <= ra.shade.max_bounces; depth++) {
         if (depth > 0 && alive) n_refl++;
         RtHit hit = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, ray.o, ray.d, 0.0f, INFINITY,
                                                       alive, false, depth == 0 ? &steps : NULL);
         if (alive && hit.tri == RT_NO_HIT) {
-            color = v3_add(color, v3_mul(through, ra.background));
+            rt_shade_path_miss(&path, &ra.shade);
             alive = false;
         }
         if (depth == 0 && alive) id = hit.tri;
-        Surface sf = {};
+        RtShadeSurface sf = {};
         RtGpuMaterial m = {};
         RtVec3 local = v3(0, 0, 0), origin = v3(0, 0, 0);
         if (alive) {
-            sf = surface_at(sc, cfg, ray.d, hit);
-            m = sc.mats[sf.mat];
-            local = v3_add(m.ke, v3_mul(ra.ambient, sf.albedo));
-            origin = v3_add(sf.p, v3_scale(sf.ng, sc.eps));
+            m = sc.mats[sc.mat[hit.tri]];
+            sf = surface_at(sc, cfg, m, ray.d, hit);
+            local = rt_shade_ambient(&m.shade, &sf, ra.shade.ambient);
+            origin = rt_shade_offset(&sf, sc.eps);
         }
-        /* direct light: Lambert + Phong per visible light, one shadow ray each */
+        /* direct light: every lane walks every light (warp-uniform shadow casts) */
         for (uint32_t li = 0; li < sc.light_count; li++) {
             RtLight l = sc.lights[li];
-            RtVec3 L = v3(0, 0, 1);
-            float dist = INFINITY, ndl = 0.0f;
-            bool lit = alive;
-            if (lit) {
-                if (l.type == RT_LIGHT_DIRECTIONAL) {
-                    L = v3_norm(l.v);
-                } else {
-                    RtVec3 dl = v3_sub(l.v, sf.p);
-                    dist = v3_len(dl);
-                    lit = dist > 0.0f;
-                    if (lit) L = v3_scale(dl, 1.0f / dist);
-                }
-                ndl = v3_dot(sf.n, L);
-                lit = lit && ndl > 0.0f && v3_dot(sf.ng, L) > 0.0f;
-            }
-            if (ra.shadows) {
-                float tmax = isinf(dist) ? INFINITY : dist - sc.eps;
-                bool cast = lit && tmax > 0.0f;
-                n_shadow += lit;
-                RtHit sh = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, origin, L, 0.0f, tmax,
+            RtShadeLight ld = rt_shade_light_none();
+            if (alive) ld = rt_shade_light(&sf, &l);
+            if (ra.shade.shadows) {
+                float tmax;
+                bool cast = rt_shade_shadow_ray(&ld, sc.eps, &tmax);
+                n_shadow += ld.lit;
+                RtHit sh = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, origin, ld.L, 0.0f, tmax,
                                                              cast, true, NULL);
-                if (cast && sh.tri != RT_NO_HIT) lit = false;
+                if (cast && sh.tri != RT_NO_HIT) ld.lit = 0;
             }
-            if (lit) {
-                RtVec3 lc = v3_mul(sf.albedo, v3_scale(l.color, ndl));
-                if (m.ks.x > 0.0f || m.ks.y > 0.0f || m.ks.z > 0.0f) {
-                    RtVec3 r = v3_sub(v3_scale(sf.n, 2.0f * ndl), L);
-                    float rv = v3_dot(r, v3_scale(ray.d, -1.0f));
-                    float ns = m.ns > 1.0f ? m.ns : 1.0f;
-                    if (rv > 0.0f) lc = v3_add(lc, v3_scale(v3_mul(m.ks, l.color), powf(rv, ns)));
-                }
-                local = v3_add(local, lc);
-            }
+            if (ld.lit)
+                local = v3_add(local, rt_shade_light_term(&sf, &m.shade, l.color, &ld,
+                                                          v3_scale(ray.d, -1.0f)));
         }
         if (!alive) continue;
-        /* continue the chain: a transparent surface (d < 1) refracts, a
-         * mirror reflects, anything else (or the last depth) ends it */
-        float r = fminf(fmaxf(m.reflect, 0.0f), 1.0f);
-        bool transparent = ra.refraction && m.d < 1.0f;
-        if (depth >= ra.max_bounces || (r <= 0.0f && !transparent)) {
-            color = v3_add(color, v3_mul(through, local));
-            alive = false;
-            continue;
-        }
-        if (transparent) {
-            float opacity = fmaxf(m.d, 0.0f);
-            color = v3_add(color, v3_mul(through, v3_scale(local, opacity)));
-            through = v3_scale(through, 1.0f - opacity);
-            /* Snell through the interface (MTL illum 4/6/7 with ni), else straight */
-            bool bends = (m.illum == 4 || m.illum == 6 || m.illum == 7) && m.ni > 0.0f;
-            float eta = bends ? (sf.front ? 1.0f / m.ni : m.ni) : 1.0f;
-            float cosi = -v3_dot(ray.d, sf.ng);
-            float k = 1.0f - eta * eta * (1.0f - cosi * cosi);
-            if (k >= 0.0f) {
-                RtVec3 t = v3_add(v3_scale(ray.d, eta), v3_scale(sf.ng, eta * cosi - sqrtf(k)));
-                ray.o = v3_sub(sf.p, v3_scale(sf.ng, sc.eps));
-                ray.d = v3_norm(t);
-            } else { /* total internal reflection */
-                ray.o = origin;
-                ray.d = v3_norm(v3_sub(ray.d, v3_scale(sf.ng, 2.0f * v3_dot(ray.d, sf.ng))));
-            }
-            continue;
-        }
-        color = v3_add(color, v3_mul(through, v3_scale(local, 1.0f - r)));
-        through = v3_scale(through, r);
-        RtVec3 d2 = v3_sub(ray.d, v3_scale(sf.n, 2.0f * v3_dot(ray.d, sf.n)));
-        if (v3_dot(d2, sf.ng) <= 0.0f)
-            d2 = v3_sub(ray.d, v3_scale(sf.ng, 2.0f * v3_dot(ray.d, sf.ng)));
-        ray.o = origin;
-        ray.d = v3_norm(d2);
+        /* continue the chain: refraction, mirror, or the end */
+        alive = rt_shade_path_next(&path, &ra.shade, &m.shade, &sf, local, sc.eps, depth, &ray);
     }
     count_warp(&cnt->primary, valid ? 1u : 0u);
     count_warp(&cnt->shadow, n_shadow);
@@ -308,10 +205,9 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, Trace
     count_warp(&cnt->steps, steps);
     if (!valid) return;
     size_t i = (size_t)py * ra.w + px;
-    uchar4 out = ra.heatmap ? heat_color(steps)
-                            : make_uchar4(linear_to_srgb8(color.x), linear_to_srgb8(color.y),
-                                          linear_to_srgb8(color.z), 255);
-    ((uchar4 *)ra.rgba)[i] = out;
+    uint8_t out[4];
+    rt_shade_pixel(&ra.shade, path.color, steps, out);
+    ((uchar4 *)ra.rgba)[i] = make_uchar4(out[0], out[1], out[2], out[3]);
     if (ra.ids) ra.ids[i] = id;
 }
 
@@ -384,7 +280,7 @@ static TraceCfg trace_cfg(const RtTraceParams *p)
     TraceCfg c;
     c.leaf_skip = p->leaf_skip;
     c.stack_size = p->stack_size;
-    c.textures = p->textures;
+    c.textures = p->shade.textures;
     return c;
 }
 
@@ -418,12 +314,7 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const R
     ra.w = w;
     ra.h = h;
     ra.ray_map = params.ray_map;
-    ra.max_bounces = params.max_bounces;
-    ra.shadows = params.shadows;
-    ra.refraction = params.refraction;
-    ra.heatmap = params.heatmap;
-    ra.background = params.background;
-    ra.ambient = params.ambient;
+    ra.shade = params.shade;
     ra.rgba = d_rgba;
     ra.ids = d_ids;
     uint32_t threads = thread_count(params.ray_map, w, h);

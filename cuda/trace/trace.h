@@ -14,6 +14,7 @@
 #include "core/camera.h"
 #include "core/isect.h"
 #include "gpu/gpu_scene.h"
+#include "render/shade.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -63,16 +64,10 @@ typedef struct RtTraceParams {
     int ray_map;       /* RtRayMap; default 4x8 tiles */
     int packet;        /* RtPacket; default off */
     int stack_size;    /* short-stack entries, 1..RT_TRACE_STACK_MAX; default 4 (Hoedt, Horn) */
-    int max_bounces;   /* mirror/refraction depth; default 1 */
-    int shadows;       /* 1: a shadow ray per light; default 1 */
-    int textures;      /* 1: map_Kd and map_d; default 1 */
-    int refraction;    /* 1: materials with d < 1 refract (ni); default 1 */
-    int heatmap;       /* 1: color = kd-tree nodes visited by the primary ray */
-    RtVec3 background; /* linear RGB of rays that leave the scene */
-    RtVec3 ambient;    /* linear ambient term */
+    RtShadeParams shade; /* shading (render/shade.h), the CPU renderer's as well */
 } RtTraceParams;
 
-/* Defaults as above; background and ambient as rt_render_params_default. */
+/* Defaults as above; shade = rt_shade_params_default(). */
 RtTraceParams rt_trace_params_default(void);
 /* RT_OK, or RT_ERR_ARG naming the parameter out of range. */
 RtStatus rt_trace_params_check(const RtTraceParams *p, RtError *err);

@@ -3,7 +3,6 @@
  * tables in builds with and without CUDA. */
 #include <string.h>
 
-#include "render/render_cpu.h"
 #include "trace/trace.h"
 
 /* ---- variant tables ---------------------------------------------------- */
@@ -44,14 +43,7 @@ RtTraceParams rt_trace_params_default(void)
     p.ray_map = RT_RAYMAP_TILES;
     p.packet = RT_PACKET_OFF;
     p.stack_size = 4;
-    p.max_bounces = 1;
-    p.shadows = 1;
-    p.textures = 1;
-    p.refraction = 1;
-    /* the CPU renderer's, so GPU and CPU images compare */
-    RtRenderParams r = rt_render_params_default();
-    p.background = r.background;
-    p.ambient = r.ambient;
+    p.shade = rt_shade_params_default();
     return p;
 }
 
@@ -64,7 +56,7 @@ RtStatus rt_trace_params_check(const RtTraceParams *p, RtError *err)
     if (p->stack_size < 1 || p->stack_size > RT_TRACE_STACK_MAX)
         return rt_fail(err, RT_ERR_ARG, "TRACE: stack_size %d: expected 1..%d", p->stack_size,
                        RT_TRACE_STACK_MAX);
-    if (p->max_bounces < 0 || p->max_bounces > 64)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: max_bounces %d: expected 0..64", p->max_bounces);
+    if (p->shade.max_bounces < 0 || p->shade.max_bounces > 64)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: max_bounces %d: expected 0..64", p->shade.max_bounces);
     return RT_OK;
 }

@@ -201,8 +201,8 @@ static void sample_gpu_mem(Bench *b, BenchRow *r)
 static RtPipelineParams trace_pass(const RtPipelineParams *pp, int pass)
 {
     RtPipelineParams p = *pp;
-    if (pass < 2) p.trace.max_bounces = 0;
-    if (pass < 1) p.trace.shadows = 0;
+    if (pass < 2) p.trace.shade.max_bounces = 0;
+    if (pass < 1) p.trace.shade.shadows = 0;
     return p;
 }
 

@@ -49,12 +49,7 @@ RtPipelineParams rt_pipeline_params_default(void)
 static RtRenderParams render_params(const RtPipelineParams *pp)
 {
     RtRenderParams r = rt_render_params_default();
-    r.max_bounces = pp->trace.max_bounces;
-    r.shadows = pp->trace.shadows;
-    r.textures = pp->trace.textures;
-    r.heatmap = pp->trace.heatmap;
-    r.background = pp->trace.background;
-    r.ambient = pp->trace.ambient;
+    r.shade = pp->trace.shade;
     r.use_woop = pp->trace.isect == RT_ISECT_WOOP;
     r.brute_force = pp->brute_force;
     r.threads = pp->threads;

@@ -46,17 +46,3 @@ RtStatus rt_image_read_png(RtImage *img, const char *path, RtError *err)
     stbi_image_free(px);
     return st;
 }
-
-uint8_t rt_linear_to_srgb8(float c)
-{
-    if (!(c > 0.0f)) return 0;
-    if (c >= 1.0f) return 255;
-    float s = c <= 0.0031308f ? 12.92f * c : 1.055f * powf(c, 1.0f / 2.4f) - 0.055f;
-    return (uint8_t)(s * 255.0f + 0.5f);
-}
-
-float rt_srgb8_to_linear(uint8_t c)
-{
-    float s = c / 255.0f;
-    return s <= 0.04045f ? s / 12.92f : powf((s + 0.055f) / 1.055f, 2.4f);
-}

@@ -15,8 +15,4 @@ RtStatus rt_image_write_png(const RtImage *img, const char *path, RtError *err);
 /* Reads a PNG (for reference-image tests). */
 RtStatus rt_image_read_png(RtImage *img, const char *path, RtError *err);
 
-/* Linear [0,1] -> sRGB byte, and back. */
-uint8_t rt_linear_to_srgb8(float c);
-float rt_srgb8_to_linear(uint8_t c);
-
 #endif

@@ -4,10 +4,12 @@
  * Threads pull 16x16 tiles from an atomic counter; every pixel is computed
  * from its own primary ray alone (one sample at the pixel centre, no random
  * numbers), so the image is the same for any thread count. Shading is
- * Whitted-style: Lambert + Phong per light with one shadow ray each, mirror
- * reflections up to max_bounces, map_Kd textures and map_d alpha cutouts.
- * docs/renderer.md states the conventions (light falloff, epsilons, the
- * heatmap scale). */
+ * shade.h's, the GPU tracer's too: Whitted-style Lambert + Phong per light
+ * with one shadow ray each, mirror reflections and refraction up to
+ * max_bounces, map_Kd textures and map_d alpha cutouts. This file adds what
+ * is the CPU's own: reading RtScene, the kd-tree (or brute-force) casts, the
+ * tiles. docs/renderer.md states the conventions (light falloff, epsilons,
+ * the heatmap scale). */
 #include "render/render_cpu.h"
 
 #include <pthread.h>
@@ -18,26 +20,13 @@
 /* Tile edge in pixels: small enough that 2..64 threads balance on a 160x120
  * image, large enough that the counter is touched rarely. */
 #define RT_TILE 16
-/* Shadow/reflection rays start this fraction of the scene's bounding-box
- * diagonal off the surface (along the geometric normal): above float
- * round-off of hit points (~1e-7 relative) and far below any feature a
- * scene models (1e-4 of a 10 m room is 1 mm). */
-#define RT_RAY_EPS_REL 1e-4f
-/* Heatmap: traversal steps mapped to the top of the colour ramp. */
-#define RT_HEAT_MAX_STEPS 128.0f
-/* An alpha-mask value below this makes the surface a hole (scene.h). */
-#define RT_ALPHA_CUTOFF 0.5f
 
 RtRenderParams rt_render_params_default(void)
 {
     RtRenderParams p;
     memset(&p, 0, sizeof p);
-    p.max_bounces = 1;
-    p.shadows = 1;
-    p.textures = 1;
+    p.shade = rt_shade_params_default();
     p.use_woop = 1;
-    p.background = v3(0.05f, 0.06f, 0.09f);
-    p.ambient = v3(0.08f, 0.08f, 0.08f);
     return p;
 }
 
@@ -51,7 +40,7 @@ typedef struct RtRenderJob {
     RtImage *img;
     uint32_t *ids;
     RtMaterial default_mat;  /* for material -1 (made once, not per hit) */
-    float eps;               /* ray offset, RT_RAY_EPS_REL * scene diagonal */
+    float eps;               /* ray offset, rt_shade_ray_eps of the triangles */
     float srgb_lut[256];     /* texel byte -> linear, so sampling costs no powf */
     uint8_t *mask_uses_alpha; /* per texture: 1 = map_d reads alpha, 0 = luminance */
     int tiles_x, tile_count;
@@ -86,59 +75,12 @@ static void tri_uv(const RtScene *s, uint32_t tri, float u, float v, float *tu, 
 {
     const RtTriangle *t = &s->tris[tri];
     const RtVertex *a = &s->verts[t->v[0]], *b = &s->verts[t->v[1]], *c = &s->verts[t->v[2]];
-    float w = 1.0f - u - v;
-    *tu = w * a->u + u * b->u + v * c->u;
-    *tv = w * a->v + u * b->v + v * c->v;
-}
-
-static int wrap(int i, int n)
-{
-    int r = i % n;
-    return r < 0 ? r + n : r;
-}
-
-/* Bilinear lookup with wrap-around. UV follows OBJ: v = 0 is the bottom row
- * of the image, and RtTexture row 0 is the top, hence 1 - v. Texel centres
- * sit at half-integers. RGB is converted sRGB -> linear per texel, before
- * filtering, when `linear` is set; alpha is always linear. */
-typedef struct RtTexel4 { float c[4]; } RtTexel4;
-
-static RtTexel4 texel(const RtRenderJob *job, const RtTexture *t, int x, int y, int linear)
-{
-    const uint8_t *p = &t->rgba[4 * ((size_t)wrap(y, t->h) * t->w + wrap(x, t->w))];
-    RtTexel4 r;
-    for (int k = 0; k < 3; k++) r.c[k] = linear ? job->srgb_lut[p[k]] : p[k] * (1.0f / 255.0f);
-    r.c[3] = p[3] * (1.0f / 255.0f);
-    return r;
-}
-
-static RtTexel4 sample_bilinear(const RtRenderJob *job, const RtTexture *t, float tu, float tv,
-                                int linear)
-{
-    /* Wrap to [0, 1) first, so the int conversion below cannot overflow
-     * for huge UVs (NaN/inf stay non-finite and fall back to texel 0). */
-    tu -= floorf(tu);
-    tv -= floorf(tv);
-    float x = tu * (float)t->w - 0.5f, y = (1.0f - tv) * (float)t->h - 0.5f;
-    if (!isfinite(x) || !isfinite(y)) x = y = 0.0f;
-    float fx = floorf(x), fy = floorf(y);
-    float ax = x - fx, ay = y - fy;
-    int x0 = (int)fx, y0 = (int)fy;
-    RtTexel4 a = texel(job, t, x0, y0, linear), b = texel(job, t, x0 + 1, y0, linear);
-    RtTexel4 c = texel(job, t, x0, y0 + 1, linear), d = texel(job, t, x0 + 1, y0 + 1, linear);
-    RtTexel4 r;
-    for (int k = 0; k < 4; k++) {
-        float top = a.c[k] + (b.c[k] - a.c[k]) * ax;
-        float bot = c.c[k] + (d.c[k] - c.c[k]) * ax;
-        r.c[k] = top + (bot - top) * ay;
-    }
-    return r;
+    const float uv[6] = {a->u, a->v, b->u, b->v, c->u, c->v};
+    rt_shade_uv(uv, u, v, tu, tv);
 }
 
 /* The hit filter of primary, reflection and shadow rays: 0 (ignore the hit)
- * where the material's map_d is a hole. Mask value = texel alpha when the
- * texture has any non-opaque texel, else its luminance (a grey-scale mask
- * loaded as RGBA has alpha 255 everywhere). */
+ * where the material's map_d is a hole. */
 static int alpha_filter(const void *ctx, uint32_t tri, float u, float v)
 {
     const RtRenderJob *job = ctx;
@@ -149,16 +91,17 @@ static int alpha_filter(const void *ctx, uint32_t tri, float u, float v)
     if (!t) return 1;
     float tu, tv;
     tri_uv(s, tri, u, v, &tu, &tv);
-    RtTexel4 x = sample_bilinear(job, t, tu, tv, 0);
-    float mask = job->mask_uses_alpha[s->mats[m].map_d]
-                     ? x.c[3]
-                     : 0.2126f * x.c[0] + 0.7152f * x.c[1] + 0.0722f * x.c[2];
-    return mask >= RT_ALPHA_CUTOFF;
+    RtShadeTexel x = rt_shade_texture_sample(t, NULL, tu, tv);
+    return rt_shade_alpha_passes(x.c[0], x.c[1], x.c[2], x.c[3],
+                                 job->mask_uses_alpha[s->mats[m].map_d]);
 }
 
 /* ---- ray casting ---------------------------------------------------------- */
 
-static RtHitFilter job_filter(const RtRenderJob *job) { return job->p.textures ? alpha_filter : NULL; }
+static RtHitFilter job_filter(const RtRenderJob *job)
+{
+    return job->p.shade.textures ? alpha_filter : NULL;
+}
 
 static int closest_hit(const RtRenderJob *job, RtRay ray, RtHit *hit, uint32_t *steps)
 {
@@ -179,102 +122,58 @@ static int occluded(const RtRenderJob *job, RtRay ray, float tmax)
     return rt_kd_any_hit(job->tree, job->tris, ray, 0.0f, tmax, job_filter(job), job);
 }
 
-/* ---- shading -------------------------------------------------------------- */
+/* ---- shading (shade.h) ------------------------------------------------- */
 
-typedef struct RtSurface {
-    RtVec3 p;   /* hit point, from the barycentrics */
-    RtVec3 ng;  /* unit geometric normal, facing the incoming ray */
-    RtVec3 n;   /* unit shading normal, on the same side as ng */
-    const RtMaterial *mat;
-    RtVec3 albedo; /* Kd times the map_Kd texel, linear */
-} RtSurface;
-
-static RtSurface surface_at(const RtRenderJob *job, RtRay ray, const RtHit *hit)
+/* The surface at a hit, and the material's shading fields in *mat. */
+static RtShadeSurface surface_at(const RtRenderJob *job, RtRay ray, const RtHit *hit,
+                                 RtShadeMaterial *mat)
 {
     const RtScene *s = job->scene;
     const RtTriangle *t = &s->tris[hit->tri];
     const RtVertex *a = &s->verts[t->v[0]], *b = &s->verts[t->v[1]], *c = &s->verts[t->v[2]];
-    float u = hit->u, v = hit->v, w = 1.0f - u - v;
-    RtSurface sf;
-    sf.p = v3_add(v3_add(v3_scale(a->p, w), v3_scale(b->p, u)), v3_scale(c->p, v));
-    sf.ng = v3_norm(v3_cross(v3_sub(b->p, a->p), v3_sub(c->p, a->p)));
-    if (v3_dot(sf.ng, ray.d) > 0.0f) sf.ng = v3_scale(sf.ng, -1.0f);
-    sf.n = v3_add(v3_add(v3_scale(a->n, w), v3_scale(b->n, u)), v3_scale(c->n, v));
-    float nl = v3_len(sf.n);
-    if (!(nl > 1e-12f) || !isfinite(nl)) sf.n = sf.ng;
-    else sf.n = v3_scale(sf.n, 1.0f / nl);
-    /* Triangles are two-sided: the shading normal is flipped to the
-     * viewer's side of the surface, judged by the geometric normal (which
-     * is exact), not by the interpolated one (which may graze). */
-    if (v3_dot(sf.n, sf.ng) < 0.0f) sf.n = v3_scale(sf.n, -1.0f);
-    sf.mat = tri_material(job, hit->tri);
-    sf.albedo = sf.mat->kd;
-    const RtTexture *tex = job->p.textures ? texture_at(s, sf.mat->map_kd) : NULL;
+    const RtMaterial *m = tri_material(job, hit->tri);
+    *mat = rt_shade_material(m);
+    RtShadeSurface sf =
+        rt_shade_surface(a->p, b->p, c->p, a->n, b->n, c->n, hit->u, hit->v, ray.d, m->kd);
+    const RtTexture *tex = job->p.shade.textures ? texture_at(s, m->map_kd) : NULL;
     if (tex) {
         float tu, tv;
-        tri_uv(s, hit->tri, u, v, &tu, &tv);
-        RtTexel4 x = sample_bilinear(job, tex, tu, tv, 1);
+        tri_uv(s, hit->tri, hit->u, hit->v, &tu, &tv);
+        RtShadeTexel x = rt_shade_texture_sample(tex, job->srgb_lut, tu, tv);
         sf.albedo = v3_mul(sf.albedo, v3(x.c[0], x.c[1], x.c[2]));
     }
     return sf;
 }
 
-/* Direct light at a surface seen along ray: emission + ambient + for every
- * visible light Lambert (albedo N.L) and Phong (Ks (R.V)^Ns). Point lights
- * have no distance falloff (docs/renderer.md says why). */
-static RtVec3 shade_local(const RtRenderJob *job, const RtSurface *sf, RtVec3 view_dir,
-                          RtRenderStats *st)
+/* Direct light at a surface seen along ray: emission + ambient + every
+ * light that faces it and that its shadow ray reaches. */
+static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf,
+                          const RtShadeMaterial *m, RtRay ray, RtRenderStats *st)
 {
     const RtScene *s = job->scene;
-    RtVec3 c = v3_add(sf->mat->ke, v3_mul(job->p.ambient, sf->albedo));
-    RtVec3 origin = v3_add(sf->p, v3_scale(sf->ng, job->eps));
-    RtVec3 ks = sf->mat->ks;
-    float ns = sf->mat->ns > 1.0f ? sf->mat->ns : 1.0f;
-    int has_spec = ks.x > 0.0f || ks.y > 0.0f || ks.z > 0.0f;
+    RtVec3 c = rt_shade_ambient(m, sf, job->p.shade.ambient);
+    RtVec3 origin = rt_shade_offset(sf, job->eps), view = v3_scale(ray.d, -1.0f);
     for (uint32_t i = 0; i < s->light_count; i++) {
         const RtLight *l = &s->lights[i];
-        RtVec3 L;
-        float dist;
-        if (l->type == RT_LIGHT_DIRECTIONAL) {
-            L = v3_norm(l->v);
-            dist = INFINITY;
-        } else {
-            RtVec3 d = v3_sub(l->v, sf->p);
-            dist = v3_len(d);
-            if (!(dist > 0.0f)) continue;
-            L = v3_scale(d, 1.0f / dist);
-        }
-        /* A light behind the surface (geometrically) does not reach the
-         * viewer's side, whatever the interpolated normal says. */
-        float ndl = v3_dot(sf->n, L);
-        if (ndl <= 0.0f || v3_dot(sf->ng, L) <= 0.0f) continue;
-        if (job->p.shadows) {
+        RtShadeLight ld = rt_shade_light(sf, l);
+        if (!ld.lit) continue;
+        if (job->p.shade.shadows) {
             st->shadow_rays++;
-            RtRay sr = {origin, L};
-            /* Stop short of a point light by the same epsilon, so geometry
-             * the light sits on does not shadow it. */
-            float tmax = isinf(dist) ? INFINITY : dist - job->eps;
-            if (tmax > 0.0f && occluded(job, sr, tmax)) continue;
+            float tmax;
+            RtRay sr = {origin, ld.L};
+            if (rt_shade_shadow_ray(&ld, job->eps, &tmax) && occluded(job, sr, tmax)) continue;
         }
-        RtVec3 lc = v3_mul(sf->albedo, v3_scale(l->color, ndl));
-        if (has_spec) {
-            RtVec3 r = v3_sub(v3_scale(sf->n, 2.0f * ndl), L); /* L mirrored about N */
-            float rv = v3_dot(r, view_dir);
-            if (rv > 0.0f) lc = v3_add(lc, v3_scale(v3_mul(ks, l->color), powf(rv, ns)));
-        }
-        c = v3_add(c, lc);
+        c = v3_add(c, rt_shade_light_term(sf, m, l->color, &ld, view));
     }
     return c;
 }
 
-/* Whitted loop, unrolled: colour = sum over the mirror chain of
- * throughput * (1 - r) * local, throughput *= r. The last surface the depth
- * allows is shaded as if it were not a mirror (full local colour), so
- * max_bounces = 0 shows mirrors in their own diffuse colour. */
+/* The pixel's Whitted chain (shade.h's rt_shade_path_next): mirrors and
+ * transparent surfaces pass the ray on until max_bounces. */
 static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t *id, uint32_t *steps,
                           RtRenderStats *st)
 {
-    RtVec3 color = v3(0, 0, 0), through = v3(1, 1, 1);
+    RtShadePath path = rt_shade_path_start();
     *id = RT_NO_HIT;
     for (int depth = 0;; depth++) {
         RtHit hit;
@@ -282,41 +181,16 @@ static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t *id, uint3
         if (depth == 0) st->primary_rays++;
         else st->reflection_rays++;
         if (!closest_hit(job, ray, &hit, depth == 0 ? steps : NULL) || hit.tri == RT_NO_HIT ||
-            hit.tri >= job->scene->tri_count)
-            return v3_add(color, v3_mul(through, job->p.background));
+            hit.tri >= job->scene->tri_count) {
+            rt_shade_path_miss(&path, &job->p.shade);
+            return path.color;
+        }
         if (depth == 0) *id = hit.tri;
-        RtSurface sf = surface_at(job, ray, &hit);
-        RtVec3 view_dir = v3_scale(ray.d, -1.0f);
-        RtVec3 local = shade_local(job, &sf, view_dir, st);
-        float r = fminf(fmaxf(sf.mat->reflect, 0.0f), 1.0f);
-        if (r <= 0.0f || depth >= job->p.max_bounces) return v3_add(color, v3_mul(through, local));
-        color = v3_add(color, v3_mul(through, v3_scale(local, 1.0f - r)));
-        through = v3_scale(through, r);
-        /* Mirror about the shading normal (smooth spheres); if that sends the
-         * ray into the surface (grazing, interpolated normals), use the
-         * geometric normal instead. */
-        RtVec3 d = v3_sub(ray.d, v3_scale(sf.n, 2.0f * v3_dot(ray.d, sf.n)));
-        if (v3_dot(d, sf.ng) <= 0.0f) d = v3_sub(ray.d, v3_scale(sf.ng, 2.0f * v3_dot(ray.d, sf.ng)));
-        ray.o = v3_add(sf.p, v3_scale(sf.ng, job->eps));
-        ray.d = v3_norm(d);
-    }
-}
-
-/* A fixed ramp (dark blue, blue, cyan, yellow, red, dark red) over
- * 0..RT_HEAT_MAX_STEPS visited nodes, in display (sRGB) space; more steps
- * saturate at dark red. Fixed so heatmaps of different scenes compare. */
-static void heat_color(uint32_t steps, uint8_t out[3])
-{
-    static const float stops[6][3] = {{0, 0, 0.5f}, {0, 0, 1}, {0, 1, 1},
-                                      {1, 1, 0},    {1, 0, 0}, {0.5f, 0, 0}};
-    static const float at[6] = {0.0f, 0.125f, 0.375f, 0.625f, 0.875f, 1.0f};
-    float x = fminf((float)steps / RT_HEAT_MAX_STEPS, 1.0f);
-    int i = 0;
-    while (i < 4 && x > at[i + 1]) i++;
-    float f = (x - at[i]) / (at[i + 1] - at[i]);
-    for (int k = 0; k < 3; k++) {
-        float c = stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f;
-        out[k] = (uint8_t)(c * 255.0f + 0.5f);
+        RtShadeMaterial m;
+        RtShadeSurface sf = surface_at(job, ray, &hit, &m);
+        RtVec3 local = shade_local(job, &sf, &m, ray, st);
+        if (!rt_shade_path_next(&path, &job->p.shade, &m, &sf, local, job->eps, depth, &ray))
+            return path.color;
     }
 }
 
@@ -333,15 +207,7 @@ static void render_tile(const RtRenderJob *job, int tile, RtRenderStats *st)
             uint32_t id, steps = 0;
             RtVec3 c = trace_pixel(job, ray, &id, &steps, st);
             size_t i = (size_t)y * job->img->w + x;
-            uint8_t *px = &job->img->rgba[4 * i];
-            if (job->p.heatmap) {
-                heat_color(steps, px);
-            } else {
-                px[0] = rt_linear_to_srgb8(c.x);
-                px[1] = rt_linear_to_srgb8(c.y);
-                px[2] = rt_linear_to_srgb8(c.z);
-            }
-            px[3] = 255;
+            rt_shade_pixel(&job->p.shade, c, steps, &job->img->rgba[4 * i]);
             if (job->ids) job->ids[i] = id;
         }
 }
@@ -358,9 +224,9 @@ static void *render_worker(void *arg)
     return NULL;
 }
 
-/* Ray offset scale: the diagonal of the triangles' bounds (finite vertices
- * only). Computed from the triangle arrays, not the tree, so tree and
- * brute-force renders use the very same epsilon. */
+/* Ray offset scale (rt_shade_ray_eps) from the triangle arrays' finite
+ * vertices, not the tree, so tree and brute-force renders use the very
+ * same epsilon. */
 static float scene_epsilon(const RtTriArrays *tris)
 {
     RtAabb b = aabb_empty();
@@ -368,8 +234,7 @@ static float scene_epsilon(const RtTriArrays *tris)
         RtVec3 p = f4_xyz(tris->verts[i]);
         if (isfinite(p.x) && isfinite(p.y) && isfinite(p.z)) b = aabb_grow(b, p);
     }
-    float diag = aabb_is_empty(b) ? 0.0f : v3_len(v3_sub(b.hi, b.lo));
-    return diag > 0.0f && isfinite(diag) ? RT_RAY_EPS_REL * diag : RT_RAY_EPS_REL;
+    return rt_shade_ray_eps(b);
 }
 
 /* Decides per map_d texture whether it carries alpha (any texel < 255). */
@@ -379,13 +244,8 @@ static uint8_t *mask_channels(const RtScene *s)
     if (!uses_alpha) return NULL;
     for (uint32_t m = 0; m < s->mat_count; m++) {
         const RtTexture *t = texture_at(s, s->mats[m].map_d);
-        if (!t || uses_alpha[s->mats[m].map_d]) continue;
-        size_t n = (size_t)t->w * t->h;
-        for (size_t i = 0; i < n; i++)
-            if (t->rgba[4 * i + 3] != 255) {
-                uses_alpha[s->mats[m].map_d] = 1;
-                break;
-            }
+        if (t && !uses_alpha[s->mats[m].map_d])
+            uses_alpha[s->mats[m].map_d] = (uint8_t)rt_shade_texture_has_alpha(t);
     }
     return uses_alpha;
 }
@@ -418,7 +278,7 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
     job->ids = ids;
     job->default_mat = rt_material_default();
     job->eps = scene_epsilon(tris);
-    for (int i = 0; i < 256; i++) job->srgb_lut[i] = rt_srgb8_to_linear((uint8_t)i);
+    for (int i = 0; i < 256; i++) job->srgb_lut[i] = rt_shade_srgb8_to_linear((uint8_t)i);
     job->mask_uses_alpha = mask_channels(scene);
     job->tiles_x = (img->w + RT_TILE - 1) / RT_TILE;
     job->tile_count = job->tiles_x * ((img->h + RT_TILE - 1) / RT_TILE);

@@ -1,31 +1,28 @@
 /* render_cpu.h — the CPU reference renderer and the --cpu backend: a
- * multi-threaded tile renderer (pthreads) with the camera model of camera.h:
- * primary rays, a shadow ray per light, mirror reflections up to
- * max_bounces, Phong/Lambert shading with map_Kd textures and map_d alpha
- * cutouts. Brute-force mode intersects every triangle (tests only). */
+ * multi-threaded tile renderer (pthreads) with the camera model of camera.h
+ * and the shading of shade.h: primary rays, a shadow ray per light, mirror
+ * reflections and refraction up to max_bounces, Phong/Lambert shading with
+ * map_Kd textures and map_d alpha cutouts. Brute-force mode intersects
+ * every triangle (tests only). */
 #ifndef RT_RENDER_CPU_H
 #define RT_RENDER_CPU_H
 
 #include "core/camera.h"
 #include "core/image.h"
 #include "kd/kd_cpu.h"
+#include "render/shade.h"
 
 typedef struct RtRenderParams {
-    int max_bounces;   /* mirror reflection depth; default 1 */
-    int shadows;       /* 1: a shadow ray per light; default 1 */
-    int textures;      /* 1: sample map_Kd / map_d; default 1 */
-    int use_woop;      /* 1: Woop, 0: Moller-Trumbore; default 1 */
-    int brute_force;   /* 1: ignore the tree, test every triangle */
-    int heatmap;       /* 1: color = traversal steps per pixel */
-    int threads;       /* 0 = rt_thread_count() */
-    RtVec3 background; /* linear RGB of rays that leave the scene */
-    RtVec3 ambient;    /* linear ambient term */
+    RtShadeParams shade; /* shading (shade.h), the GPU tracer's as well */
+    int use_woop;        /* 1: Woop, 0: Moller-Trumbore; default 1 */
+    int brute_force;     /* 1: ignore the tree, test every triangle */
+    int threads;         /* 0 = rt_thread_count() */
 } RtRenderParams;
 
 RtRenderParams rt_render_params_default(void);
 
 typedef struct RtRenderStats {
-    uint64_t primary_rays, shadow_rays, reflection_rays;
+    uint64_t primary_rays, shadow_rays, reflection_rays; /* reflection includes refraction */
     double ms;
 } RtRenderStats;
 

@@ -1,0 +1,445 @@
+/* shade.h — the shading of stage "trace", written once for the CPU oracle
+ * (src/render/render_cpu.c) and the GPU tracer (cuda/trace/trace.cu): the
+ * shading parameters, the surface at a hit, texture lookups, the light
+ * terms, the next ray of the Whitted chain (mirror or refraction) and the
+ * pixel's bytes. docs/renderer.md describes the model.
+ *
+ * What stays with each backend is how it reaches its data and casts rays:
+ * the CPU reads RtScene (indexed vertices, RtMaterial, RtTexture) and walks
+ * its kd-tree per ray, the GPU reads per-triangle device arrays, filters
+ * textures in the texture unit and traces warp-uniformly. So the functions
+ * here take values (corner positions, a material's shading fields, a
+ * light), never a scene, and the light loop is cut into steps around the
+ * shadow ray the caller casts:
+ *
+ *   sf = rt_shade_surface(corners, hit, ray.d, kd)   albedo *= map_Kd texel
+ *   local = rt_shade_ambient(...)
+ *   per light: ld = rt_shade_light(&sf, light)
+ *              if shadows and rt_shade_shadow_ray(&ld, eps, &tmax):
+ *                  cast from rt_shade_offset(&sf, eps) along ld.L to tmax
+ *              if ld.lit and unoccluded: local += rt_shade_light_term(...)
+ *   rt_shade_path_next(&path, ...): 0 = done, 1 = trace the new ray
+ *   (a miss: rt_shade_path_miss), then rt_shade_pixel.
+ *
+ * The GPU image is checked against the CPU one (tests/test_gpu_trace.c), so
+ * both run these very formulas; they differ where nvcc contracts a*b + c
+ * into an FMA, in the last ulps of powf, and in the texture unit's 8-bit
+ * bilinear weights (docs/trace_gpu.md). */
+#ifndef RT_SHADE_H
+#define RT_SHADE_H
+
+#include "core/isect.h"
+#include "scene/scene.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Secondary rays start this fraction of the scene's bounding-box diagonal
+ * off the surface: above float round-off of hit points (~1e-7 relative)
+ * and far below any feature a scene models (1e-4 of a 10 m room is 1 mm). */
+#define RT_SHADE_RAY_EPS_REL 1e-4f
+/* Heatmap: kd-tree nodes visited mapped to the top of the colour ramp. */
+#define RT_SHADE_HEAT_MAX_STEPS 128.0f
+/* An alpha-mask (map_d) value below this makes the surface a hole: the
+ * midpoint of a 0..1 coverage, so a filtered edge cuts halfway between an
+ * opaque and a clear texel. */
+#define RT_SHADE_ALPHA_CUTOFF 0.5f
+
+/* ---- parameters ---------------------------------------------------------- */
+
+/* How a frame is shaded: RtRenderParams.shade (CPU) and RtTraceParams.shade
+ * (GPU) are this struct, so both backends read the same switches. Defaults:
+ * rt_shade_params_default, each value with its reason. */
+typedef struct RtShadeParams {
+    int max_bounces;   /* secondary rays (mirror or refraction) after the primary, 0..64 */
+    int shadows;       /* 1: one shadow ray per light */
+    int textures;      /* 1: map_Kd colours the surface, map_d cuts holes */
+    int refraction;    /* 1: a material with d < 1 passes light on (Snell with ni for illum 4/6/7) */
+    int heatmap;       /* 1: pixel = kd-tree nodes visited by the primary ray */
+    RtVec3 background; /* linear RGB of rays that leave the scene */
+    RtVec3 ambient;    /* linear ambient light, times the albedo */
+} RtShadeParams;
+
+RT_HD RtShadeParams rt_shade_params_default(void)
+{
+    RtShadeParams p;
+    p.max_bounces = 1; /* one bounce: mirrors and glass show what is behind
+                          them at one extra ray per pixel */
+    p.shadows = 1;     /* the point of a ray tracer; off only to time primary rays */
+    p.textures = 1;    /* OBJ/MTL scenes (Sponza) need map_Kd and map_d to look right */
+    p.refraction = 1;  /* MTL d < 1 (glass, AFF T > 0) is modelled, not drawn opaque */
+    p.heatmap = 0;     /* a debugging view */
+    p.background = v3(0.05f, 0.06f, 0.09f); /* dark blue-grey: misses stand out from black surfaces */
+    p.ambient = v3(0.08f, 0.08f, 0.08f);    /* shadowed sides stay readable under one light */
+    return p;
+}
+
+/* ---- materials and surfaces ---------------------------------------------- */
+
+/* What shading reads of a material (RtMaterial's fields, scene.h); the GPU
+ * stores it as uploaded (RtGpuMaterial.shade), the CPU takes it per hit. */
+typedef struct RtShadeMaterial {
+    RtVec3 kd, ks, ke; /* diffuse, specular, emission (linear RGB) */
+    float ns;          /* Phong exponent (clamped to >= 1 when used) */
+    float ni;          /* index of refraction */
+    float d;           /* opacity: < 1 refracts (with RtShadeParams.refraction) */
+    float reflect;     /* mirror reflectivity, clamped to 0..1 when used */
+    int illum;         /* MTL model: 4/6/7 bend transmitted rays by ni */
+} RtShadeMaterial;
+
+RT_HD RtShadeMaterial rt_shade_material(const RtMaterial *m)
+{
+    RtShadeMaterial s;
+    s.kd = m->kd;
+    s.ks = m->ks;
+    s.ke = m->ke;
+    s.ns = m->ns;
+    s.ni = m->ni;
+    s.d = m->d;
+    s.reflect = m->reflect;
+    s.illum = m->illum;
+    return s;
+}
+
+typedef struct RtShadeSurface {
+    RtVec3 p;      /* hit point, from the barycentrics (on the triangle's plane) */
+    RtVec3 ng;     /* unit geometric normal, facing the incoming ray */
+    RtVec3 n;      /* unit shading normal, on ng's side */
+    int front;     /* 1: the ray hit the side the winding's normal points to */
+    RtVec3 albedo; /* Kd; the caller multiplies in the map_Kd texel */
+} RtShadeSurface;
+
+/* The surface at barycentrics (u, v) of corners b and c, seen along dir.
+ * Triangles are two-sided: ng faces the ray, and the interpolated normal is
+ * flipped to ng's side (judged by the exact geometric normal, not by the
+ * interpolated one, which may graze); ng when the normals sum to zero. */
+RT_HD RtShadeSurface rt_shade_surface(RtVec3 a, RtVec3 b, RtVec3 c, RtVec3 na, RtVec3 nb,
+                                      RtVec3 nc, float u, float v, RtVec3 dir, RtVec3 kd)
+{
+    RtShadeSurface sf;
+    float w = 1.0f - u - v;
+    sf.p = v3_add(v3_add(v3_scale(a, w), v3_scale(b, u)), v3_scale(c, v));
+    sf.ng = v3_norm(v3_cross(v3_sub(b, a), v3_sub(c, a)));
+    sf.front = v3_dot(sf.ng, dir) <= 0.0f;
+    if (!sf.front) sf.ng = v3_scale(sf.ng, -1.0f);
+    sf.n = v3_add(v3_add(v3_scale(na, w), v3_scale(nb, u)), v3_scale(nc, v));
+    float nl = v3_len(sf.n);
+    if (!(nl > 1e-12f) || !isfinite(nl)) sf.n = sf.ng;
+    else sf.n = v3_scale(sf.n, 1.0f / nl);
+    if (v3_dot(sf.n, sf.ng) < 0.0f) sf.n = v3_scale(sf.n, -1.0f);
+    sf.albedo = kd;
+    return sf;
+}
+
+/* Where secondary rays on the viewer's side start: eps along ng. */
+RT_HD RtVec3 rt_shade_offset(const RtShadeSurface *sf, float eps)
+{
+    return v3_add(sf->p, v3_scale(sf->ng, eps));
+}
+
+/* eps of the scene whose finite vertices span bounds (RT_SHADE_RAY_EPS_REL
+ * of the diagonal; the constant itself for a point or an empty scene). */
+RT_HD float rt_shade_ray_eps(RtAabb bounds)
+{
+    float diag = aabb_is_empty(bounds) ? 0.0f : v3_len(v3_sub(bounds.hi, bounds.lo));
+    return diag > 0.0f && isfinite(diag) ? RT_SHADE_RAY_EPS_REL * diag : RT_SHADE_RAY_EPS_REL;
+}
+
+/* ---- textures -------------------------------------------------------------- */
+
+/* Texture coordinate at barycentrics (u, v); uv = u0 v0 u1 v1 u2 v2. */
+RT_HD void rt_shade_uv(const float uv[6], float u, float v, float *tu, float *tv)
+{
+    float w = 1.0f - u - v;
+    *tu = w * uv[0] + u * uv[2] + v * uv[4];
+    *tv = w * uv[1] + u * uv[3] + v * uv[5];
+}
+
+/* sRGB byte -> linear, and linear [0, 1] -> sRGB byte (clamped; NaN -> 0). */
+RT_HD float rt_shade_srgb8_to_linear(uint8_t c)
+{
+    float s = c / 255.0f;
+    return s <= 0.04045f ? s / 12.92f : powf((s + 0.055f) / 1.055f, 2.4f);
+}
+
+RT_HD uint8_t rt_shade_linear_to_srgb8(float c)
+{
+    if (!(c > 0.0f)) return 0;
+    if (c >= 1.0f) return 255;
+    float s = c <= 0.0031308f ? 12.92f * c : 1.055f * powf(c, 1.0f / 2.4f) - 0.055f;
+    return (uint8_t)(s * 255.0f + 0.5f);
+}
+
+typedef struct RtShadeTexel {
+    float c[4]; /* r g b a, 0..1 */
+} RtShadeTexel;
+
+RT_HD int rt_shade_wrap(int i, int n)
+{
+    int r = i % n;
+    return r < 0 ? r + n : r;
+}
+
+/* Texel (x, y), wrapped; RGB through srgb_lut (byte -> linear) when given. */
+RT_HD RtShadeTexel rt_shade_texel(const RtTexture *t, int x, int y, const float *srgb_lut)
+{
+    const uint8_t *p = &t->rgba[4 * ((size_t)rt_shade_wrap(y, t->h) * t->w + rt_shade_wrap(x, t->w))];
+    RtShadeTexel r;
+    for (int k = 0; k < 3; k++) r.c[k] = srgb_lut ? srgb_lut[p[k]] : p[k] * (1.0f / 255.0f);
+    r.c[3] = p[3] * (1.0f / 255.0f);
+    return r;
+}
+
+/* The texture filter: bilinear, wrap-around, texel centres at half-integers;
+ * UV follows OBJ (v = 0 is the image's bottom row, RtTexture row 0 its top,
+ * hence 1 - v); RGB is decoded per texel before filtering when srgb_lut is
+ * given (map_Kd), alpha never is (map_d reads raw texels). The CPU samples
+ * with this; the GPU's texture unit runs the same filter (gpu_scene.cu sets
+ * it up: wrap, linear, sRGB for map_Kd) with 8-bit weights. */
+RT_HD RtShadeTexel rt_shade_texture_sample(const RtTexture *t, const float *srgb_lut, float tu,
+                                           float tv)
+{
+    /* Wrap to [0, 1) first, so the int conversion below cannot overflow
+     * for huge UVs (NaN/inf stay non-finite and fall back to texel 0). */
+    tu -= floorf(tu);
+    tv -= floorf(tv);
+    float x = tu * (float)t->w - 0.5f, y = (1.0f - tv) * (float)t->h - 0.5f;
+    if (!isfinite(x) || !isfinite(y)) x = y = 0.0f;
+    float fx = floorf(x), fy = floorf(y);
+    float ax = x - fx, ay = y - fy;
+    int x0 = (int)fx, y0 = (int)fy;
+    RtShadeTexel a = rt_shade_texel(t, x0, y0, srgb_lut), b = rt_shade_texel(t, x0 + 1, y0, srgb_lut);
+    RtShadeTexel c = rt_shade_texel(t, x0, y0 + 1, srgb_lut);
+    RtShadeTexel d = rt_shade_texel(t, x0 + 1, y0 + 1, srgb_lut);
+    RtShadeTexel r;
+    for (int k = 0; k < 4; k++) {
+        float top = a.c[k] + (b.c[k] - a.c[k]) * ax;
+        float bot = c.c[k] + (d.c[k] - c.c[k]) * ax;
+        r.c[k] = top + (bot - top) * ay;
+    }
+    return r;
+}
+
+/* Whether a map_d texture's mask is its alpha (some texel below 255) or,
+ * for grey-scale masks (loaded as RGBA with alpha 255), its luminance.
+ * Decided once per texture at load / upload. */
+RT_HD int rt_shade_texture_has_alpha(const RtTexture *t)
+{
+    size_t n = (size_t)t->w * t->h;
+    for (size_t i = 0; i < n; i++)
+        if (t->rgba[4 * i + 3] != 255) return 1;
+    return 0;
+}
+
+/* The map_d test of a filtered, undecoded texel: 0 = a hole (the hit
+ * filter of primary, secondary and shadow rays alike). */
+RT_HD int rt_shade_alpha_passes(float r, float g, float b, float a, int uses_alpha)
+{
+    float mask = uses_alpha ? a : 0.2126f * r + 0.7152f * g + 0.0722f * b;
+    return mask >= RT_SHADE_ALPHA_CUTOFF;
+}
+
+/* ---- direct light: Lambert + Phong per visible light ---------------------- */
+
+/* Emission plus ambient: the local colour before any light. */
+RT_HD RtVec3 rt_shade_ambient(const RtShadeMaterial *m, const RtShadeSurface *sf, RtVec3 ambient)
+{
+    return v3_add(m->ke, v3_mul(ambient, sf->albedo));
+}
+
+typedef struct RtShadeLight {
+    RtVec3 L;   /* unit direction toward the light */
+    float dist; /* distance to a point light; INFINITY for a directional one */
+    float ndl;  /* N.L */
+    int lit;    /* 1: the light faces the surface (a shadow ray may still block it) */
+} RtShadeLight;
+
+/* A light that lights nothing (a lane without a surface, on the GPU). */
+RT_HD RtShadeLight rt_shade_light_none(void)
+{
+    RtShadeLight r;
+    r.L = v3(0.0f, 0.0f, 1.0f);
+    r.dist = INFINITY;
+    r.ndl = 0.0f;
+    r.lit = 0;
+    return r;
+}
+
+/* The light as seen from the surface. It faces the surface when N.L > 0
+ * and Ng.L > 0: a light behind the surface's plane does not reach the
+ * viewer's side, whatever the interpolated normal says. A point light at
+ * the hit point (distance 0) lights nothing. */
+RT_HD RtShadeLight rt_shade_light(const RtShadeSurface *sf, const RtLight *l)
+{
+    RtShadeLight r = rt_shade_light_none();
+    r.lit = 1;
+    if (l->type == RT_LIGHT_DIRECTIONAL) {
+        r.L = v3_norm(l->v);
+    } else {
+        RtVec3 d = v3_sub(l->v, sf->p);
+        r.dist = v3_len(d);
+        r.lit = r.dist > 0.0f;
+        if (r.lit) r.L = v3_scale(d, 1.0f / r.dist);
+    }
+    r.ndl = v3_dot(sf->n, r.L);
+    r.lit = r.lit && r.ndl > 0.0f && v3_dot(sf->ng, r.L) > 0.0f;
+    return r;
+}
+
+/* The shadow ray's end: eps short of a point light (geometry the light sits
+ * on does not shadow it), none for a directional one. Returns 1 when a ray
+ * is to be cast (from rt_shade_offset along ld->L over [0, *tmax]); a lit
+ * light closer than eps is visible without one. */
+RT_HD int rt_shade_shadow_ray(const RtShadeLight *ld, float eps, float *tmax)
+{
+    *tmax = isinf(ld->dist) ? INFINITY : ld->dist - eps;
+    return ld->lit && *tmax > 0.0f;
+}
+
+/* A visible light's contribution: color * (albedo N.L + Ks max(0, R.V)^Ns),
+ * R = L mirrored about N, V = view (unit, toward the viewer). No distance
+ * falloff (docs/renderer.md says why). */
+RT_HD RtVec3 rt_shade_light_term(const RtShadeSurface *sf, const RtShadeMaterial *m, RtVec3 color,
+                                 const RtShadeLight *ld, RtVec3 view)
+{
+    RtVec3 lc = v3_mul(sf->albedo, v3_scale(color, ld->ndl));
+    if (m->ks.x > 0.0f || m->ks.y > 0.0f || m->ks.z > 0.0f) {
+        RtVec3 r = v3_sub(v3_scale(sf->n, 2.0f * ld->ndl), ld->L);
+        float rv = v3_dot(r, view);
+        float ns = m->ns > 1.0f ? m->ns : 1.0f;
+        if (rv > 0.0f) lc = v3_add(lc, v3_scale(v3_mul(m->ks, color), powf(rv, ns)));
+    }
+    return lc;
+}
+
+/* ---- the next ray: mirror or refraction ------------------------------------ */
+
+/* d mirrored about the unit normal n. */
+RT_HD RtVec3 rt_shade_mirror(RtVec3 d, RtVec3 n)
+{
+    return v3_sub(d, v3_scale(n, 2.0f * v3_dot(d, n)));
+}
+
+/* The mirror ray: about the shading normal (tessellated spheres look
+ * smooth); about the geometric one when that sends the ray into the surface
+ * (grazing angles, interpolated normals). */
+RT_HD RtRay rt_shade_reflect_ray(const RtShadeSurface *sf, RtVec3 d, float eps)
+{
+    RtVec3 r = rt_shade_mirror(d, sf->n);
+    if (v3_dot(r, sf->ng) <= 0.0f) r = rt_shade_mirror(d, sf->ng);
+    RtRay out = {rt_shade_offset(sf, eps), v3_norm(r)};
+    return out;
+}
+
+/* The transmitted ray through a surface with d < 1: bent by Snell's law
+ * about the geometric normal for MTL illum 4/6/7 with ni > 0 (eta = 1/ni
+ * entering the front side, ni leaving through the back), straight on
+ * otherwise; it starts eps behind the surface. Total internal reflection
+ * mirrors it about the geometric normal instead. */
+RT_HD RtRay rt_shade_refract_ray(const RtShadeMaterial *m, const RtShadeSurface *sf, RtVec3 d,
+                                 float eps)
+{
+    int bends = (m->illum == 4 || m->illum == 6 || m->illum == 7) && m->ni > 0.0f;
+    float eta = bends ? (sf->front ? 1.0f / m->ni : m->ni) : 1.0f;
+    float cosi = -v3_dot(d, sf->ng);
+    float k = 1.0f - eta * eta * (1.0f - cosi * cosi);
+    RtRay out;
+    if (k >= 0.0f) {
+        RtVec3 t = v3_add(v3_scale(d, eta), v3_scale(sf->ng, eta * cosi - sqrtf(k)));
+        out.o = v3_sub(sf->p, v3_scale(sf->ng, eps));
+        out.d = v3_norm(t);
+    } else {
+        out.o = rt_shade_offset(sf, eps);
+        out.d = v3_norm(rt_shade_mirror(d, sf->ng));
+    }
+    return out;
+}
+
+/* A pixel's Whitted chain, unrolled: colour = sum over the chain of
+ * through * (share of local), through *= what the surface passes on. */
+typedef struct RtShadePath {
+    RtVec3 color;   /* linear RGB gathered so far */
+    RtVec3 through; /* weight of the next ray's colour */
+} RtShadePath;
+
+RT_HD RtShadePath rt_shade_path_start(void)
+{
+    RtShadePath path = {{0.0f, 0.0f, 0.0f}, {1.0f, 1.0f, 1.0f}};
+    return path;
+}
+
+/* The ray left the scene: it brings the background. */
+RT_HD void rt_shade_path_miss(RtShadePath *path, const RtShadeParams *p)
+{
+    path->color = v3_add(path->color, v3_mul(path->through, p->background));
+}
+
+/* Adds the surface's local colour to the path and continues it: returns 1
+ * with *ray the next ray, or 0 when the chain ends here.
+ *   transparent (d < 1, refraction on): d * local, the rest (1 - d) goes on
+ *     through the surface (rt_shade_refract_ray);
+ *   mirror (reflect r > 0): (1 - r) * local, r goes on (rt_shade_reflect_ray);
+ *   else, or at depth max_bounces: the full local colour, so with
+ *     max_bounces = 0 a mirror shows its own diffuse/specular colour.
+ * Transparency wins over mirroring; both share the bounce budget. */
+RT_HD int rt_shade_path_next(RtShadePath *path, const RtShadeParams *p, const RtShadeMaterial *m,
+                             const RtShadeSurface *sf, RtVec3 local, float eps, int depth,
+                             RtRay *ray)
+{
+    float r = fminf(fmaxf(m->reflect, 0.0f), 1.0f);
+    int transparent = p->refraction && m->d < 1.0f;
+    if (depth >= p->max_bounces || (r <= 0.0f && !transparent)) {
+        path->color = v3_add(path->color, v3_mul(path->through, local));
+        return 0;
+    }
+    if (transparent) {
+        float opacity = fmaxf(m->d, 0.0f);
+        path->color = v3_add(path->color, v3_mul(path->through, v3_scale(local, opacity)));
+        path->through = v3_scale(path->through, 1.0f - opacity);
+        *ray = rt_shade_refract_ray(m, sf, ray->d, eps);
+        return 1;
+    }
+    path->color = v3_add(path->color, v3_mul(path->through, v3_scale(local, 1.0f - r)));
+    path->through = v3_scale(path->through, r);
+    *ray = rt_shade_reflect_ray(sf, ray->d, eps);
+    return 1;
+}
+
+/* ---- the pixel -------------------------------------------------------------- */
+
+/* A fixed ramp (dark blue, blue, cyan, yellow, red, dark red) over
+ * 0..RT_SHADE_HEAT_MAX_STEPS visited nodes, in display (sRGB) space; more
+ * saturate at dark red. Fixed so heatmaps of different scenes compare. */
+RT_HD void rt_shade_heat_color(uint32_t steps, uint8_t out[3])
+{
+    const float stops[6][3] = {{0, 0, 0.5f}, {0, 0, 1}, {0, 1, 1}, {1, 1, 0}, {1, 0, 0}, {0.5f, 0, 0}};
+    const float at[6] = {0.0f, 0.125f, 0.375f, 0.625f, 0.875f, 1.0f};
+    float x = fminf((float)steps / RT_SHADE_HEAT_MAX_STEPS, 1.0f);
+    int i = 0;
+    while (i < 4 && x > at[i + 1]) i++;
+    float f = (x - at[i]) / (at[i + 1] - at[i]);
+    for (int k = 0; k < 3; k++) {
+        float c = stops[i][k] + (stops[i + 1][k] - stops[i][k]) * f;
+        out[k] = (uint8_t)(c * 255.0f + 0.5f);
+    }
+}
+
+/* The pixel's RGBA bytes: the path's colour as sRGB, or the heatmap of the
+ * primary ray's steps; alpha 255. */
+RT_HD void rt_shade_pixel(const RtShadeParams *p, RtVec3 color, uint32_t steps, uint8_t out[4])
+{
+    if (p->heatmap) {
+        rt_shade_heat_color(steps, out);
+    } else {
+        out[0] = rt_shade_linear_to_srgb8(color.x);
+        out[1] = rt_shade_linear_to_srgb8(color.y);
+        out[2] = rt_shade_linear_to_srgb8(color.z);
+    }
+    out[3] = 255;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif
