@@ -13,6 +13,7 @@
 #include "kd/kd_cpu.h"
 #include "render/render_cpu.h"
 #include "trace/trace.h"
+#include "app/variants.h"
 
 /* Acceptance thresholds (issue 5). */
 #define MATCH_MIN 0.9999   /* hits agreeing with the brute force (shared-edge ties included) */
@@ -313,9 +314,10 @@ static void compare_hits(const char *what, const RaySet *r, const RtHit *ref, co
 
 static const char *variant_name(const RtTraceParams *p, char *buf, size_t n)
 {
-    snprintf(buf, n, "%s/%s/%s/%s/%s/stack%d", rt_trace_traversals[p->traversal].name,
-             rt_trace_isects[p->isect].name, p->leaf_skip ? "skip" : "noskip",
-             rt_trace_raymaps[p->ray_map].name, rt_trace_packets[p->packet].name, p->stack_size);
+    snprintf(buf, n, "%s/%s/%s/%s/%s/stack%d", rt_variant_value_name(RT_VAR_TRAVERSAL, p->traversal),
+             rt_variant_value_name(RT_VAR_ISECT, p->isect), p->leaf_skip ? "skip" : "noskip",
+             rt_variant_value_name(RT_VAR_RAY_MAP, p->ray_map), rt_variant_value_name(RT_VAR_PACKETS, p->packet),
+             p->stack_size);
     return buf;
 }
 

@@ -7,7 +7,7 @@
  * short stack, leaf skipping, Woop vs Moller-Trumbore, 4x8 warp tiles, and
  * Horn et al.'s packet traversal (a warp walks the tree together with one
  * shared short stack). Every variant is a field of RtTraceParams, selected
- * at run time; the names come from the tables below. */
+ * at run time; their names are rows of src/app/variants.c. */
 #ifndef RT_TRACE_H
 #define RT_TRACE_H
 
@@ -39,20 +39,6 @@ typedef enum RtPacket {
     RT_PACKET_OFF = 0,       /* every ray traverses on its own */
     RT_PACKET_WARP = 1       /* a warp traverses as one packet, one shared stack */
 } RtPacket;
-
-/* One row of a variant table: the CLI, hotkeys, HUD and benchmark read these. */
-typedef struct RtTraceVariant {
-    const char *name;
-    int value;
-    const char *description;
-} RtTraceVariant;
-
-extern const RtTraceVariant rt_trace_traversals[2];
-extern const RtTraceVariant rt_trace_isects[2];
-extern const RtTraceVariant rt_trace_raymaps[2];
-extern const RtTraceVariant rt_trace_packets[2];
-/* Value of `name` in table (n rows), or -1 (unknown: list the valid names). */
-int rt_trace_variant_find(const RtTraceVariant *table, int n, const char *name);
 
 /* Largest short stack (entries); the stack lives in local memory. */
 #define RT_TRACE_STACK_MAX 16
