@@ -442,6 +442,46 @@ static RtCamera light_and_camera_down_z(Fixture *f, RtVec3 light)
     return f->s.camera;
 }
 
+/* A lit, slanted floor far from the origin renders as it does at the origin: the
+ * shadow ray's offset grows with the hit point's magnitude, where the
+ * scene-size offset alone is below float spacing (1e-4 of a 4-unit floor
+ * is 4e-4; floats near 15,000 are 1e-3 apart) and the floor would shadow
+ * itself in speckles. */
+static void render_far_from_origin_has_no_shadow_acne(void **state)
+{
+    (void)state;
+    static const float kOffsets[] = {0.0f, 15000.0f};
+    RtImage img[2];
+    for (int k = 0; k < 2; k++) {
+        RtVec3 o = v3(kOffsets[k], kOffsets[k], kOffsets[k]);
+        Fixture f;
+        memset(&f, 0, sizeof f);
+        rt_scene_init(&f.s);
+        int32_t grey = add_material(&f.s, v3(0.7f, 0.7f, 0.7f), 0.0f);
+        /* tilted in both directions: no coordinate of a hit point is exact */
+        add_quad(&f.s, v3_add(o, v3(-2, 0.3f, 2)), v3_add(o, v3(2, -0.2f, 2)), v3_add(o, v3(2, 0.1f, -2)),
+                 v3_add(o, v3(-2, 0.6f, -2)), grey);
+        RtLight l = {RT_LIGHT_POINT, v3_add(o, v3(0.5f, 1.5f, 0.0f)), v3(1, 1, 1)};
+        assert_true(rt_scene_add_light(&f.s, l) >= 0);
+        f.s.camera = camera(v3_add(o, v3(0, 1.0f, 1.0f)), v3_add(o, v3(0, 0, -0.2f)), 50.0f);
+        f.s.has_camera = 1;
+        fixture_build(&f, 1);
+        RtRenderParams p = rt_render_params_default();
+        render(&f, &f.s.camera, &p, 64, 48, &img[k], NULL, NULL);
+        fixture_free(&f);
+    }
+    /* the floor fills the view: no edges, so any dark pixel is acne */
+    int dark = 0;
+    for (int i = 0; i < 64 * 48; i++) {
+        int d = abs((int)img[0].rgba[4 * i] - (int)img[1].rgba[4 * i]);
+        dark += d > 16;
+    }
+    print_message("far from the origin: %d of %d pixels differ by > 16\n", dark, 64 * 48);
+    assert_true(dark <= 64 * 48 / 200);
+    rt_image_free(&img[0]);
+    rt_image_free(&img[1]);
+}
+
 /* Camera at the origin looking down -z at a mirror (z = -3); a red wall at
  * z = +1 behind the camera faces the mirror. The centre pixel shows the red
  * wall via the mirror, and the grey mirror itself with no bounces. */
@@ -879,6 +919,7 @@ int main(void)
         cmocka_unit_test(render_textured_matches_reference),
         cmocka_unit_test(render_same_bytes_for_any_thread_count),
         cmocka_unit_test(render_shadows_darken_the_image),
+        cmocka_unit_test(render_far_from_origin_has_no_shadow_acne),
         cmocka_unit_test(render_mirror_shows_reflected_object),
         cmocka_unit_test(render_glass_shows_object_behind),
         cmocka_unit_test(shade_refraction_follows_snell),

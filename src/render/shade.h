@@ -39,6 +39,13 @@ extern "C" {
  * off the surface: above float round-off of hit points (~1e-7 relative)
  * and far below any feature a scene models (1e-4 of a 10 m room is 1 mm). */
 #define RT_SHADE_RAY_EPS_REL 1e-4f
+/* ... and at least this fraction of the hit point's largest coordinate: a
+ * hit point is computed to a few units in the last place of its
+ * coordinates, so far from the origin (a model at 15,000, floats 1e-3
+ * apart) the scene-size offset alone would start secondary rays below the
+ * surface (self-shadowing "acne"). 32 float ulps (2^-23 relative each)
+ * clear that error several times over. */
+#define RT_SHADE_RAY_EPS_POS (32.0f * 1.1920929e-7f)
 /* Heatmap: kd-tree nodes visited mapped to the top of the colour ramp. */
 #define RT_SHADE_HEAT_MAX_STEPS 128.0f
 /* An alpha-mask (map_d) value below this makes the surface a hole: the
@@ -132,10 +139,19 @@ RT_HD RtShadeSurface rt_shade_surface(RtVec3 a, RtVec3 b, RtVec3 c, RtVec3 na, R
     return sf;
 }
 
-/* Where secondary rays on the viewer's side start: eps along ng. */
+/* The offset at point p: the scene's eps, or more where p's own float
+ * spacing demands it (RT_SHADE_RAY_EPS_POS). */
+RT_HD float rt_shade_eps_at(RtVec3 p, float eps)
+{
+    float m = fmaxf(fabsf(p.x), fmaxf(fabsf(p.y), fabsf(p.z)));
+    return fmaxf(eps, RT_SHADE_RAY_EPS_POS * m);
+}
+
+/* Where secondary rays on the viewer's side start: eps (at least the hit
+ * point's own, rt_shade_eps_at) along ng. */
 RT_HD RtVec3 rt_shade_offset(const RtShadeSurface *sf, float eps)
 {
-    return v3_add(sf->p, v3_scale(sf->ng, eps));
+    return v3_add(sf->p, v3_scale(sf->ng, rt_shade_eps_at(sf->p, eps)));
 }
 
 /* eps of the scene whose finite vertices span bounds (RT_SHADE_RAY_EPS_REL
@@ -347,7 +363,7 @@ RT_HD RtRay rt_shade_refract_ray(const RtShadeMaterial *m, const RtShadeSurface 
     RtRay out;
     if (k >= 0.0f) {
         RtVec3 t = v3_add(v3_scale(d, eta), v3_scale(sf->ng, eta * cosi - sqrtf(k)));
-        out.o = v3_sub(sf->p, v3_scale(sf->ng, eps));
+        out.o = v3_sub(sf->p, v3_scale(sf->ng, rt_shade_eps_at(sf->p, eps)));
         out.d = v3_norm(t);
     } else {
         out.o = rt_shade_offset(sf, eps);
