@@ -4,6 +4,10 @@
 #   DEBUG=1           -O0 -g, and CUDA_CHECK_LAUNCH synchronises after every launch
 #   WERROR=1          warnings are errors (default in CI, i.e. when CI is set)
 #   SAN=1             build with AddressSanitizer + UBSan
+#   BUILD=...         build folder; default one per configuration: build,
+#                     build-san (SAN=1), build-debug (DEBUG=1), build-san-debug,
+#                     so switching configuration never reuses objects.
+#                     ./rtviewer is copied from the last configuration built.
 CC        ?= cc
 CUDA_ARCH ?= sm_90
 DEBUG     ?= 0
@@ -11,7 +15,7 @@ SAN       ?= 0
 WERROR    ?= $(if $(CI),1,0)
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
-BUILD     ?= build
+BUILD     ?= build$(if $(filter 1,$(SAN)),-san,)$(if $(filter 1,$(DEBUG)),-debug,)
 comma     := ,
 
 # Debian packages the project needs (make deps installs the missing ones).
@@ -67,13 +71,18 @@ TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 # tests/test_viewer.sh compares screenshots with this helper
 PNG_DIFF := $(BUILD)/tests/png_diff
 
-.PHONY: all run test deps deps-test clean fuzz check-cuda
+.PHONY: all run test deps deps-test clean fuzz check-cuda check-display
 all: check-cuda rtviewer
 
 check-cuda:
 	@$(if $(NVCC),echo "build: CUDA kernels with $(NVCC) for $(CUDA_ARCH) (+PTX)",echo "build: no CUDA toolkit found (NVCC empty): building the CPU backend only")
 
-rtviewer: $(BUILD)/src/app/main.o $(VIEW_OBJ) $(BUILD)/librt.a $(GPU_LIB)
+# Linked in the configuration's folder, then copied to ./rtviewer whenever
+# that differs (another configuration was built last).
+.PHONY: rtviewer
+rtviewer: $(BUILD)/rtviewer
+	@cmp -s $< $@ || { cp $< $@ && echo "rtviewer: copied from $<"; }
+$(BUILD)/rtviewer: $(BUILD)/src/app/main.o $(VIEW_OBJ) $(BUILD)/librt.a $(GPU_LIB)
 	$(CC) $(CFLAGS) -o $@ $(BUILD)/src/app/main.o $(VIEW_OBJ) $(LINK_RT) $(GPU_LIBS) $(GL_LIBS) $(LDLIBS)
 
 $(VIEW_OBJ): CPPFLAGS += -I$(BUILD)/gen $(GL_CFLAGS)
@@ -124,9 +133,17 @@ deps:
 deps-test:
 	@sh tests/deps.sh $(DEB_BUILD) $(DEB_TEST)
 
-run: deps
+# The window needs a display: say so before building, not after.
+run: check-display deps
 	@$(MAKE) --no-print-directory all
 	./rtviewer $(ARGS)
+
+check-display:
+	@if [ -z "$$DISPLAY" ] && [ -z "$$WAYLAND_DISPLAY" ] && ! echo " $(ARGS) " | grep -qE ' --(headless|bench|gpu-info|help) '; then \
+	  echo "make run: no display (DISPLAY and WAYLAND_DISPLAY are unset): the window cannot open."; \
+	  echo "  render without a window:  make run ARGS='--headless -o out.png'   (or ./rtviewer --headless)"; \
+	  echo "  or under a virtual X server:  xvfb-run -s '-screen 0 1280x720x24' make run"; \
+	  exit 1; fi
 
 test: deps-test
 	@$(MAKE) --no-print-directory all $(TEST_BIN) $(PNG_DIFF) $(if $(shell command -v clang 2>/dev/null),fuzz,)
@@ -155,7 +172,8 @@ bench:
 	@$(MAKE) --no-print-directory all
 	@env BENCH_OUT=$(BENCH_OUT) RTVIEWER=./rtviewer $(BENCH_ARGS) bash tests/bench/run.sh
 
+# Every configuration's folder (build/ext, the unpacked assets, included).
 clean:
-	rm -rf $(BUILD) rtviewer
+	rm -rf build build-san build-debug build-san-debug $(filter-out build build-san build-debug build-san-debug,$(BUILD)) rtviewer
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -97,6 +97,115 @@ static void cli_two_scene_files_rejected(void **state)
     assert_non_null(strstr(err.msg, "b.obj"));
 }
 
+/* --camera's up vector fixes the roll: zero, or along the view, is refused;
+ * any up across the view is taken. */
+static void cli_camera_up_zero_or_along_view_rejected(void **state)
+{
+    (void)state;
+    RtTestRng rng = {777};
+    for (int i = 0; i < 200; i++) {
+        RtVec3 p = v3(rt_test_randf(&rng) * 20 - 10, rt_test_randf(&rng) * 20 - 10, rt_test_randf(&rng) * 20 - 10);
+        RtVec3 d = v3(rt_test_randf(&rng) * 2 - 1, rt_test_randf(&rng) * 2 - 1, rt_test_randf(&rng) * 2 - 1);
+        if (v3_len(d) < 0.1f) continue;
+        float k = (rt_test_randf(&rng) * 4 + 0.25f) * (i & 1 ? -1.0f : 1.0f);
+        RtVec3 ups[3] = {v3(0, 0, 0), v3_scale(d, k), v3_cross(d, v3(0.3f, 1, -0.2f))};
+        for (int u = 0; u < 3; u++) {
+            RtCamera c = {p, v3_add(p, d), ups[u], 60.0f};
+            char buf[512];
+            rt_camera_format(&c, buf, sizeof buf);
+            RtCamera out;
+            RtError err = {0};
+            RtStatus st = rt_camera_parse(buf, &out, &err);
+            if (u == 2) {
+                assert_int_equal(st, RT_OK);
+                continue;
+            }
+            assert_int_equal(st, RT_ERR_ARG);
+            rt_test_assert_contains(err.msg, u == 0 ? "up vector (values 7-9) is zero" : "parallel to the view direction");
+        }
+    }
+}
+
+/* Headless writes PNG: -o with another image extension is refused before
+ * any rendering, rather than PNG bytes under a .jpg name. */
+static void cli_output_other_than_png_refused(void **state)
+{
+    (void)state;
+    const char *bad[] = {"out.jpg", "out.JPEG", "shots/x.bmp", "x.gif", "a.png.tga"};
+    const char *good[] = {"out.png", "OUT.PNG", "out", "dir.d/out", "./x.png"};
+    for (size_t i = 0; i < 5; i++) {
+        RtOptions o;
+        RtError err = {0};
+        const char *argv[] = {"rtviewer", "-o", bad[i]};
+        assert_int_equal(parse(&o, &err, 3, argv), RT_ERR_ARG);
+        rt_test_assert_contains(err.msg, bad[i]);
+        rt_test_assert_contains(err.msg, "expected a file name ending in .png");
+        const char *argv2[] = {"rtviewer", "--output", good[i]};
+        assert_int_equal(parse(&o, &err, 3, argv2), RT_OK);
+        assert_string_equal(o.out_png, good[i]);
+    }
+}
+
+/* --bench is a flag: the scene is the positional one, in any order, or the
+ * word after it; 'default' and nothing mean the built-in scene. */
+static void cli_bench_takes_the_positional_scene_in_any_order(void **state)
+{
+    (void)state;
+    struct { int argc; const char *args[4]; const char *scene; int cpu; } cases[] = {
+        {3, {"scene.obj", "--bench", "--cpu"}, "scene.obj", 1},
+        {3, {"--bench", "--cpu", "scene.obj"}, "scene.obj", 1},
+        {3, {"--cpu", "scene.obj", "--bench"}, "scene.obj", 1},
+        {2, {"--bench", "scene.obj"}, "scene.obj", 0},
+        {3, {"--bench", "scene.obj", "--cpu"}, "scene.obj", 1},
+        {2, {"--bench", "default"}, NULL, 0},
+        {1, {"--bench"}, NULL, 0},
+        {4, {"--bench", "--frames", "5", "x.ply"}, "x.ply", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *argv[5] = {"rtviewer"};
+        for (int k = 0; k < cases[i].argc; k++) argv[k + 1] = cases[i].args[k];
+        RtOptions o;
+        RtError err = {0};
+        if (parse(&o, &err, cases[i].argc + 1, argv) != RT_OK) fail_msg("case %zu: %s", i, err.msg);
+        assert_true(o.bench && o.headless);
+        assert_int_equal(o.cpu, cases[i].cpu);
+        if (cases[i].scene) assert_string_equal(o.scene_path, cases[i].scene);
+        else assert_null(o.scene_path);
+    }
+    struct { int argc; const char *args[3]; } bad[] = {
+        {3, {"a.obj", "--bench", "b.obj"}},
+        {3, {"--bench", "default", "a.obj"}},
+        {3, {"--bench", "a.obj", "b.obj"}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *argv[4] = {"rtviewer", bad[i].args[0], bad[i].args[1], bad[i].args[2]};
+        RtOptions o;
+        RtError err = {0};
+        assert_int_equal(parse(&o, &err, 4, argv), RT_ERR_ARG);
+        rt_test_assert_contains(err.msg, "one scene file expected");
+    }
+}
+
+/* "--frames --cpu": the option is not swallowed as the value. */
+static void cli_value_never_starts_with_two_dashes(void **state)
+{
+    (void)state;
+    const char *opts[] = {"--frames", "-o", "--camera", "--size", "--build", "--json", "--screenshot-dir"};
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        const char *argv[] = {"rtviewer", opts[i], "--cpu"};
+        RtOptions o;
+        RtError err = {0};
+        assert_int_equal(parse(&o, &err, 3, argv), RT_ERR_ARG);
+        rt_test_assert_contains(err.msg, "expects a value, got the option '--cpu'");
+    }
+    /* a negative number is a value */
+    const char *argv[] = {"rtviewer", "--time", "-2.5"};
+    RtOptions o;
+    RtError err = {0};
+    assert_int_equal(parse(&o, &err, 3, argv), RT_OK);
+    assert_true(o.has_time && o.time == -2.5f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -105,6 +214,10 @@ int main(void)
         cmocka_unit_test(cli_camera_round_trip_is_exact),
         cmocka_unit_test(cli_bad_values_name_the_option),
         cmocka_unit_test(cli_two_scene_files_rejected),
+        cmocka_unit_test(cli_camera_up_zero_or_along_view_rejected),
+        cmocka_unit_test(cli_output_other_than_png_refused),
+        cmocka_unit_test(cli_bench_takes_the_positional_scene_in_any_order),
+        cmocka_unit_test(cli_value_never_starts_with_two_dashes),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

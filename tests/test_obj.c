@@ -207,6 +207,98 @@ static void obj_concave_polygon_ear_clipped(void **state)
     unlink(path);
 }
 
+/* Signed area (z component) of triangle i, and of the polygon. */
+static double tri_signed_area_z(const RtScene *s, uint32_t i)
+{
+    const RtTriangle *t = &s->tris[i];
+    RtVec3 a = s->verts[t->v[0]].p, b = s->verts[t->v[1]].p, c = s->verts[t->v[2]].p;
+    return 0.5 * ((double)(b.x - a.x) * (c.y - a.y) - (double)(b.y - a.y) * (c.x - a.x));
+}
+
+/* A ring (annulus) as one polygon: the outer circle counter-clockwise, a
+ * bridge to the inner circle, the inner circle clockwise, and back. Fanned
+ * it became a disc; ear clipped it keeps its hole, for 3 corners a side to
+ * 1000 (more than the old 32-corner limit). */
+static void obj_ring_polygon_of_any_size_keeps_its_hole(void **state)
+{
+    (void)state;
+    const int sizes[] = {3, 4, 15, 16, 17, 48, 200, 1000};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        int n = sizes[k];
+        const double ro = 1.0, ri = 0.5;
+        size_t cap = (size_t)n * 2 * 64 + 256;
+        char *text = malloc(cap), *p = text;
+        for (int i = 0; i < n; i++) p += sprintf(p, "v %.9f %.9f 0\n", ro * cos(2 * M_PI * i / n), ro * sin(2 * M_PI * i / n));
+        for (int i = 0; i < n; i++) p += sprintf(p, "v %.9f %.9f 0\n", ri * cos(2 * M_PI * i / n), ri * sin(2 * M_PI * i / n));
+        p += sprintf(p, "f");
+        for (int i = 0; i < n; i++) p += sprintf(p, " %d", i + 1);
+        p += sprintf(p, " 1 %d", n + 1);                                  /* bridge out to the inner circle */
+        for (int i = n - 1; i >= 1; i--) p += sprintf(p, " %d", n + 1 + i); /* inner circle, clockwise */
+        p += sprintf(p, " %d\n", n + 1);                                  /* and back over the bridge */
+        char path[1024];
+        RtScene s;
+        RtError err;
+        assert_int_equal(load_text(text, &s, &err, path), RT_OK);
+        size_t corners = (size_t)n + 2 + (size_t)n;
+        assert_int_equal(s.tri_count, corners - 2);
+        double area = 0.5 * n * sin(2 * M_PI / n) * (ro * ro - ri * ri), sum = 0;
+        for (uint32_t i = 0; i < s.tri_count; i++) {
+            double a = tri_signed_area_z(&s, i);
+            assert_true(a >= -1e-9); /* the winding kept, none flipped */
+            sum += a;
+            if (a <= 1e-9) continue; /* the bridge's two zero-area slivers */
+            const RtTriangle *t = &s.tris[i];
+            RtVec3 c = v3_scale(v3_add(v3_add(s.verts[t->v[0]].p, s.verts[t->v[1]].p), s.verts[t->v[2]].p), 1.0f / 3);
+            /* no triangle covers the hole (the inner polygon's inradius) */
+            if (v3_len(c) < ri * cos(M_PI / n) - 1e-6) fail_msg("n = %d: triangle %u lies in the hole", n, i);
+        }
+        if (fabs(sum - area) > 1e-5 * area + 1e-6) fail_msg("n = %d: area %.9f, expected %.9f", n, sum, area);
+        rt_scene_free(&s);
+        unlink(path);
+        free(text);
+    }
+}
+
+/* Random star-shaped polygons (one radius per angle, so concave at random
+ * corners) of 3 to 2000 corners: n - 2 triangles, none flipped, areas that
+ * add up to the polygon's (shoelace). */
+static void obj_random_star_polygons_triangulate_to_their_area(void **state)
+{
+    (void)state;
+    RtTestRng rng = {2024};
+    for (int round = 0; round < 40; round++) {
+        int n = round < 3 ? 3 + round : 3 + (int)(rt_test_rand(&rng) % (round < 30 ? 120 : 2000));
+        char *text = malloc((size_t)n * 64 + 64), *p = text;
+        double px[2000 + 8], py[2000 + 8];
+        for (int i = 0; i < n; i++) {
+            double r = 0.2 + rt_test_randf(&rng), ang = 2 * M_PI * i / n;
+            px[i] = (float)(r * cos(ang));
+            py[i] = (float)(r * sin(ang));
+            p += sprintf(p, "v %.9g %.9g 0\n", px[i], py[i]);
+        }
+        p += sprintf(p, "f");
+        for (int i = 0; i < n; i++) p += sprintf(p, " %d", i + 1);
+        strcpy(p, "\n");
+        double area = 0;
+        for (int i = 0; i < n; i++) area += 0.5 * (px[i] * py[(i + 1) % n] - px[(i + 1) % n] * py[i]);
+        char path[1024];
+        RtScene s;
+        RtError err;
+        assert_int_equal(load_text(text, &s, &err, path), RT_OK);
+        assert_int_equal(s.tri_count, (uint32_t)n - 2);
+        double sum = 0;
+        for (uint32_t i = 0; i < s.tri_count; i++) {
+            double a = tri_signed_area_z(&s, i);
+            if (a < -1e-7) fail_msg("n = %d: triangle %u flipped (area %g)", n, i, a);
+            sum += a;
+        }
+        if (fabs(sum - area) > 1e-4 * area) fail_msg("n = %d: area %.9f, expected %.9f", n, sum, area);
+        rt_scene_free(&s);
+        unlink(path);
+        free(text);
+    }
+}
+
 static void obj_negative_indices_resolve(void **state)
 {
     (void)state;
@@ -495,6 +587,92 @@ static void obj_mtllib_relative_backslash_and_textures(void **state)
     assert_int_equal(t->rgba[3], 255);
     assert_non_null(strstr(t->path, "brick wall.png"));
     rt_scene_free(&s);
+    remove_dir(dir);
+}
+
+/* Exporters escape blanks in names with a backslash: "mtllib my\ lib.mtl"
+ * is one file "my lib.mtl", also among several names, and map_Kd names
+ * may be escaped too. */
+static void obj_mtllib_backslash_escaped_spaces(void **state)
+{
+    (void)state;
+    char dir[1024], path[1100];
+    make_dir(dir);
+    write_png(dir, "my tex.png", 2, 1, 10, 20, 30);
+    write_file(dir, "my lib.mtl", "newmtl a\nKd 0.5 0.5 0.5\nmap_Kd my\\ tex.png\n");
+    write_file(dir, "other lib.mtl", "newmtl b\nKd 1 0 0\n");
+    write_file(dir, "x.obj", "mtllib my\\ lib.mtl other\\ lib.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\n"
+                             "usemtl a\nf 1 2 3\nusemtl b\nf 1 3 2\n");
+    write_file(dir, "y.obj", "mtllib my\\ lib.mtl\nv 0 0 0\nv 1 0 0\nv 0 1 0\nusemtl a\nf 1 2 3\n");
+    const char *names[] = {"x.obj", "y.obj"};
+    for (int k = 0; k < 2; k++) {
+        snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+        RtScene s;
+        RtError err;
+        capture_begin();
+        RtStatus st = rt_scene_load(path, &s, &err);
+        char *log = capture_end();
+        assert_int_equal(st, RT_OK);
+        if (strstr(log, "mtllib")) fail_msg("%s: warned: %s", names[k], log);
+        free(log);
+        assert_int_equal(s.mat_count, k == 0 ? 2 : 1);
+        const RtMaterial *a = &s.mats[s.tris[0].material];
+        assert_string_equal(a->name, "a");
+        assert_true(a->map_kd >= 0);
+        assert_non_null(strstr(s.texs[a->map_kd].path, "my tex.png"));
+        if (k == 0) assert_string_equal(s.mats[s.tris[1].material].name, "b");
+        rt_scene_free(&s);
+    }
+    remove_dir(dir);
+}
+
+/* Texture options of the MTL spec (and -colorspace, common in exported
+ * files) before the file name are skipped with their arguments; the name
+ * is what follows them, never an option's value. */
+static void obj_map_kd_options_before_the_file_name(void **state)
+{
+    (void)state;
+    char dir[1024], path[1100];
+    make_dir(dir);
+    write_png(dir, "t.png", 3, 1, 90, 80, 70);
+    write_png(dir, "with space.png", 5, 1, 1, 2, 3);
+    const char *lines[] = {
+        "map_Kd -colorspace sRGB t.png", "map_Kd -bm 1 t.png", "map_Kd -o 0.5 0.5 0 t.png",
+        "map_Kd -o 0.5 t.png", "map_Kd -s 2 2 t.png", "map_Kd -s 1 1 1 -t 0 0 0 t.png",
+        "map_Kd -clamp on t.png", "map_Kd -blendu off -blendv on t.png", "map_Kd -boost 2.5 t.png",
+        "map_Kd -mm 0 1 t.png", "map_Kd -texres 512 t.png", "map_Kd -cc on -imfchan l t.png",
+        "map_Kd -type sphere t.png", "map_Kd -colorspace linear -bm 0.5 -clamp off -o 1 2 3 -s 4 5 6 t.png",
+        "map_Kd -futureopt 1 2 t.png", "map_Kd -futureword abc t.png", "map_Kd\t-clamp\ton\tt.png",
+    };
+    for (size_t i = 0; i < sizeof lines / sizeof lines[0]; i++) {
+        char mtl[512];
+        snprintf(mtl, sizeof mtl, "newmtl m\nKd 1 1 1\n%s\n", lines[i]);
+        write_file(dir, "m.mtl", mtl);
+        write_file(dir, "x.obj", "mtllib m.mtl\nusemtl m\nv 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n");
+        snprintf(path, sizeof path, "%s/x.obj", dir);
+        RtScene s;
+        RtError err;
+        capture_begin();
+        RtStatus st = rt_scene_load(path, &s, &err);
+        free(capture_end());
+        if (st != RT_OK) fail_msg("'%s': %s", lines[i], err.msg);
+        const RtMaterial *m = &s.mats[s.tris[0].material];
+        if (m->map_kd < 0) fail_msg("'%s': no texture", lines[i]);
+        assert_int_equal(s.texs[m->map_kd].w, 3);
+        rt_scene_free(&s);
+    }
+    /* the file name keeps its blanks after the options */
+    write_file(dir, "m.mtl", "newmtl m\nmap_Kd -colorspace sRGB -clamp on with space.png\n");
+    snprintf(path, sizeof path, "%s/x.obj", dir);
+    RtScene s;
+    RtError err;
+    assert_int_equal(rt_scene_load(path, &s, &err), RT_OK);
+    assert_int_equal(s.texs[s.mats[0].map_kd].w, 5);
+    rt_scene_free(&s);
+    /* an option with no file name after it is an error naming both */
+    write_file(dir, "m.mtl", "newmtl m\nmap_Kd -colorspace sRGB\n");
+    assert_int_equal(rt_scene_load(path, &s, &err), RT_ERR_PARSE);
+    rt_test_assert_contains(err.msg, "m.mtl:2: MTL: expected a texture file name after 'map_Kd -colorspace sRGB'");
     remove_dir(dir);
 }
 
@@ -846,6 +1024,10 @@ int main(void)
         cmocka_unit_test(obj_single_triangle),
         cmocka_unit_test(obj_polygons_triangulated),
         cmocka_unit_test(obj_concave_polygon_ear_clipped),
+        cmocka_unit_test(obj_ring_polygon_of_any_size_keeps_its_hole),
+        cmocka_unit_test(obj_random_star_polygons_triangulate_to_their_area),
+        cmocka_unit_test(obj_mtllib_backslash_escaped_spaces),
+        cmocka_unit_test(obj_map_kd_options_before_the_file_name),
         cmocka_unit_test(obj_negative_indices_resolve),
         cmocka_unit_test(obj_corner_forms_give_uv_and_normal),
         cmocka_unit_test(obj_missing_normals_are_smooth_unit),

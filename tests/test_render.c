@@ -890,13 +890,14 @@ static void render_heatmap_colours_by_steps(void **state)
     fixture_free(&f);
 }
 
-/* The default headlight of rt_scene_finish lights a file with no lights. */
+/* The default lights of rt_scene_finish (the headlight and one inside the
+ * bounds, tests/test_scene.c) light a file with no lights. */
 static void render_default_headlight_lights_scene(void **state)
 {
     (void)state;
     Fixture f;
     textured_fixture(&f);
-    assert_int_equal(f.s.light_count, 1);
+    assert_int_equal(f.s.light_count, 2);
     RtRenderParams p = rt_render_params_default();
     RtImage img;
     render(&f, &f.s.camera, &p, 64, 48, &img, NULL, NULL);

@@ -840,7 +840,7 @@ static void scenefile_empty_scene_is_rt_err_empty(void **state)
     /* size 1: one primitive, and a file without a final newline */
     assert_int_equal(load_text(state, "quad", &s, &err, path), RT_OK);
     assert_int_equal(s.tri_count, 2);
-    assert_int_equal(s.light_count, 1); /* the default headlight */
+    assert_int_equal(s.light_count, 2); /* the default headlight and inside light */
     rt_scene_free(&s);
     assert_int_equal(load_text(state, "\xEF\xBB\xBFquad\r\nbox\r\n", &s, &err, path), RT_OK); /* BOM, CRLF */
     assert_int_equal(s.tri_count, 14);

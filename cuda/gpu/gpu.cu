@@ -26,7 +26,10 @@ extern "C" RtStatus rt_gpu_create(int device, RtGpu **out, RtError *err)
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess || count == 0) {
         cudaGetLastError(); /* clear the sticky "no device" error */
-        return rt_fail(err, RT_ERR_NO_DEVICE, "GPU: no usable NVIDIA GPU (%s)",
+        /* Said plainly first: "CUDA driver version is insufficient for CUDA
+         * runtime version" is what a machine without an NVIDIA driver
+         * reports, and reads like a version mismatch. */
+        return rt_fail(err, RT_ERR_NO_DEVICE, "GPU: no usable NVIDIA GPU/driver found: the CPU backend runs (CUDA: %s)",
                        e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device");
     }
     if (device < 0 || device >= count)

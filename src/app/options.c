@@ -1,5 +1,6 @@
 /* options.c — command-line parsing. */
 #include "app/options.h"
+#include "core/image.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -70,7 +71,8 @@ void rt_options_usage(FILE *f)
             "  --time T              the animation at time T seconds (headless: every frame; window: start)\n"
             "  --speed X             animation speed (default 1); --paused: window starts paused\n"
             "  --runners N           add N walking figures (~78K triangles each) to the scene\n"
-            "  --bench SCENE         headless benchmark of SCENE ('default' = built-in): --frames N (measured),\n"
+            "  --bench [SCENE]       headless benchmark of SCENE (or the positional one; none or 'default' =\n"
+            "                        built-in): --frames N (measured),\n"
             "                        --warmup N (default 3), --json FILE, --csv FILE; --cpu for the CPU path\n"
             "  --gpu-info            print the GPU rtviewer would use, and exit\n"
             "  -q, --quiet / -v, --verbose   less / more logging\n"
@@ -130,6 +132,14 @@ RtStatus rt_camera_parse(const char *s, RtCamera *c, RtError *err)
         return rt_fail(err, RT_ERR_ARG, "CLI: --camera: fov must be in (0, 180) degrees, got %g", r.fov_y);
     if (v3_len(v3_sub(r.look, r.pos)) == 0.0f)
         return rt_fail(err, RT_ERR_ARG, "CLI: --camera: look-at point equals the position");
+    /* The up vector fixes the image's roll: zero, or along the view, it
+     * fixes nothing (sin of the angle below ~0.06 degrees). */
+    if (v3_len(r.up) == 0.0f)
+        return rt_fail(err, RT_ERR_ARG, "CLI: --camera: the up vector (values 7-9) is zero; expected a direction, e.g. 0,1,0");
+    if (v3_len(v3_cross(v3_norm(v3_sub(r.look, r.pos)), v3_norm(r.up))) < 1e-3f)
+        return rt_fail(err, RT_ERR_ARG,
+                       "CLI: --camera: the up vector (values 7-9) is parallel to the view direction; expected one "
+                       "across it");
     *c = r;
     return RT_OK;
 }
@@ -171,9 +181,12 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
     for (int i = 1; i < argc && st == RT_OK; i++) {
         const char *a = argv[i];
         const char *next = i + 1 < argc ? argv[i + 1] : NULL;
+/* A value never starts with "--": "--frames --cpu" is a missing value. */
 #define TAKES_VALUE()                                                                     \
     do {                                                                                  \
-        if (!next) return rt_fail(err, RT_ERR_ARG, "CLI: %s expects a value", a);         \
+        if (!next || !strncmp(next, "--", 2))                                             \
+            return rt_fail(err, RT_ERR_ARG, "CLI: %s expects a value%s%s%s", a,           \
+                           next ? ", got the option '" : "", next ? next : "", next ? "'" : ""); \
         i++;                                                                              \
     } while (0)
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) o->help = 1;
@@ -201,11 +214,17 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         else if (!strcmp(a, "--json")) { TAKES_VALUE(); o->json_path = next; }
         else if (!strcmp(a, "--csv")) { TAKES_VALUE(); o->csv_path = next; }
         else if (!strcmp(a, "--bench")) {
-            TAKES_VALUE();
-            if (o->scene_path) return rt_fail(err, RT_ERR_ARG, "CLI: one scene file expected, got '%s' and '%s' (--bench)", o->scene_path, next);
+            /* A flag; the scene is the positional SCENE, in any order, or the
+             * word after --bench when it is not an option ("default": the
+             * built-in scene). */
             o->bench = 1;
             o->headless = 1;
-            if (strcmp(next, "default")) o->scene_path = next; /* "default": the built-in scene */
+            if (next && next[0] != '-') {
+                i++;
+                if (!strcmp(next, "default")) o->bench_default = 1;
+                else if (o->scene_path) return rt_fail(err, RT_ERR_ARG, "CLI: one scene file expected, got '%s' and '%s' (--bench)", o->scene_path, next);
+                else o->scene_path = next;
+            }
         }
         else if (!strcmp(a, "--frames")) { TAKES_VALUE(); st = parse_int(a, next, 1, 1000000, &o->frames, err); }
         else if (!strcmp(a, "--threads")) {
@@ -214,7 +233,15 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         }
         else if (!strcmp(a, "--bounces")) { TAKES_VALUE(); st = set_variant(o, a, RT_VAR_BOUNCES, next, err); }
         else if (!strcmp(a, "--isect")) { TAKES_VALUE(); st = set_variant(o, a, RT_VAR_ISECT, next, err); }
-        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) { TAKES_VALUE(); o->out_png = next; }
+        else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
+            TAKES_VALUE();
+            /* headless writes PNG (src/app/headless.c): another extension
+             * would be PNG bytes under a misleading name */
+            RtImageFormat fmt = rt_image_format_of(next);
+            if (fmt != RT_IMAGE_PNG && fmt != RT_IMAGE_NONE)
+                return rt_fail(err, RT_ERR_ARG, "CLI: %s %s: the output is a PNG image; expected a file name ending in .png", a, next);
+            o->out_png = next;
+        }
         else if (!strcmp(a, "--camera")) { TAKES_VALUE(); st = rt_camera_parse(next, &o->camera, err); o->has_camera = 1; }
         else if (!strcmp(a, "--size")) {
             TAKES_VALUE();
@@ -226,7 +253,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
             o->size_given = 1;
         }
         else if (a[0] == '-' && a[1]) return rt_fail(err, RT_ERR_ARG, "CLI: unknown option '%s' (see --help)", a);
-        else if (o->scene_path) return rt_fail(err, RT_ERR_ARG, "CLI: one scene file expected, got '%s' and '%s'", o->scene_path, a);
+        else if (o->scene_path || o->bench_default) return rt_fail(err, RT_ERR_ARG, "CLI: one scene file expected, got '%s' and '%s'", o->scene_path ? o->scene_path : "default", a);
         else o->scene_path = a;
 #undef TAKES_VALUE
     }

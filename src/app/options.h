@@ -34,7 +34,8 @@ typedef struct RtOptions {
     int paused;              /* --paused: the viewer starts with the animation paused */
     float speed;             /* --speed X: animation time per wall-clock second; default 1 */
     /* benchmark (bench.h) */
-    int bench;               /* --bench SCENE: headless benchmark; scene_path = SCENE */
+    int bench;               /* --bench [SCENE]: headless benchmark of scene_path (positional or after --bench) */
+    int bench_default;       /* "--bench default": the built-in scene, and no positional one */
     int warmup;              /* --warmup N: frames run before the measured ones; default 3 */
     const char *json_path;   /* --json FILE */
     const char *csv_path;    /* --csv FILE */

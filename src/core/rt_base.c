@@ -2,6 +2,7 @@
 #include "core/rt_base.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,24 +59,52 @@ void rt_log(RtLogLevel level, const char *tag, const char *fmt, ...)
     fprintf(stderr, "%s: %s%s\n", tag, prefix[level], line);
 }
 
+const char *rt_file_kind(unsigned mode)
+{
+    if (S_ISDIR(mode)) return "is a directory";
+    if (S_ISFIFO(mode)) return "is a FIFO (named pipe)";
+    if (S_ISSOCK(mode)) return "is a socket";
+    if (S_ISCHR(mode) || S_ISBLK(mode)) return "is a device";
+    return "is not a regular file";
+}
+
+RtStatus rt_check_regular_file(const char *path, const char *tag, RtError *err)
+{
+    struct stat st;
+    if (stat(path, &st) != 0) return rt_fail(err, RT_ERR_IO, "%s: %s: cannot open (%s)", path, tag, strerror(errno));
+    if (!S_ISREG(st.st_mode))
+        return rt_fail(err, RT_ERR_IO, "%s: %s: %s; expected a regular file", path, tag, rt_file_kind(st.st_mode));
+    return RT_OK;
+}
+
 RtStatus rt_read_file(const char *path, const char *tag, size_t max_bytes, char **data, size_t *size,
                       RtError *err)
 {
     *data = NULL;
     *size = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return rt_fail(err, RT_ERR_IO, "%s: %s: cannot open (%s)", path, tag, strerror(errno));
+    /* Opened non-blocking and checked before any read: fopen of a FIFO
+     * blocks until a writer appears, so a FIFO named as a scene, an mtllib
+     * or a texture would hang the loader. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return rt_fail(err, RT_ERR_IO, "%s: %s: cannot open (%s)", path, tag, strerror(errno));
     struct stat st;
-    if (fstat(fileno(f), &st) != 0) {
+    if (fstat(fd, &st) != 0) {
         int e = errno;
-        fclose(f);
+        close(fd);
         return rt_fail(err, RT_ERR_IO, "%s: %s: cannot stat (%s)", path, tag, strerror(e));
     }
     if (!S_ISREG(st.st_mode)) {
-        int dir = S_ISDIR(st.st_mode);
-        fclose(f);
-        return rt_fail(err, RT_ERR_IO, "%s: %s: %s", path, tag,
-                       dir ? "is a directory (expected a file)" : "not a regular file (a device, FIFO or socket)");
+        close(fd);
+        return rt_fail(err, RT_ERR_IO, "%s: %s: %s; expected a regular file", path, tag, rt_file_kind(st.st_mode));
+    }
+    /* A regular file: back to blocking reads. */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0) fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        int e = errno;
+        close(fd);
+        return rt_fail(err, RT_ERR_IO, "%s: %s: cannot open (%s)", path, tag, strerror(e));
     }
     if ((uint64_t)st.st_size > max_bytes) {
         fclose(f);

@@ -73,9 +73,16 @@ void rt_log(RtLogLevel level, const char *tag, const char *fmt, ...)
  * (*size bytes + the NUL, writable: parsers cut lines in place). Reads to
  * EOF rather than trusting st_size, so /proc-style files work. Errors name
  * path and tag ("x.obj: OBJ: cannot open (...)", "is a directory", "larger
- * than the N-byte limit"); devices and FIFOs are refused, never read. */
+ * than the N-byte limit"); devices, FIFOs and sockets are refused before
+ * any read ("is a FIFO (named pipe); expected a regular file"): the file is
+ * opened non-blocking, so a FIFO without a writer cannot hang the loader. */
 RtStatus rt_read_file(const char *path, const char *tag, size_t max_bytes, char **data, size_t *size,
                       RtError *err);
+/* The same refusal for a reader that opens path itself (stb_image): RT_OK
+ * when path is a regular file. */
+RtStatus rt_check_regular_file(const char *path, const char *tag, RtError *err);
+/* "is a directory", "is a FIFO (named pipe)", ... for a non-regular st_mode. */
+const char *rt_file_kind(unsigned mode);
 
 /* Grows a malloc'd array of elem-byte items so that it holds at least need
  * of them, doubling *cap (so appends stay amortised O(1)); 1 on success, 0

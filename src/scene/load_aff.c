@@ -1237,7 +1237,8 @@ static RtStatus cmd_include(AffLoad *A, AffLex *L, int line)
     if (!file_exists(path)) {
         struct stat sb;
         if (stat(path, &sb) == 0)
-            return rt_fail(A->err, RT_ERR_IO, "%s:%d: AFF: include %s is not a regular file", L->path, line, path);
+            return rt_fail(A->err, RT_ERR_IO, "%s:%d: AFF: include %s %s; expected a regular file", L->path, line,
+                          path, rt_file_kind(sb.st_mode));
         RT_WARN("AFF", "%s:%d: AFF: include %s not found, skipped", L->path, line, name);
         A->missing_includes++;
         return RT_OK;

@@ -6,7 +6,7 @@
  * coordinates and normals separately; each distinct (v, vt, vn) corner
  * becomes one RtVertex through a hash map, which keeps Sponza's 262K
  * triangles at about its 180K distinct corners. Polygons are fanned when
- * convex and ear-clipped when not. Anything the file says wrong is one
+ * convex and ear-clipped when not, whatever their size. Anything the file says wrong is one
  * RT_ERR_PARSE "file:line: OBJ: expected ..." and the scene is rolled back
  * to what it held before the call. docs/formats.md lists the subset. */
 #include "scene/load.h"
@@ -24,10 +24,12 @@
  * scene's 32-bit counts and the 2^31 growth limit in scene.c stop far
  * below what 4 GiB of OBJ text would describe. */
 #define OBJ_MAX_FILE_BYTES ((size_t)4 << 30)
-/* Concave polygons up to this size are ear-clipped (O(n^2) typical, O(n^3)
- * at worst); larger ones, rare and usually convex anyway, are fanned so a
- * hostile 10 MB polygon cannot stall the loader. */
-#define OBJ_EAR_CLIP_MAX 32
+/* Ear clipping a concave polygon costs O(n r) point tests (r reflex
+ * corners); past this many (about a second) the rest of the polygon is
+ * fanned with a warning, so a hostile 10 MB polygon of alternating reflex
+ * corners cannot stall the loader. Real polygons stay far below: a ring of
+ * 10,000 corners needs about 25 million. */
+#define OBJ_EAR_CLIP_BUDGET ((uint64_t)1 << 28)
 /* Distinct unknown keywords (and unknown material names) reported before
  * the rest are summed up in one line. */
 #define OBJ_WARN_DISTINCT_MAX 8
@@ -314,8 +316,10 @@ static RtStatus obj_oom(ObjLoad *o)
     return rt_fail(o->err, RT_ERR_OOM, "%s:%d: OBJ: out of memory", o->path, o->line);
 }
 
-/* dir (with trailing '/') + rel, backslashes turned into '/', a pair of
- * surrounding double quotes dropped; absolute rel is taken as is. Returns
+/* dir (with trailing '/') + rel, backslashes turned into '/' except before
+ * a blank ("my\ file.mtl", as exporters escape spaces: the blank is kept,
+ * the backslash dropped), a pair of surrounding double quotes dropped;
+ * absolute rel is taken as is. Returns
  * 0 when it does not fit. */
 static int join_path(char out[PATH_MAX], const char *dir, const char *rel)
 {
@@ -328,8 +332,12 @@ static int join_path(char out[PATH_MAX], const char *dir, const char *rel)
     size_t dn = strlen(d);
     if (dn + n + 1 > PATH_MAX) return 0;
     memcpy(out, d, dn);
-    for (size_t i = 0; i < n; i++) out[dn + i] = rel[i] == '\\' ? '/' : rel[i];
-    out[dn + n] = '\0';
+    size_t k = dn;
+    for (size_t i = 0; i < n; i++) {
+        if (rel[i] == '\\' && (rel[i + 1] == ' ' || rel[i + 1] == '\t')) continue; /* "\ ": an escaped blank */
+        out[k++] = rel[i] == '\\' ? '/' : rel[i];
+    }
+    out[k] = '\0';
     return 1;
 }
 
@@ -414,9 +422,9 @@ static RtStatus mtl_map(MtlLoad *m, const char *kw, char *p, int32_t *out)
     /* MTL texture options and how many arguments each takes (-o, -s, -t
      * take one to three numbers; -mm takes two). */
     static const struct { const char *name; int args; int numeric; } opts[] = {
-        {"-blendu", 1, 0}, {"-blendv", 1, 0}, {"-bm", 1, 1},  {"-boost", 1, 1}, {"-cc", 1, 0},
-        {"-clamp", 1, 0},  {"-imfchan", 1, 0}, {"-mm", 2, 1}, {"-o", 3, 1},     {"-s", 3, 1},
-        {"-t", 3, 1},      {"-texres", 1, 1},  {"-type", 1, 0}};
+        {"-blendu", 1, 0}, {"-blendv", 1, 0}, {"-bm", 1, 1},     {"-boost", 1, 1}, {"-cc", 1, 0},
+        {"-clamp", 1, 0},  {"-colorspace", 1, 0}, {"-imfchan", 1, 0}, {"-mm", 2, 1}, {"-o", 3, 1},
+        {"-s", 3, 1},      {"-t", 3, 1},      {"-texres", 1, 1}, {"-type", 1, 0}};
     p = rt_skip_blanks(p);
     while (*p == '-') {
         char *e = p;
@@ -429,17 +437,25 @@ static RtStatus mtl_map(MtlLoad *m, const char *kw, char *p, int32_t *out)
             RT_WARN("OBJ", "%s:%d: %s: skipping unknown option '%.*s'", m->path, m->line, kw,
                     (int)(len > 32 ? 32 : len), p);
         p = rt_skip_blanks(e);
+        /* An unknown option takes up to 3 numbers, or else one word when a
+         * file name still follows it (the name is always last). */
         int args = k >= 0 ? opts[k].args : 3, numeric = k >= 0 ? opts[k].numeric : 1;
         for (int a = 0; a < args && *p; a++) {
             double d;
             char *q = parse_number(p, &d);
             int is_num = q && rt_is_token_end(*q);
+            char *w = p;
+            while (!rt_is_token_end(*w)) w++;
+            int word_follows = *rt_skip_blanks(w) != '\0';
             if (numeric && !is_num) {
                 if (a == 0 && k >= 0) return mtl_fail(m, "expected a number after '%s %s'", kw, opts[k].name);
-                break; /* -o/-s/-t take 1 to 3 numbers */
+                if (!(a == 0 && k < 0 && word_follows)) break; /* -o/-s/-t take 1 to 3 numbers */
+                args = 1;
             }
-            while (!rt_is_token_end(*p)) p++;
-            p = rt_skip_blanks(p);
+            if (!numeric && !word_follows)
+                return mtl_fail(m, "expected a texture file name after '%s %s %.*s'", kw, opts[k].name,
+                                (int)(w - p > 32 ? 32 : w - p), p);
+            p = rt_skip_blanks(w);
         }
     }
     trim_right(p);
@@ -553,7 +569,8 @@ static RtStatus mtl_load(ObjLoad *o, const char *path)
 }
 
 /* "mtllib a.mtl b.mtl" names several files; a single name with spaces is
- * also common, so the whole rest of the line is tried first. */
+ * also common, so the whole rest of the line is tried first. A blank after
+ * a backslash is part of a name ("my\ file.mtl"). */
 static RtStatus obj_mtllib(ObjLoad *o, char *p)
 {
     trim_right(p);
@@ -563,7 +580,7 @@ static RtStatus obj_mtllib(ObjLoad *o, char *p)
     if (join_path(file, o->dir, p) && stat(file, &st) == 0) return mtl_load(o, file);
     while (*(p = rt_skip_blanks(p))) {
         char *e = p;
-        while (!rt_is_token_end(*e)) e++;
+        while (*e && (!rt_is_token_end(*e) || e[-1] == '\\')) e++; /* "\ " does not end a name */
         char c = *e;
         *e = '\0';
         if (!join_path(file, o->dir, p))
@@ -664,70 +681,113 @@ static RtStatus add_tri(ObjLoad *o, uint32_t a, uint32_t b, uint32_t c)
 }
 
 /* Splits polygon poly[0..n) into n-2 triangles keeping its winding. Convex
- * polygons are fanned from the first vertex; concave ones are ear-clipped
- * in the plane that drops the dominant axis of the Newell normal (Eberly,
- * "Triangulation by Ear Clipping"), falling back to a fan of what is left
- * when no ear exists (self-intersecting or degenerate input). */
+ * polygons are fanned from the first vertex; concave ones, of any size, are
+ * ear-clipped in the plane that drops the dominant axis of the Newell
+ * normal (Eberly, "Triangulation by Ear Clipping": only reflex corners can
+ * lie inside an ear, so each ear test looks at those alone, O(n r) in all),
+ * falling back to a fan of what is left when no ear exists
+ * (self-intersecting or degenerate input) or when the work passes
+ * OBJ_EAR_CLIP_BUDGET (a hostile polygon of millions of reflex corners). */
 static RtStatus triangulate(ObjLoad *o, const uint32_t *poly, size_t n)
 {
     const RtVertex *vs = o->s->verts;
-    if (n > 3 && n <= OBJ_EAR_CLIP_MAX) {
-        RtVec3 nn = v3(0, 0, 0);
-        for (size_t i = 0; i < n; i++) {
-            RtVec3 a = vs[poly[i]].p, b = vs[poly[(i + 1) % n]].p;
-            nn = v3_add(nn, v3((a.y - b.y) * (a.z + b.z), (a.z - b.z) * (a.x + b.x), (a.x - b.x) * (a.y + b.y)));
+    if (n == 3) return add_tri(o, poly[0], poly[1], poly[2]);
+    RtVec3 nn = v3(0, 0, 0);
+    for (size_t i = 0; i < n; i++) {
+        RtVec3 a = vs[poly[i]].p, b = vs[poly[(i + 1) % n]].p;
+        nn = v3_add(nn, v3((a.y - b.y) * (a.z + b.z), (a.z - b.z) * (a.x + b.x), (a.x - b.x) * (a.y + b.y)));
+    }
+    int ax = fabsf(nn.x) > fabsf(nn.y) ? (fabsf(nn.x) > fabsf(nn.z) ? 0 : 2) : (fabsf(nn.y) > fabsf(nn.z) ? 1 : 2);
+    int u = (ax + 1) % 3, w = (ax + 2) % 3;
+    double sign = v3_get(nn, ax) >= 0 ? 1.0 : -1.0;
+#define PX(i) ((double)v3_get(vs[poly[i]].p, u))
+#define PY(i) (sign * (double)v3_get(vs[poly[i]].p, w))
+#define CROSS2(a, b, c) ((PX(b) - PX(a)) * (PY(c) - PY(a)) - (PY(b) - PY(a)) * (PX(c) - PX(a)))
+#define SAME(a, b) (PX(a) == PX(b) && PY(a) == PY(b))
+    int convex = 1;
+    for (size_t i = 0; i < n && convex; i++) convex = CROSS2(i, (i + 1) % n, (i + 2) % n) >= 0.0;
+    size_t m = n, first = 0;
+    uint32_t *prev = NULL, *next = NULL, *refl = NULL;
+    uint8_t *is_refl = NULL;
+    if (!convex) {
+        prev = malloc(n * sizeof *prev);
+        next = malloc(n * sizeof *next);
+        refl = malloc(n * sizeof *refl);
+        is_refl = malloc(n);
+        if (!prev || !next || !refl || !is_refl) {
+            free(prev), free(next), free(refl), free(is_refl);
+            return obj_oom(o);
         }
-        int ax = fabsf(nn.x) > fabsf(nn.y) ? (fabsf(nn.x) > fabsf(nn.z) ? 0 : 2) : (fabsf(nn.y) > fabsf(nn.z) ? 1 : 2);
-        int u = (ax + 1) % 3, w = (ax + 2) % 3;
-        float sign = v3_get(nn, ax) >= 0 ? 1.0f : -1.0f;
-        float px[OBJ_EAR_CLIP_MAX], py[OBJ_EAR_CLIP_MAX];
+        size_t nr = 0;
         for (size_t i = 0; i < n; i++) {
-            px[i] = v3_get(vs[poly[i]].p, u);
-            py[i] = sign * v3_get(vs[poly[i]].p, w);
+            prev[i] = (uint32_t)((i + n - 1) % n);
+            next[i] = (uint32_t)((i + 1) % n);
+            /* flat corners count as reflex: they may sit on an ear's edge */
+            is_refl[i] = !(CROSS2(prev[i], i, next[i]) > 0.0);
+            if (is_refl[i]) refl[nr++] = (uint32_t)i;
         }
-#define CROSS2(a, b, c) ((px[b] - px[a]) * (py[c] - py[a]) - (py[b] - py[a]) * (px[c] - px[a]))
-        int convex = 1;
-        for (size_t i = 0; i < n && convex; i++) convex = CROSS2(i, (i + 1) % n, (i + 2) % n) >= 0.0f;
-        if (!convex) {
-            int idx[OBJ_EAR_CLIP_MAX], m = (int)n;
-            for (int i = 0; i < m; i++) idx[i] = i;
-            while (m > 3) {
-                int found = -1;
-                for (int kk = 0; kk < m && found < 0; kk++) {
-                    int k = (kk + 1) % m; /* start at 1: convex parts fan from vertex 0 */
-                    int a = idx[(k + m - 1) % m], b = idx[k], c = idx[(k + 1) % m];
-                    if (!(CROSS2(a, b, c) > 0.0f)) continue; /* reflex or flat corner */
-                    int inside = 0;
-                    for (int j = 0; j < m && !inside; j++) {
-                        int q = idx[j];
-                        if (q == a || q == b || q == c) continue;
-                        if ((px[q] == px[a] && py[q] == py[a]) || (px[q] == px[b] && py[q] == py[b]) ||
-                            (px[q] == px[c] && py[q] == py[c]))
-                            continue;
-                        inside = CROSS2(a, b, q) >= 0.0f && CROSS2(b, c, q) >= 0.0f && CROSS2(c, a, q) >= 0.0f;
-                    }
-                    if (!inside) found = k;
+        uint64_t work = 0;
+        size_t i = 1, since = 0, stale = 0; /* start at 1: convex parts fan from vertex 0 */
+        while (m > 3 && since <= m && work < OBJ_EAR_CLIP_BUDGET) {
+            uint32_t a = prev[i], c = next[i];
+            int ear = !is_refl[i] && CROSS2(a, i, c) > 0.0; /* recomputed: self-crossing input may turn it */
+            for (size_t r = 0; r < nr && ear; r++) {
+                uint32_t q = refl[r];
+                work++;
+                if (!is_refl[q] || q == a || q == i || q == c) continue;
+                if (SAME(q, a) || SAME(q, i) || SAME(q, c)) continue;
+                ear = !(CROSS2(a, i, q) >= 0.0 && CROSS2(i, c, q) >= 0.0 && CROSS2(c, a, q) >= 0.0);
+            }
+            work++;
+            if (!ear) {
+                i = next[i];
+                since++;
+                continue;
+            }
+            RtStatus st = add_tri(o, poly[a], poly[i], poly[c]);
+            if (st != RT_OK) {
+                free(prev), free(next), free(refl), free(is_refl);
+                return st;
+            }
+            next[a] = c;
+            prev[c] = a;
+            is_refl[i] = 0; /* removed: never tested again */
+            m--;
+            /* a corner's neighbours change, and a reflex corner may turn
+             * convex (never the other way round) */
+            uint32_t nb[2] = {a, c};
+            for (int k = 0; k < 2; k++)
+                if (is_refl[nb[k]] && CROSS2(prev[nb[k]], nb[k], next[nb[k]]) > 0.0) {
+                    is_refl[nb[k]] = 0;
+                    stale++;
                 }
-                if (found < 0) break;
-                int k = found;
-                RtStatus st = add_tri(o, poly[idx[(k + m - 1) % m]], poly[idx[k]], poly[idx[(k + 1) % m]]);
-                if (st != RT_OK) return st;
-                memmove(&idx[k], &idx[k + 1], (size_t)(m - k - 1) * sizeof idx[0]);
-                m--;
+            if (++stale > nr / 2 + 16) { /* drop the entries no longer reflex */
+                size_t k = 0;
+                for (size_t r = 0; r < nr; r++)
+                    if (is_refl[refl[r]]) refl[k++] = refl[r];
+                nr = k;
+                stale = 0;
             }
-            for (int i = 1; i + 1 < m; i++) {
-                RtStatus st = add_tri(o, poly[idx[0]], poly[idx[i]], poly[idx[i + 1]]);
-                if (st != RT_OK) return st;
-            }
-            return RT_OK;
+            i = a;
+            since = 0;
         }
+        if (m > 3 && work >= OBJ_EAR_CLIP_BUDGET)
+            RT_WARN("OBJ", "%s:%d: polygon of %zu corners: ear clipping stopped after %llu tests; the last %zu "
+                    "corners are fanned", o->path, o->line, n, (unsigned long long)work, m);
+        first = i;
+    }
+    RtStatus st = RT_OK;
+    if (convex)
+        for (size_t i = 1; i + 1 < n && st == RT_OK; i++) st = add_tri(o, poly[0], poly[i], poly[i + 1]);
+    else /* what is left (a triangle, or no ear found): a fan */
+        for (size_t k = 0, b = next[first]; k + 2 < m && st == RT_OK; k++, b = next[b])
+            st = add_tri(o, poly[first], poly[b], poly[next[b]]);
+#undef PX
+#undef PY
 #undef CROSS2
-    }
-    for (size_t i = 1; i + 1 < n; i++) {
-        RtStatus st = add_tri(o, poly[0], poly[i], poly[i + 1]);
-        if (st != RT_OK) return st;
-    }
-    return RT_OK;
+#undef SAME
+    free(prev), free(next), free(refl), free(is_refl);
+    return st;
 }
 
 /* f v1 v2 v3 ... with corners v, v/vt, v//vn or v/vt/vn. */

@@ -198,8 +198,8 @@ static RtStatus check_file(SceneCtx *c, const SceneLine *L, const char *kw, cons
         return rt_fail(c->err, RT_ERR_IO, "%s:%d: SCENE: expected %s after '%s': '%s' is a directory", L->file,
                        L->no, what, kw, path);
     if (!S_ISREG(st.st_mode))
-        return rt_fail(c->err, RT_ERR_IO, "%s:%d: SCENE: expected %s after '%s': '%s' is not a regular file",
-                       L->file, L->no, what, kw, path);
+        return rt_fail(c->err, RT_ERR_IO, "%s:%d: SCENE: expected %s after '%s': '%s' %s", L->file, L->no,
+                       what, kw, path, rt_file_kind(st.st_mode));
     return RT_OK;
 }
 

@@ -4,6 +4,7 @@
 #include "scene/scene.h"
 
 #include "anim/anim_eval.h"
+#include "core/camera.h"
 #include "scene/primitives.h"
 
 #include <stdio.h>
@@ -378,6 +379,93 @@ static int tri_degenerate(const RtScene *s, const RtTriangle *t)
     return !rt_woop_rows(s->verts[t->v[0]].p, s->verts[t->v[1]].p, s->verts[t->v[2]].p, rows);
 }
 
+/* ---- framing: a camera and lights for a file that has none ------------- */
+
+/* Radiance of the two lights rt_scene_finish adds to a file without lights
+ * (no falloff, renderer.md): the headlight and the one inside the bounds. */
+#define HEADLIGHT 0.8f
+#define INSIDE_LIGHT 0.6f
+/* Below this fraction of the image covered, the framed view "shows no
+ * geometry": one pixel of a 640x480 image. */
+#define FRAME_MIN_VISIBLE (1.0f / (640.0f * 480.0f))
+/* Another axis frames the scene only when it sees this many times the
+ * front view's area of the bounds: a y-up model faces +z by convention, so
+ * the front view stays for ordinary models (Sponza sees 1.2x more from
+ * above) and a flat one is seen face-on. */
+#define FRAME_SWITCH_RATIO 2.0f
+
+/* Views from +z (the front, a bit above), +x and +y (down, -z at the top of
+ * the image), each slightly oblique so that no face of the bounds is seen
+ * exactly edge-on; offset in bounding radii, |offset| > 2. */
+typedef struct FrameView {
+    const char *name;
+    RtVec3 axis, offset, up;
+} FrameView;
+static const FrameView kFrameViews[3] = {
+    {"+z", {0, 0, 1}, {0.0f, 0.35f, 2.0f}, {0, 1, 0}},
+    {"+x", {1, 0, 0}, {2.0f, 0.35f, 0.35f}, {0, 1, 0}},
+    {"+y", {0, 1, 0}, {0.35f, 2.0f, 0.35f}, {0, 0, -1}},
+};
+
+/* Area of the bounds' projection seen from direction d (unit), up to the
+ * scale of the view: |d.x| ey ez + |d.y| ex ez + |d.z| ex ey. */
+static float box_area_seen(RtVec3 e, RtVec3 d)
+{
+    return fabsf(d.x) * e.y * e.z + fabsf(d.y) * e.x * e.z + fabsf(d.z) * e.x * e.y;
+}
+
+/* The view that sees the most of the bounds, the front view unless another
+ * sees FRAME_SWITCH_RATIO times more (a model flat in x or y). */
+static const FrameView *frame_view(RtAabb b)
+{
+    RtVec3 e = v3_sub(b.hi, b.lo);
+    const FrameView *best = &kFrameViews[0];
+    float front = box_area_seen(e, v3_norm(kFrameViews[0].offset)), best_area = front * FRAME_SWITCH_RATIO;
+    for (int i = 1; i < 3; i++) {
+        float a = box_area_seen(e, v3_norm(kFrameViews[i].offset));
+        if (a > best_area) {
+            best = &kFrameViews[i];
+            best_area = a;
+        }
+    }
+    return best;
+}
+
+/* Fraction of a square image that the scene's triangles cover seen from
+ * cam (their projected areas summed, overlaps counted twice: a cheap O(n)
+ * check that the view is not empty, not a coverage measure). A triangle
+ * reaching behind the camera counts as covering the whole image. */
+static float visible_area(const RtScene *s, RtCamera cam)
+{
+    RtCameraBasis cb = rt_camera_basis(cam, 1, 1);
+    RtVec3 ru = v3_norm(cb.right), uu = v3_norm(cb.up);
+    float th = v3_len(cb.up);
+    double sum = 0.0;
+    for (uint32_t i = 0; i < s->tri_count && sum < 1.0; i++) {
+        float x[3], y[3];
+        int behind = 0, out[4] = {0, 0, 0, 0};
+        for (int k = 0; k < 3; k++) {
+            RtVec3 v = v3_sub(s->verts[s->tris[i].v[k]].p, cb.o);
+            float z = v3_dot(v, cb.fwd);
+            if (!(z > 0.0f)) {
+                behind = 1;
+                break;
+            }
+            x[k] = v3_dot(v, ru) / (z * th);
+            y[k] = v3_dot(v, uu) / (z * th);
+            out[0] += x[k] < -1.0f, out[1] += x[k] > 1.0f, out[2] += y[k] < -1.0f, out[3] += y[k] > 1.0f;
+        }
+        if (behind) {
+            if (!tri_degenerate(s, &s->tris[i])) sum += 1.0;
+            continue;
+        }
+        if (out[0] == 3 || out[1] == 3 || out[2] == 3 || out[3] == 3) continue; /* off one side */
+        double a2 = (double)(x[1] - x[0]) * (y[2] - y[0]) - (double)(y[1] - y[0]) * (x[2] - x[0]);
+        sum += 0.125 * fabs(a2); /* area / 4, the square's area */
+    }
+    return (float)sum;
+}
+
 RtStatus rt_scene_finish(RtScene *s, RtError *err)
 {
     const char *path = s->path ? s->path : "(scene)";
@@ -415,19 +503,43 @@ RtStatus rt_scene_finish(RtScene *s, RtError *err)
     RtVec3 c = v3_scale(v3_add(b.lo, b.hi), 0.5f);
     float r = 0.5f * v3_len(v3_sub(b.hi, b.lo));
     if (!(r > 0.0f)) r = 1.0f;
+    const FrameView *view = &kFrameViews[0];
     if (!s->has_camera) {
-        /* Framed on the bounds: look at the centre from the +z side, a bit
-         * above, far enough that the bounding sphere fits a 60 degree view. */
+        view = frame_view(b);
+        /* Far enough that the bounding sphere fits a 60 degree view:
+         * |offset| >= 2 radii. */
         s->camera.fov_y = 60.0f;
         s->camera.look = c;
-        s->camera.up = v3(0, 1, 0);
-        s->camera.pos = v3_add(c, v3(0.0f, 0.35f * r, 2.0f * r));
+        s->camera.up = view->up;
+        s->camera.pos = v3_add(c, v3_scale(view->offset, r));
         s->has_camera = 1;
+        if (view != &kFrameViews[0])
+            RT_INFO("SCENE", "%s: framed from %s: the bounds are thinnest along that axis", path, view->name);
+        float seen = visible_area(s, s->camera);
+        if (!(seen >= FRAME_MIN_VISIBLE))
+            RT_WARN("SCENE", "%s: the framed view shows no geometry (%.2g of the image covered; bounds %g x %g x %g); "
+                    "try --camera", path, seen, b.hi.x - b.lo.x, b.hi.y - b.lo.y, b.hi.z - b.lo.z);
     }
     if (s->light_count == 0) {
-        /* A "headlight" above and behind the camera's left shoulder. */
-        RtLight l = {RT_LIGHT_POINT, v3_add(s->camera.pos, v3(-0.5f * r, 1.5f * r, 0.5f * r)), v3(1, 1, 1)};
-        if (rt_scene_add_light(s, l) < 0) return rt_fail(err, RT_ERR_OOM, "%s: SCENE: out of memory", path);
+        /* Two lights, so that the framed view and any --camera see lit
+         * surfaces: the headlight above and behind the framed camera's left
+         * shoulder lights the model from outside (occluded for a camera
+         * inside a closed model), and a light inside the bounds, over the
+         * centre a quarter below the top (y up, formats.md), lights an
+         * interior such as Sponza's or a closed room (occluded, or behind
+         * every face, for a closed object seen from outside). Where both
+         * reach (an open model) they add up to 1.4: no clipping of the
+         * default Kd 0.7. */
+        RtVec3 fwd = v3_norm(v3_scale(view->offset, -1.0f));
+        RtVec3 right = v3_norm(v3_cross(fwd, view->up));
+        RtVec3 up = view->up, back = v3_norm(view->axis);
+        RtVec3 head = v3_add(s->camera.pos, v3_scale(v3_add(v3_add(v3_scale(right, -0.5f), v3_scale(up, 1.5f)),
+                                                             v3_scale(back, 0.5f)), r));
+        RtVec3 inside = v3(c.x, b.lo.y + 0.75f * (b.hi.y - b.lo.y), c.z);
+        RtLight l[2] = {{RT_LIGHT_POINT, head, v3(HEADLIGHT, HEADLIGHT, HEADLIGHT)},
+                        {RT_LIGHT_POINT, inside, v3(INSIDE_LIGHT, INSIDE_LIGHT, INSIDE_LIGHT)}};
+        for (int i = 0; i < 2; i++)
+            if (rt_scene_add_light(s, l[i]) < 0) return rt_fail(err, RT_ERR_OOM, "%s: SCENE: out of memory", path);
     }
     return RT_OK;
 }
