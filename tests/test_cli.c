@@ -126,13 +126,14 @@ static void cli_camera_up_zero_or_along_view_rejected(void **state)
     }
 }
 
-/* Headless writes PNG: -o with another image extension is refused before
- * any rendering, rather than PNG bytes under a .jpg name. */
-static void cli_output_other_than_png_refused(void **state)
+/* Headless writes the image type its name says (.png, .jpg/.jpeg, .bmp,
+ * .tga, none = PNG); another extension is refused before any rendering,
+ * rather than PNG bytes under a wrong name. */
+static void cli_output_type_by_extension(void **state)
 {
     (void)state;
-    const char *bad[] = {"out.jpg", "out.JPEG", "shots/x.bmp", "x.gif", "a.png.tga"};
-    const char *good[] = {"out.png", "OUT.PNG", "out", "dir.d/out", "./x.png"};
+    const char *bad[] = {"out.gif", "out.webp", "shots/x.exr", "x.png.tiff", "a.jpgx"};
+    const char *good[] = {"out.png", "OUT.JPEG", "out", "dir.d/out.bmp", "./x.tga"};
     for (size_t i = 0; i < 5; i++) {
         RtOptions o;
         RtError err = {0};
@@ -215,7 +216,7 @@ int main(void)
         cmocka_unit_test(cli_bad_values_name_the_option),
         cmocka_unit_test(cli_two_scene_files_rejected),
         cmocka_unit_test(cli_camera_up_zero_or_along_view_rejected),
-        cmocka_unit_test(cli_output_other_than_png_refused),
+        cmocka_unit_test(cli_output_type_by_extension),
         cmocka_unit_test(cli_bench_takes_the_positional_scene_in_any_order),
         cmocka_unit_test(cli_value_never_starts_with_two_dashes),
     };

@@ -129,7 +129,7 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
         if (o->stats && fs.has_tree && (st = rt_pipeline_tree_stats(pipe, &o->pipe, &fs, err)) != RT_OK) break;
         char path[4096];
         frame_path(o->out_png, f, o->frames, path, sizeof path);
-        if ((st = rt_image_write_png(&img, path, err)) != RT_OK) break;
+        if ((st = rt_image_write(&img, path, err)) != RT_OK) break;
         frame_ms[f] = fs.frame_ms;
         print_frame(o, f, &fs, path);
         fflush(stdout);

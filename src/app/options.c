@@ -50,7 +50,8 @@ void rt_options_usage(FILE *f)
             "  Without --headless rtviewer opens a window (needs a display with OpenGL 3.3).\n"
             "  --headless            no window: render --frames frames to PNG, print timings\n"
             "  --frames N            frames to render headless (default 1)\n"
-            "  -o, --output FILE     PNG to write (default rtviewer.png; several frames: FILE_0000.png, ...)\n"
+            "  -o, --output FILE     image to write: .png, .jpg, .bmp or .tga (default rtviewer.png;\n"
+            "                        several frames: FILE_0000.png, ...)\n"
             "  --size WxH            image size (default 1280x720) or initial window size (default 640x360)\n"
             "  --screenshot-dir DIR  where F12 writes screenshots (default: the current directory)\n"
             "  --no-vsync            window: start with vsync off (V toggles it)\n"
@@ -238,8 +239,8 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
             /* headless writes PNG (src/app/headless.c): another extension
              * would be PNG bytes under a misleading name */
             RtImageFormat fmt = rt_image_format_of(next);
-            if (fmt != RT_IMAGE_PNG && fmt != RT_IMAGE_NONE)
-                return rt_fail(err, RT_ERR_ARG, "CLI: %s %s: the output is a PNG image; expected a file name ending in .png", a, next);
+            if (fmt == RT_IMAGE_UNKNOWN)
+                return rt_fail(err, RT_ERR_ARG, "CLI: %s %s: unknown image type; expected a file name ending in .png, .jpg, .jpeg, .bmp or .tga", a, next);
             o->out_png = next;
         }
         else if (!strcmp(a, "--camera")) { TAKES_VALUE(); st = rt_camera_parse(next, &o->camera, err); o->has_camera = 1; }
