@@ -62,14 +62,6 @@ typedef struct RtKdGpuParams {
                                     them 128 at a time): a multiple of 128 up to 2048, or 0 =
                                     auto (the triangles over the resident blocks, so the root's
                                     level fills the GPU about once); 128 otherwise */
-    uint32_t large_local;        /* ours: a large node of at most this many refs is finished by one
-                                    block, its subtree down to the small roots in shared memory
-                                    (no L2 round trip per level); needs [A] and [C] and 2 ways;
-                                    0 = off (the default: slower on every scene measured, see
-                                    docs/kd_gpu.md), else small_threshold + 1 .. 426 */
-    uint32_t large_local_room;   /* refs of the block's shared lists the local subtrees use: 0 = all
-                                    (1280), else 3 x large_local .. 1280; less room spills more nodes
-                                    into new local roots (the tests use it) */
 } RtKdGpuParams;
 
 /* A {name, value, description} row of a variant table (docs, HUD, bench). */
@@ -106,7 +98,6 @@ typedef struct RtKdGpuStats {
     uint32_t large_levels, small_levels;
     uint32_t rebuilds;     /* builds repeated after growing an overflowed buffer */
     uint32_t nodes, leaves, references, triangles, valid_triangles;
-    uint32_t local_roots;  /* block-local subtrees (large_local), spilled ones included */
     RtKdGpuStageStats kernels[48];
     int kernel_count;
     /* Per large level (the first RT_KD_GPU_PROFILE_LEVELS): active nodes,

@@ -46,8 +46,6 @@ enum {
     KD_OVF_SROOTS = 1u << 6,
     KD_OVF_SREFS = 1u << 7,
     KD_OVF_SNODES = 1u << 8,
-    KD_OVF_LROOTS = 1u << 9,
-    KD_OVF_LREFS = 1u << 10,
 };
 
 /* Children of one large-stage split: 2 (Zhou's binary split) or 4 (ours:
@@ -112,26 +110,6 @@ __device__ __forceinline__ RtAabb kd_kid_cell(const KdLargeNode *nd, int k)
     return cell;
 }
 
-/* Block-local subtrees (ours, KdConf.local_max): a large node of at most
- * local_max refs is handed whole to one block of kd_large_local, which
- * splits it and its descendants (the large stage's steps: empty-space cuts,
- * median, clipping, progress guard) with its refs in shared memory, down to
- * the small roots, with no L2 round trip between the levels. The shared
- * stack holds KD_LOCAL_REFS refs; a node is sorted at the stack's top with
- * room for twice its refs above it (its children before they move down),
- * so local_max is at most KD_LOCAL_REFS / 3. A node that does not fit
- * (deep clumps) is spilled: it becomes a new local root. */
-#define KD_LOCAL_REFS 1280
-#define KD_LOCAL_STACK 48
-#define KD_LOCAL_MAX (KD_LOCAL_REFS / 3)
-
-struct KdLocalRoot {
-    RtAabb cell;
-    int box[6];                /* its refs' tight box (order-preserving ints), from the sort */
-    uint32_t node, first, count, depth; /* first: into local_idx[] */
-    uint32_t ready;            /* written last (release); reset by kd_tri_box */
-};
-
 /* A small root (a node handed from the large stage to the small stage). */
 struct KdSmallRoot {
     RtAabb cell;
@@ -175,10 +153,6 @@ struct KdCounters {
     uint32_t level_complete[KD_MAX_LEVELS + 1]; /* persistent large stage: level done, and so its
                                                    next level's chunk count final */
     uint32_t bucket_count[KD_ROOT_BUCKETS]; /* small roots per bucket (root_bucket) */
-    /* local subtrees: roots made (high 32 bits) and finished (low), refs
-     * allocated, roots taken */
-    unsigned long long local_word;
-    uint32_t local_refs, local_next;
     /* persistent large stage: %globaltimer (ns) when level L started (the
      * level after the last one: when the stage ended), for the profile */
     unsigned long long level_ns[KD_MAX_LEVELS + 1];
@@ -204,11 +178,6 @@ struct KdBufs {
     RtAabb *chunk_box;                 /* [C] off: per-chunk boxes for the segmented reduction */
     uint32_t *flags;                   /* Impl. I: 2 flags per ref (+1), scanned in place into scan */
     uint32_t *scan;
-    KdLocalRoot *lroots;               /* block-local subtrees' roots (kd_large_local) */
-    uint32_t lroot_cap;
-    uint32_t *local_idx;               /* their refs and boxes */
-    RtAabb *local_box;
-    uint32_t lref_cap;
     KdSmallRoot *sroots;
     uint32_t sroot_cap;
     uint32_t *root_bucket;             /* KD_ROOT_BUCKETS lists of sroot_cap small-root slots (kd_root_bucket) */
@@ -265,9 +234,6 @@ struct KdConf {
     int sms;                           /* multiprocessors (grids of the persistent kernels) */
     uint32_t chunk_refs;               /* refs per large-stage chunk: KD_CHUNK, or a multiple of it
                                           that a block sorts in rounds (split_at_route only) */
-    uint32_t local_max;                /* a large node of at most this many refs becomes a block-local
-                                          subtree (0: none; split_at_route with 2 ways only) */
-    uint32_t local_room;               /* refs of a local block's shared lists it uses (<= KD_LOCAL_REFS) */
 };
 
 /* Bucket 0: 57-64 refs, ..., 7: 1-8 refs, or a root that is a leaf at once
@@ -607,10 +573,6 @@ size_t kd_large_scan_bytes(uint32_t n);
  * on the device (no host round trip). */
 RtStatus kd_large_persistent(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
                              RtError *err);
-
-/* The block-local subtrees the large stage queued (one launch; a no-op
- * without them). */
-RtStatus kd_large_local(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p, RtError *err);
 
 /* Small-node stage: candidates and level-0 small nodes from the small roots
  * (the root count is read on the device: blocks take roots from a queue). */

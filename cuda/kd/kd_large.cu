@@ -61,7 +61,6 @@ __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
      * them to be set; kd_root then writes level 0's) */
     for (size_t j = i; j < (size_t)KD_LISTS * b.chunk_cap; j += (size_t)gridDim.x * blockDim.x)
         b.chunks[j / b.chunk_cap][j % b.chunk_cap] = make_uint2(KD_CHUNK_FREE, KD_CHUNK_FREE);
-    for (size_t j = i; j < b.lroot_cap; j += (size_t)gridDim.x * blockDim.x) b.lroots[j].ready = 0u;
     int valid = i < b.tri_count && !kd_tri_degenerate(b, i);
     RtAabb box = aabb_empty();
     if (valid) {
@@ -122,7 +121,7 @@ __device__ __forceinline__ void kd_box_init(int box[6])
     }
 }
 
-template <int W, bool RESERVE = true>
+template <int W>
 __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t *lovf);
 
 /* One block: the root is an active large node (with its chunks) or, when it
@@ -293,10 +292,10 @@ __device__ __forceinline__ bool kd_fits(const KdBufs &b, uint32_t first, uint32_
 }
 
 /* Node nd (its tight box in nd->box) at `level`: empty-space cuts, the
- * median split, and (RESERVE) each child's region of `count` refs in the
+ * median split, and each child's region of `count` refs in the
  * next list. Allocation failures are also flagged in *lovf (the persistent
  * stage's per-level word). */
-template <int W, bool RESERVE>
+template <int W>
 __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t *lovf)
 {
     KdCounters *ctr = b.ctr;
@@ -364,7 +363,7 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
         const uint32_t pair_at = pairs ? atomicAdd(&ctr->nodes, 2 * pairs) : 0u;
         const unsigned long long leaf_at = ncut ? atomicAdd(&ctr->leaf_index, (unsigned long long)ncut << 32) : 0ull;
         refs_want = (median ? (four ? 4u : 2u) : 1u) * nd->count;
-        if (RESERVE) refs_at = atomicAdd(&ctr->level_refs[level + 1], refs_want);
+        refs_at = atomicAdd(&ctr->level_refs[level + 1], refs_want);
         uint32_t pair = pair_at, leaf = (uint32_t)(leaf_at >> 32);
         bool ok = !pairs || kd_fits(b, pair_at, 2 * pairs, b.node_cap, KD_OVF_NODES, lovf);
         if (ncut) ok = kd_fits(b, leaf, ncut, b.leaf_cap, KD_OVF_LEAVES, lovf) && ok;
@@ -404,11 +403,8 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
      * ways), so reserve count per child; a stopped node sends all its refs
      * to child 0, which is the node itself. */
     const uint32_t n = nd->count;
-    uint32_t base = 0; /* !RESERVE: a block-local subtree keeps the children in shared memory */
-    if (RESERVE) {
-        if (refs_at == UINT32_MAX) refs_at = atomicAdd(&ctr->level_refs[level + 1], refs_want = n);
-        base = kd_fits(b, refs_at, refs_want, b.ref_cap, KD_OVF_REFS, lovf) ? refs_at : UINT32_MAX;
-    }
+    if (refs_at == UINT32_MAX) refs_at = atomicAdd(&ctr->level_refs[level + 1], refs_want = n);
+    const uint32_t base = kd_fits(b, refs_at, refs_want, b.ref_cap, KD_OVF_REFS, lovf) ? refs_at : UINT32_MAX;
     nd->cell = cell;
     nd->node = node;
     nd->depth = depth;
@@ -676,35 +672,6 @@ size_t kd_large_scan_bytes(uint32_t n)
 
 /* ==== step 4: route the children ========================================= */
 
-/* A block-local subtree's root (ours, kd_large_local): its slot and n refs
- * in the local list; false (and the overflow flagged) when either does not
- * fit. One word counts the roots made (high half) and finished (low), so
- * one read tells the local stage whether a root may still appear. */
-__device__ __forceinline__ bool kd_local_alloc(const KdBufs &b, uint32_t n, uint32_t *slot, uint32_t *first,
-                                               uint32_t *lovf)
-{
-    const unsigned long long w = atomicAdd(&b.ctr->local_word, 1ull << 32);
-    *first = atomicAdd(&b.ctr->local_refs, n);
-    *slot = (uint32_t)(w >> 32);
-    const bool ok = kd_fits(b, *slot, 1, b.lroot_cap, KD_OVF_LROOTS, lovf);
-    return kd_fits(b, *first, n, b.lref_cap, KD_OVF_LREFS, lovf) && ok;
-}
-
-/* The root's fields, then its ready word: the caller has fenced its refs. */
-__device__ __forceinline__ void kd_local_publish(const KdBufs &b, uint32_t slot, const RtAabb &cell, const int box[6],
-                                                 uint32_t node, uint32_t first, uint32_t n, uint32_t depth)
-{
-    KdLocalRoot *r = &b.lroots[slot];
-    r->cell = cell;
-    for (int q = 0; q < 6; q++) r->box[q] = box[q];
-    r->node = node;
-    r->first = first;
-    r->count = n;
-    r->depth = depth;
-    __threadfence();
-    atomicExch(&r->ready, 1u);
-}
-
 /* Progress guard (ours; Zhou has none): when the median split of nd only
  * duplicated refs (its local SAH, the children holding kn[k] refs, is no
  * better than a leaf: clumps of overlapping triangles), splitting on would
@@ -799,24 +766,6 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 b.sroots[slot] = r;
                 kd_root_list(b, slot, n);
             }
-        } else if (SPLIT && n <= c.local_max) {
-            /* a block-local subtree (ours): its refs to the local list, the
-             * root queued for kd_large_local, which splits it there */
-            uint32_t slot = 0, first = 0;
-            if (lane == 0 && !kd_local_alloc(b, n, &slot, &first, lovf)) slot = UINT32_MAX;
-            slot = __shfl_sync(0xffffffffu, slot, 0);
-            first = __shfl_sync(0xffffffffu, first, 0);
-            if (slot == UINT32_MAX) continue;
-            for (uint32_t j = lane; j < n; j += 32) {
-                uint32_t tri;
-                b.local_box[first + j] = kd_route_ref(b, c, level, nd->kid_base[k] + j, &tri);
-                b.local_idx[first + j] = tri;
-            }
-            int box[6];
-            for (int q = 0; q < 6; q++) box[q] = __ldcg(&nd->kid_box[k][q]);
-            __syncwarp();
-            __threadfence(); /* the refs before the root (cumulative over the warp) */
-            if (lane == 0) kd_local_publish(b, slot, cell, box, node, first, n, depth);
         } else {
             uint32_t cc = (n + c.chunk_refs - 1) / c.chunk_refs, slot = 0, cf = 0;
             /* the new node is built in this warp's shared slot, then the
@@ -1179,310 +1128,4 @@ RtStatus kd_large_persistent(RtLaunchLog *log, const KdBufs &b, const KdConf &c,
     case 6: return kd_persistent_launch<true, true, false>(log, b, c, p.large_blocks_per_sm, err);
     default: return kd_persistent_launch<true, true, true>(log, b, c, p.large_blocks_per_sm, err);
     }
-}
-
-/* ==== step 5: block-local subtrees (ours) ================================ */
-
-/* A node waiting on a local block's stack: its refs at [first, first +
- * count) of the block's shared lists. */
-struct KdLocalEntry {
-    RtAabb cell;
-    int box[6];
-    uint32_t node, first, count, depth;
-};
-
-struct KdLocalShared {
-    uint32_t tri[KD_LOCAL_REFS];
-    RtAabb box[KD_LOCAL_REFS];
-    KdLocalEntry stack[KD_LOCAL_STACK];
-    KdLargeNode cur;             /* the node being split (kd_split_node) */
-    uint32_t sh[2 * KD_CHUNK];   /* the block scans */
-    float shf[KD_CHUNK + 12];    /* reductions; after KD_CHUNK the children's boxes */
-    uint32_t word[4];            /* thread 0's answers: a root's slot; allocations */
-    int top;                     /* entries on the stack */
-};
-
-/* The refs [from, from + n) of the shared lists moved down to `to` (to <=
- * from; the ranges may overlap): a round of KD_CHUNK read before any write. */
-__device__ __forceinline__ void kd_local_move(KdLocalShared &s, uint32_t to, uint32_t from, uint32_t n)
-{
-    if (to == from) return;
-    for (uint32_t at = 0; at < n; at += KD_CHUNK) {
-        const uint32_t i = at + threadIdx.x;
-        uint32_t tri = 0;
-        RtAabb box;
-        if (i < n) {
-            tri = s.tri[from + i];
-            box = s.box[from + i];
-        }
-        __syncthreads();
-        if (i < n) {
-            s.tri[to + i] = tri;
-            s.box[to + i] = box;
-        }
-        __syncthreads();
-    }
-}
-
-/* Node e (its refs at [from, from + e.count) of the shared lists) becomes
- * a new local root (the block's stack or lists are full: deep clumps). */
-__device__ void kd_local_spill(const KdBufs &b, KdLocalShared &s, const KdLocalEntry &e, uint32_t from,
-                               uint32_t *lovf)
-{
-    const uint32_t n = e.count;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        uint32_t slot, first;
-        const bool ok = kd_local_alloc(b, n, &slot, &first, lovf);
-        s.word[1] = ok ? slot : UINT32_MAX;
-        s.word[2] = first;
-    }
-    __syncthreads();
-    const uint32_t slot = s.word[1], first = s.word[2];
-    if (slot != UINT32_MAX)
-        for (uint32_t j = threadIdx.x; j < n; j += KD_CHUNK) {
-            b.local_idx[first + j] = s.tri[from + j];
-            b.local_box[first + j] = s.box[from + j];
-        }
-    __syncthreads();
-    if (threadIdx.x == 0 && slot != UINT32_MAX) {
-        __threadfence(); /* the block's refs (the barrier orders them) before the root */
-        kd_local_publish(b, slot, e.cell, e.box, e.node, first, n, e.depth);
-    }
-}
-
-/* The subtree of the node on the stack, to the small roots: per node the
- * large stage's steps (kd_split_node, kd_split_ref, the block scans, the
- * children's boxes, the progress guard), its children written above its
- * refs and moved down; the larger child is split first (the other waits
- * below it), so the stack holds little more than the root's refs. */
-template <bool BALLOT, bool SHFL>
-__device__ void kd_local_subtree(const KdBufs &b, const KdConf &c, KdLocalShared &s, uint32_t *lovf)
-{
-    const uint32_t tid = threadIdx.x;
-    int *kid = (int *)(s.shf + KD_CHUNK);
-    for (;;) {
-        __syncthreads();
-        if (s.top == 0) return;
-        const KdLocalEntry e = s.stack[s.top - 1];
-        __syncthreads();
-        if (tid == 0) s.top--;
-        const uint32_t o = e.first, n = e.count;
-        if (o + 3 * n > c.local_room) { /* no room to sort it here */
-            kd_local_spill(b, s, e, o, lovf);
-            continue;
-        }
-        if (tid == 0) {
-            KdLargeNode &nd = s.cur;
-            nd.cell = e.cell;
-            nd.node = e.node;
-            nd.first = o;
-            nd.count = n;
-            nd.depth = e.depth;
-            for (int q = 0; q < 6; q++) nd.box[q] = e.box[q];
-            kd_split_node<2, false>(b, c, &nd, 0, lovf);
-        }
-        if (tid < 12) kid[tid] = kd_f2i(tid % 6 < 3 ? INFINITY : -INFINITY);
-        __syncthreads();
-        const int axis = s.cur.axis;
-        uint32_t kn[2] = {n, 0};
-        if (axis >= 0) {
-            kn[0] = 0;
-            const RtAabb cell = s.cur.cell;
-            const float split = s.cur.split;
-            const RtAabb kc0 = kd_kid_cell<2>(&s.cur, 0), kc1 = kd_kid_cell<2>(&s.cur, 1);
-            for (uint32_t at = 0; at < n; at += KD_CHUNK) {
-                const uint32_t i = at + tid;
-                uint32_t tri = 0, l = 0, r = 0;
-                RtAabb half[2];
-                if (i < n) {
-                    tri = s.tri[o + i];
-                    kd_split_ref(b, c, tri, s.box[o + i], cell, axis, split, &l, &r, half);
-                }
-                const uint32_t fk[2] = {l, r};
-                uint32_t x[2], t[2];
-                kd_block_scan<BALLOT, 2>(fk, x, t, s.sh);
-                if (l) {
-                    const uint32_t p = o + n + kn[0] + x[0];
-                    s.tri[p] = tri;
-                    s.box[p] = half[0];
-                }
-                if (r) {
-                    const uint32_t p = o + 2 * n + kn[1] + x[1];
-                    s.tri[p] = tri;
-                    s.box[p] = half[1];
-                }
-                const RtAabb kb[2] = {l ? kd_box_clip(half[0], kc0) : aabb_empty(),
-                                      r ? kd_box_clip(half[1], kc1) : aabb_empty()};
-                kd_kid_boxes<SHFL, 2>(kb, s.shf, kid);
-                kn[0] += t[0];
-                kn[1] += t[1];
-            }
-        }
-        __syncthreads();
-        /* the routing (kd_route_node), every thread alike */
-        const int nk = axis >= 0 ? 2 : 1;
-        const bool stuck = kd_split_stuck<2>(c, &s.cur, kn, nk);
-        const uint32_t depth = s.cur.depth + (axis >= 0 ? 1u : 0u);
-        const uint32_t from[2] = {axis >= 0 ? o + n : o, o + 2 * n};
-        bool small[2] = {false, false}, push[2] = {false, false};
-        uint32_t nsmall = 0, sref = 0;
-        for (int k = 0; k < nk; k++) {
-            small[k] = axis < 0 || stuck || kn[k] <= c.small_threshold || (int)depth + 1 >= c.max_depth;
-            if (small[k]) nsmall++, sref += kn[k];
-            else push[k] = true;
-        }
-        /* small children: their refs to the small list, boxes cut to the cell */
-        if (nsmall) {
-            if (tid == 0) { /* both atomics in flight at once, then the checks */
-                uint32_t slot = atomicAdd(&b.ctr->small_roots, nsmall);
-                uint32_t first = atomicAdd(&b.ctr->small_refs, sref);
-                if (!kd_fits(b, slot, nsmall, b.sroot_cap, KD_OVF_SROOTS, lovf)) slot = UINT32_MAX;
-                if (!kd_fits(b, first, sref, b.sref_cap, KD_OVF_SREFS, lovf)) first = UINT32_MAX;
-                s.word[1] = slot == UINT32_MAX || first == UINT32_MAX ? UINT32_MAX : slot;
-                s.word[2] = first;
-            }
-            __syncthreads();
-            const uint32_t slot = s.word[1];
-            uint32_t first = s.word[2];
-            if (slot != UINT32_MAX)
-                for (int k = 0, q = 0; k < nk; k++) {
-                    if (!small[k]) continue;
-                    const RtAabb cell = kd_kid_cell<2>(&s.cur, k);
-                    for (uint32_t j = tid; j < kn[k]; j += KD_CHUNK) {
-                        b.small_idx[first + j] = s.tri[from[k] + j];
-                        b.small_box[first + j] = kd_box_clip(s.box[from[k] + j], cell);
-                    }
-                    if (tid == 0) {
-                        KdSmallRoot r;
-                        r.cell = cell;
-                        r.node = axis >= 0 ? s.cur.kids + k : s.cur.node;
-                        r.first = first;
-                        r.count = kn[k];
-                        r.depth = depth;
-                        b.sroots[slot + q] = r;
-                        kd_root_list(b, slot + q, kn[k]);
-                    }
-                    first += kn[k];
-                    q++;
-                }
-        }
-        if (!push[0] && !push[1]) continue;
-        /* large children: the one split first goes on top (above the other
-         * in the lists too, so its sort has the room above it) */
-        const int big = push[0] && push[1] ? (kn[1] > kn[0] ? 1 : 0) : (push[0] ? 0 : 1);
-        const int low = push[0] && push[1] ? 1 - big : -1;
-        uint32_t at = o;
-        KdLocalEntry ek[2];
-        for (int k = 0; k < 2; k++) {
-            if (!push[k]) continue;
-            ek[k].cell = kd_kid_cell<2>(&s.cur, k);
-            for (int q = 0; q < 6; q++) ek[k].box[q] = kid[6 * k + q];
-            ek[k].node = s.cur.kids + k;
-            ek[k].count = kn[k];
-            ek[k].depth = depth;
-        }
-        __syncthreads(); /* s.cur and kid[] read before the next node's writes */
-        for (int pass = 0; pass < 2; pass++) {
-            const int k = pass == 0 ? low : big;
-            if (k < 0) continue;
-            ek[k].first = at;
-            if (s.top + pass >= KD_LOCAL_STACK) { /* no stack entry left: a new local root */
-                kd_local_spill(b, s, ek[k], from[k], lovf);
-                ek[k].count = 0;
-                continue;
-            }
-            kd_local_move(s, at, from[k], kn[k]);
-            at += kn[k];
-        }
-        if (tid == 0)
-            for (int pass = 0; pass < 2; pass++) {
-                const int k = pass == 0 ? low : big;
-                if (k >= 0 && ek[k].count) s.stack[s.top++] = ek[k];
-            }
-    }
-}
-
-/* Persistent blocks take local roots from a queue (the large stage's
- * routing, and spills, append to it) until every root made so far is
- * finished and none is in progress (then none can appear). */
-template <bool BALLOT, bool SHFL>
-__global__ void __launch_bounds__(KD_CHUNK) kd_large_local_kernel(KdBufs b, KdConf c)
-{
-    __shared__ KdLocalShared s;
-    volatile KdCounters *vc = b.ctr;
-    /* a word no one reads: the persistent stage's per-level overflow
-     * words are done with */
-    uint32_t *lovf = &b.ctr->level_ovf[KD_MAX_LEVELS];
-    for (;;) {
-        if (threadIdx.x == 0) {
-            uint32_t slot = atomicAdd(&b.ctr->local_next, 1u);
-            for (;;) {
-                if (vc->overflow) {
-                    slot = UINT32_MAX;
-                    break;
-                }
-                const unsigned long long w = *(volatile unsigned long long *)&b.ctr->local_word;
-                const uint32_t made = (uint32_t)(w >> 32), done = (uint32_t)w;
-                if (slot < made) {
-                    volatile uint32_t *rd = &b.lroots[slot].ready;
-                    while (!*rd && !vc->overflow) __nanosleep(64);
-                    __threadfence(); /* acquire: the root and its refs */
-                    if (vc->overflow) slot = UINT32_MAX;
-                    break;
-                }
-                if (made == done) { /* quiescent: no root left, none in progress */
-                    slot = UINT32_MAX;
-                    break;
-                }
-                __nanosleep(256);
-            }
-            s.word[0] = slot;
-            if (slot != UINT32_MAX) {
-                const KdLocalRoot *r = &b.lroots[slot];
-                KdLocalEntry &e = s.stack[0];
-                const float *cf = (const float *)&r->cell;
-                float *ef = (float *)&e.cell;
-                for (int q = 0; q < 6; q++) ef[q] = __ldcg(&cf[q]);
-                for (int q = 0; q < 6; q++) e.box[q] = __ldcg(&r->box[q]);
-                e.node = __ldcg(&r->node);
-                e.first = __ldcg(&r->first);
-                e.count = __ldcg(&r->count);
-                e.depth = __ldcg(&r->depth);
-            }
-            s.top = 1;
-        }
-        __syncthreads();
-        if (s.word[0] == UINT32_MAX) return;
-        const uint32_t first = s.stack[0].first, n = s.stack[0].count;
-        for (uint32_t j = threadIdx.x; j < n; j += KD_CHUNK) {
-            s.tri[j] = __ldcg(&b.local_idx[first + j]);
-            const float *bf = (const float *)&b.local_box[first + j];
-            float *sf = (float *)&s.box[j];
-            for (int q = 0; q < 6; q++) sf[q] = __ldcg(&bf[q]);
-        }
-        __syncthreads();
-        if (threadIdx.x == 0) s.stack[0].first = 0;
-        kd_local_subtree<BALLOT, SHFL>(b, c, s, lovf);
-        __syncthreads();
-        if (threadIdx.x == 0) atomicAdd(&b.ctr->local_word, 1ull); /* after its spills' counts */
-    }
-}
-
-template <bool BALLOT, bool SHFL>
-static RtStatus kd_local_launch(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err)
-{
-    void (*k)(KdBufs, KdConf) = kd_large_local_kernel<BALLOT, SHFL>;
-    int per_sm = 0;
-    CUDA_CHECK(err, cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k, KD_CHUNK, 0));
-    if (per_sm < 1) return rt_fail(err, RT_ERR_CUDA, "KD: the local-subtree kernel does not fit on a multiprocessor");
-    return rt_launch(log, "kd_large_local", dim3((unsigned)(per_sm * c.sms)), dim3(KD_CHUNK), 0, k, err, KdBufs(b),
-                     KdConf(c));
-}
-
-RtStatus kd_large_local(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p, RtError *err)
-{
-    if (!c.local_max) return RT_OK;
-    if (p.chang_b) return p.chang_d ? kd_local_launch<true, true>(log, b, c, err) : kd_local_launch<true, false>(log, b, c, err);
-    return p.chang_d ? kd_local_launch<false, true>(log, b, c, err) : kd_local_launch<false, false>(log, b, c, err);
 }

@@ -272,7 +272,7 @@ void rt_options_usage(FILE *f)
             "  --stats               print kd-tree statistics per frame\n"
             "  --build K=V[,K=V...]  GPU builder variant: ladder=0..5|Original|All, a..e=0/1 (Chang's steps),\n"
             "                        ce=PCT, box=inclusion|clipping, small=none|sah|ssah, leaf=32|64,\n"
-            "                        ctrav=F, ci=F, fused=0/1, exact=0/1, flow=0/1/2, chunk=N, local=N,\n"
+            "                        ctrav=F, ci=F, fused=0/1, exact=0/1, flow=0/1/2, chunk=N,\n"
             "                        timed=0/1\n"
             "  --trace K=V[,K=V...]  GPU tracer variant: traversal=restart|shortstack, stack=1..16,\n"
             "                        skip=0/1 (leaf skipping), map=rows|tiles, packet=off|warp, refraction=0/1\n"
@@ -388,7 +388,6 @@ static const KvKey kBuildKeys[] = {
     {"exact", "small roots' triangles clipped exactly to the root cell (perfect splits): 0/1 (0)"},
     {"flow", "large stage: a barrier per level (0), a node's chunks start when it is routed (1), auto (2)"},
     {"chunk", "refs per large-stage chunk: 0 (auto) or a multiple of 128 up to 2048 (0)"},
-    {"local", "a large node of at most N refs is finished by one block: 0 (off) or 65..426 (0)"},
     {"timed", "CUDA events per kernel: 0/1"},
     {NULL, NULL},
 };
@@ -445,11 +444,6 @@ static RtStatus build_key(RtOptions *o, const char *k, const char *v, RtError *e
         if (st == RT_OK && n % 128)
             return rt_fail(err, RT_ERR_ARG, "CLI: --build chunk %d: expected 0 (auto) or a multiple of 128", n);
         b->large_chunk = (uint32_t)n;
-    }
-    else if (!strcmp(k, "local")) {
-        int n = 0;
-        st = parse_int("--build local", v, 0, 426, &n, err);
-        b->large_local = (uint32_t)n;
     }
     else if (!strcmp(k, "timed")) st = parse_int("--build timed", v, 0, 1, &b->timed, err);
     else return unknown_key("--build", k, kBuildKeys, err);
