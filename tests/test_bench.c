@@ -141,7 +141,7 @@ static void small_bench_options(RtOptions *o, int cpu, const char *json, const c
 /* The per-frame keys the issue names (stage times per ray type, launches,
  * round trips, tree statistics, rays/s). */
 static const char *const kFrameKeys[] = {
-    "t", "animate_ms", "build_ms", "build_large_ms", "build_small_ms", "build_output_ms", "launches",
+    "t", "animate_ms", "build_ms", "build_large_ms", "build_small_ms", "launches",
     "round_trips", "trace_ms", "trace_primary_ms", "trace_shadow_ms", "trace_reflection_ms", "frame_ms",
     "primary_rays", "shadow_rays", "reflection_rays", "mrays_per_s", "nodes", "leaves", "depth",
     "references", "sah_cost", "gpu_mem_mb"};

@@ -1,5 +1,5 @@
 /* gpu.cu — device selection and the GPU context. The per-stage kernels
- * (animate, kd_large, kd_small, kd_output, trace, interop) hang off RtGpu as
+ * (animate, kd_large, kd_small, trace, interop) hang off RtGpu as
  * their issues land; this file only opens the device and reports it. */
 #include <stdlib.h>
 #include <stdio.h>

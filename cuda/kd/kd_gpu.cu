@@ -16,11 +16,18 @@
  * With Implementation II and the fused small stage the loop bounds stay on
  * the device: the host waits once per build, for the final counters. The
  * level-by-level schedules (Impl. I, Zhou's small stage) read the counters
- * back once per level; stats.round_trips counts every wait. */
+ * back once per level; stats.round_trips counts every wait.
+ *
+ * The tree leaves the builder in the shared layout of kd_layout.h: nodes
+ * (sibling-adjacent children), leaves, leaf boxes and tri_index, each
+ * filled by bounded atomic allocation, hence dense (no compaction pass: the
+ * allocation counters are the array sizes). The end of this file copies
+ * trees and triangles between host and device (rt_kd_gpu_download, ...). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd/kd_cpu.h"
 #include "kd/kd_gpu_internal.cuh"
 
 /* A device array that only grows. */
@@ -41,7 +48,7 @@ struct RtKdGpu {
     RtLaunchLog log;
     KdArr arr[A_COUNT];
     KdCounters *d_ctr, *h_ctr, *h_init;
-    cudaEvent_t ev[4];
+    cudaEvent_t ev[3]; /* the build's start, the large stage's end, the small stage's end */
     cudaEvent_t ev_input, ev_done; /* the caller's stream -> the build -> the caller's stream */
     /* the build in flight (rt_kd_gpu_build_async .. rt_kd_gpu_build_finish) */
     int pending;
@@ -92,7 +99,7 @@ extern "C" RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err)
         b->h_init->bounds[a] = kd_f2i_host(INFINITY);
         b->h_init->bounds[3 + a] = kd_f2i_host(-INFINITY);
     }
-    for (int i = 0; i < 4; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
+    for (int i = 0; i < 3; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_input, cudaEventDisableTiming));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_done, cudaEventDisableTiming));
     int dev = 0, coop = 0;
@@ -112,7 +119,7 @@ extern "C" void rt_kd_gpu_destroy(RtKdGpu *b)
     if (b->d_ctr) cudaFree(b->d_ctr);
     if (b->h_ctr) cudaFreeHost(b->h_ctr);
     if (b->h_init) cudaFreeHost(b->h_init);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         if (b->ev[i]) cudaEventDestroy(b->ev[i]);
     if (b->ev_input) cudaEventDestroy(b->ev_input);
     if (b->ev_done) cudaEventDestroy(b->ev_done);
@@ -324,9 +331,9 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
         }
     }
     s->small_levels = (uint32_t)slevel;
+    /* the output arrays are dense already (bounded atomic allocation):
+     * nothing to compact, the small stage's end is the build's */
     CUDA_CHECK(err, cudaEventRecord(g->ev[2], g->stream));
-    /* the output arrays are dense already: nothing to compact */
-    CUDA_CHECK(err, cudaEventRecord(g->ev[3], g->stream));
     /* the sizes and the overflow bits travel to the host behind the build;
      * nobody waits for them here (kd_build_counters does, later) */
     g->fresh = fresh;
@@ -522,10 +529,9 @@ extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpu
 
     /* ---- statistics -------------------------------------------------- */
     s->build_ms = rt_now_ms() - g->t0;
-    cudaEventElapsedTime(&s->gpu_ms, g->ev[0], g->ev[3]);
+    cudaEventElapsedTime(&s->gpu_ms, g->ev[0], g->ev[2]);
     cudaEventElapsedTime(&s->large_ms, g->ev[0], g->ev[1]);
     cudaEventElapsedTime(&s->small_ms, g->ev[1], g->ev[2]);
-    cudaEventElapsedTime(&s->output_ms, g->ev[2], g->ev[3]);
     if ((st = rt_launch_log_resolve(&g->log, err)) != RT_OK) return st;
     s->launches = g->log.launches;
     s->nodes = h->nodes;
@@ -552,4 +558,46 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *p, const Rt
     /* the synchronous build waits for its counters here: a round trip */
     if (!g->fresh) g->st.round_trips++;
     return rt_kd_gpu_build_finish(g, d_tree, stats, NULL, err);
+}
+
+/* ==== host <-> device copies, for the tests, the oracle comparisons and tools ==== */
+
+static RtStatus kd_copy_down(void **dst, const void *src, size_t bytes, RtError *err)
+{
+    *dst = malloc(bytes ? bytes : 1);
+    if (!*dst) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory downloading the tree");
+    if (bytes) CUDA_CHECK(err, cudaMemcpy(*dst, src, bytes, cudaMemcpyDeviceToHost));
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_download(const RtKdTree *d_tree, RtKdTree *h, RtError *err)
+{
+    memset(h, 0, sizeof *h);
+    RtStatus st;
+    if ((st = kd_copy_down((void **)&h->nodes, d_tree->nodes, d_tree->node_count * sizeof(RtKdNode), err)) != RT_OK ||
+        (st = kd_copy_down((void **)&h->leaves, d_tree->leaves, d_tree->leaf_count * sizeof(RtKdLeaf), err)) != RT_OK ||
+        (st = kd_copy_down((void **)&h->leaf_boxes, d_tree->leaf_boxes, d_tree->leaf_count * sizeof(RtAabb), err)) != RT_OK ||
+        (st = kd_copy_down((void **)&h->tri_index, d_tree->tri_index, d_tree->index_count * sizeof(uint32_t), err)) != RT_OK) {
+        rt_kd_tree_free(h);
+        return st;
+    }
+    h->node_count = h->node_cap = d_tree->node_count;
+    h->leaf_count = h->leaf_cap = d_tree->leaf_count;
+    h->index_count = h->index_cap = d_tree->index_count;
+    h->bounds = d_tree->bounds;
+    h->d_bounds = NULL;
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_upload_f4(const RtFloat4 *host, size_t n, RtFloat4 **d_out, RtError *err)
+{
+    *d_out = NULL;
+    CUDA_CHECK(err, cudaMalloc((void **)d_out, (n ? n : 1) * sizeof(RtFloat4)));
+    if (n) CUDA_CHECK(err, cudaMemcpy(*d_out, host, n * sizeof(RtFloat4), cudaMemcpyHostToDevice));
+    return RT_OK;
+}
+
+extern "C" void rt_kd_gpu_free(void *d_ptr)
+{
+    if (d_ptr) cudaFree(d_ptr);
 }

@@ -1,8 +1,8 @@
 /* kd_gpu.h — the GPU kd-tree builder: Zhou et al. 2008's large-node and
  * small-node pipeline as implemented by Chang, Seo and Ihm (per-block
  * atomics, warp intrinsics), writing the shared layout of kd_layout.h in
- * device memory. Plain C boundary; the kernels are in kd_large.cu,
- * kd_small.cu, kd_output.cu and the per-frame driver in kd_gpu.cu.
+ * device memory. Plain C boundary; the kernels are in kd_large.cu and
+ * kd_small.cu, the per-frame driver in kd_gpu.cu.
  * docs/kd_gpu.md explains the pipeline and every parameter. */
 #ifndef RT_KD_GPU_H
 #define RT_KD_GPU_H
@@ -90,7 +90,7 @@ typedef struct RtKdGpuStageStats {
 typedef struct RtKdGpuStats {
     double build_ms;       /* host wall time from the start of the build to its finish */
     float gpu_ms;          /* events around the whole build */
-    float large_ms, small_ms, output_ms; /* events around each stage */
+    float large_ms, small_ms; /* events around each stage */
     uint32_t launches;     /* kernel launches in this build (CUB's internal ones counted as 1 each call) */
     uint32_t round_trips;  /* device-to-host copies the host waited for inside the build (the
                               synchronous rt_kd_gpu_build counts its final wait; the async

@@ -555,7 +555,7 @@ __device__ __forceinline__ void kd_block_scan(const uint32_t f[N], uint32_t x[N]
     }
 }
 
-/* ---- stage entry points (kd_large.cu, kd_small.cu, kd_output.cu) ---------- */
+/* ---- stage entry points (kd_large.cu, kd_small.cu) ------------------------- */
 
 /* Per-triangle AABBs, the valid (non-degenerate) refs of level 0, the scene
  * bounds, and the root: an active large node or a small root. */

@@ -25,7 +25,7 @@
  * own render. */
 typedef enum BenchCol {
     BC_T = 0,
-    BC_ANIMATE, BC_BUILD, BC_BUILD_LARGE, BC_BUILD_SMALL, BC_BUILD_OUTPUT, BC_LAUNCHES, BC_ROUND_TRIPS,
+    BC_ANIMATE, BC_BUILD, BC_BUILD_LARGE, BC_BUILD_SMALL, BC_LAUNCHES, BC_ROUND_TRIPS,
     BC_TRACE, BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL, BC_TRACE_SHADOW, BC_TRACE_REFLECTION,
     BC_READBACK, BC_FRAME,
     BC_PRIMARY_RAYS, BC_SHADOW_RAYS, BC_REFLECTION_RAYS, BC_MRAYS,
@@ -45,7 +45,6 @@ static const BenchColumn kCols[BC_COUNT] = {
     [BC_BUILD] = {"build_ms", 4, "kd-tree build: events around the whole build (GPU) / wall (CPU)"},
     [BC_BUILD_LARGE] = {"build_large_ms", 4, "large-node stage (GPU events)"},
     [BC_BUILD_SMALL] = {"build_small_ms", 4, "small-node stage (GPU events)"},
-    [BC_BUILD_OUTPUT] = {"build_output_ms", 4, "output stage (GPU events)"},
     [BC_LAUNCHES] = {"launches", 0, "kernel launches of the build"},
     [BC_ROUND_TRIPS] = {"round_trips", 0, "device-to-host copies the build waited for"},
     [BC_TRACE] = {"trace_ms", 4, "the frame's trace, all ray types in one kernel (GPU events / wall)"},
@@ -325,7 +324,6 @@ static RtStatus gpu_frame(Bench *b, float t, int validate, BenchRow *r, RtError 
     r->v[BC_BUILD] = gs.build.gpu_ms;
     r->v[BC_BUILD_LARGE] = gs.build.large_ms;
     r->v[BC_BUILD_SMALL] = gs.build.small_ms;
-    r->v[BC_BUILD_OUTPUT] = gs.build.output_ms;
     r->v[BC_LAUNCHES] = gs.build.launches;
     r->v[BC_ROUND_TRIPS] = gs.build.round_trips;
     r->v[BC_TRACE] = gs.trace.ms;

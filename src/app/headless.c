@@ -176,8 +176,8 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
             rs.primary_rays = gs.trace.primary_rays;
             rs.shadow_rays = gs.trace.shadow_rays;
             rs.reflection_rays = gs.trace.reflection_rays;
-            snprintf(stages, sizeof stages, " (large %.2f, small %.2f, output %.2f; %u launches, %u round trips)",
-                     gs.build.large_ms, gs.build.small_ms, gs.build.output_ms, gs.build.launches,
+            snprintf(stages, sizeof stages, " (large %.2f, small %.2f; %u launches, %u round trips)",
+                     gs.build.large_ms, gs.build.small_ms, gs.build.launches,
                      gs.build.round_trips);
         } else {
             if ((st = rt_cpu_frame_prepare(o, &scene, t, &cf, err)) != RT_OK) break;

@@ -274,8 +274,8 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
     if (in->anim) add(l, kText, "animation: %s", in->anim);
     if (in->kd_gpu) {
         const RtKdGpuStats *g = in->kd_gpu;
-        add(l, kText, "build: large %s  small %s  output %s ms  %u launches  %u round trips",
-            ms(a, g->large_ms), ms(b, g->small_ms), ms(c, g->output_ms), g->launches, g->round_trips);
+        add(l, kText, "build: large %s  small %s ms  %u launches  %u round trips",
+            ms(a, g->large_ms), ms(b, g->small_ms), g->launches, g->round_trips);
         add(l, kText, "tris %u  nodes %u  leaves %u  refs %u  levels %u+%u", g->triangles, g->nodes,
             g->leaves, g->references, g->large_levels, g->small_levels);
     } else if (in->kd) {

@@ -162,20 +162,20 @@ done
 echo
 echo "### Build time vs triangle count ($(sname "$MAIN") + N runners)"
 echo
-echo "| runners | triangles | build | large | small | output | launches | round trips | frame |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| runners | triangles | build | large | small | launches | round trips | frame |"
+echo "|---|---|---|---|---|---|---|---|"
 for r in $RUNNERS; do n=runners_$r
-    echo "| $r | $(js $n triangles) | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(fmt $(med $n build_output_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(med $n frame_ms)) |"
+    echo "| $r | $(js $n triangles) | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(med $n frame_ms)) |"
 done
 names=("Original" "[A]" "[A]-[B]" "[A]-[C]" "[A]-[D]" "All")
 if [ $MODE = gpu ]; then
 echo
 echo "### Chang et al.'s ladder ($(sname "$MAIN"))"
 echo
-echo "| row | variant | build | large | small | output | launches | round trips | SAH |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "| row | variant | build | large | small | launches | round trips | SAH |"
+echo "|---|---|---|---|---|---|---|---|"
 for k in 0 1 2 3 4 5; do n=ladder_$k
-    echo "| $k | ${names[$k]} | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(fmt $(med $n build_output_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(jt $n sah_cost)) |"
+    echo "| $k | ${names[$k]} | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(jt $n sah_cost)) |"
 done
 echo
 echo "### Build + trace per frame by construction variant ($(sname "$MAIN"); Hoedt's total rendering time)"
@@ -219,7 +219,7 @@ if command -v gnuplot >/dev/null 2>&1; then
     mkdir -p "$OUT/plot" && rm -f "$OUT"/plot/bench_*.png
     for r in $RUNNERS; do echo "$(js runners_$r triangles) $(med runners_$r build_ms) $(med runners_$r build_large_ms) $(med runners_$r build_small_ms)"; done |
         awk '$1 != "-" && $2 != "-"' >"$OUT/plot/tris.dat"
-    for k in 0 1 2 3 4 5; do echo "$k \"${names[$k]}\" $(med ladder_$k build_large_ms) $(med ladder_$k build_small_ms) $(med ladder_$k build_output_ms) $(med ladder_$k build_ms)"; done >"$OUT/plot/ladder.dat"
+    for k in 0 1 2 3 4 5; do echo "$k \"${names[$k]}\" $(med ladder_$k build_large_ms) $(med ladder_$k build_small_ms) $(med ladder_$k build_ms)"; done >"$OUT/plot/ladder.dat"
     for v in $CONSTRUCT; do n=build_${v%%:*}; echo "\"${v%%:*}\" $(med $n build_ms) $(med $n trace_ms)"; done >"$OUT/plot/construct.dat"
     [ -f "$OUT/anim.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
         { print $c["t"], $c["animate_ms"], $c["build_ms"], $c["trace_ms"], $c["frame_ms"] }' "$OUT/anim.csv" >"$OUT/plot/anim.dat"
@@ -245,7 +245,7 @@ set output "$OUT/plot/bench_ladder.png"
 set title "Chang et al.'s optimisation ladder ($(sname "$MAIN")), $label"
 set style data histograms; set style histogram rowstacked; set style fill solid 0.8 border -1; set boxwidth 0.7; set key outside right
 set xlabel ""; set ylabel "build ms (median)"
-plot "$OUT/plot/ladder.dat" using 3:xtic(2) title "large", "" using 4 title "small", "" using 5 title "output"
+plot "$OUT/plot/ladder.dat" using 3:xtic(2) title "large", "" using 4 title "small"
 set output "$OUT/plot/bench_build_trace.png"
 set title "build + trace per frame by construction variant ($(sname "$MAIN")), $label"
 set ylabel "ms per frame (median)"
