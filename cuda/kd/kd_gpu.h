@@ -1,8 +1,9 @@
 /* kd_gpu.h — the GPU kd-tree builder: Zhou et al. 2008's large-node and
  * small-node pipeline as implemented by Chang, Seo and Ihm (per-block
  * atomics, warp intrinsics), writing the shared layout of kd_layout.h in
- * device memory. Plain C boundary; the kernels are in kd_large.cu and
- * kd_small.cu, the per-frame driver in kd_gpu.cu.
+ * device memory. Plain C boundary; the kernels are in kd_large*.cu (a
+ * file per large-stage schedule) and kd_small.cu, the per-frame driver in
+ * kd_gpu.cu.
  * docs/kd_gpu.md explains the pipeline and every parameter. */
 #ifndef RT_KD_GPU_H
 #define RT_KD_GPU_H

@@ -555,22 +555,25 @@ __device__ __forceinline__ void kd_block_scan(const uint32_t f[N], uint32_t x[N]
     }
 }
 
-/* ---- stage entry points (kd_large.cu, kd_small.cu) ------------------------- */
+/* ---- stage entry points (kd_large*.cu, kd_small.cu) ------------------------ */
 
-/* Per-triangle AABBs, the valid (non-degenerate) refs of level 0, the scene
- * bounds, and the root: an active large node or a small root. */
+/* kd_large.cu: per-triangle AABBs, the valid (non-degenerate) refs of
+ * level 0, the scene bounds, and the root: an active large node or a small
+ * root. */
 RtStatus kd_large_init(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err);
-/* Implementation I: one level of the large-node stage over level L's active
- * nodes, a launch per step (the host passes the level's counts). */
+/* kd_large_levels.cu, Implementation I: one level of the large-node stage
+ * over level L's active nodes, a launch per step (the host passes the
+ * level's counts). */
 RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
                         int level, uint32_t active, uint32_t chunks, uint32_t refs,
                         void *cub_tmp, size_t cub_tmp_bytes, RtError *err);
 /* Sizes are per level: refs = extent of level L's ref list (holes included). */
 /* Bytes CUB's scan needs for n flags (Implementation I). */
 size_t kd_large_scan_bytes(uint32_t n);
-/* Implementation II: every level of the large stage in ONE cooperative
- * launch, levels separated by grid-wide barriers; the loop bounds are read
- * on the device (no host round trip). */
+/* kd_large_persistent.cu, Implementation II: every level of the large stage
+ * in ONE cooperative launch, levels separated by grid-wide barriers (or, with
+ * KdConf.dataflow, none: kd_large_dataflow.cu); the loop bounds are read on
+ * the device (no host round trip). */
 RtStatus kd_large_persistent(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
                              RtError *err);
 
