@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kd/kd_clip.h"
 #include "kd/kd_gpu.h"
 #include "gpu/launch.h"
 
@@ -298,60 +299,21 @@ __device__ __forceinline__ RtAabb kd_box_clip(RtAabb a, RtAabb cell)
 
 /* Bounds of the part of triangle tri inside the closed box cell
  * (Sutherland-Hodgman in double, rounded outward to float, clamped to the
- * cell), or an empty box when the triangle misses the cell. */
+ * cell: kd_clip.h, the CPU oracle's arithmetic), or an empty box when the
+ * triangle misses the cell. */
 __device__ inline RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
 {
-    double buf[2][9][3];
-    int n = 3, cur = 0;
-    double tlo[3], thi[3]; /* the triangle's bounds: a plane outside them cuts nothing */
+    double buf[2][RT_KD_CLIP_TRI_MAX][3];
     for (int k = 0; k < 3; k++) {
         float4 v = b.verts[3 * (size_t)tri + k];
         buf[0][k][0] = v.x;
         buf[0][k][1] = v.y;
         buf[0][k][2] = v.z;
     }
-    for (int a = 0; a < 3; a++) {
-        tlo[a] = fmin(fmin(buf[0][0][a], buf[0][1][a]), buf[0][2][a]);
-        thi[a] = fmax(fmax(buf[0][0][a], buf[0][1][a]), buf[0][2][a]);
-    }
-    for (int a = 0; a < 3 && n > 0; a++) {
-        for (int side = 0; side < 2 && n > 0; side++) {
-            double bound = side ? v3_get(cell.hi, a) : v3_get(cell.lo, a);
-            /* every vertex of the polygon (inside the triangle) is kept and
-             * no edge crosses: the clip would copy it unchanged */
-            if (side ? thi[a] <= bound : tlo[a] >= bound) continue;
-            double(*p)[3] = buf[cur], (*q)[3] = buf[cur ^ 1];
-            int m = 0;
-            for (int i = 0; i < n; i++) {
-                const double *P = p[i], *Q = p[i + 1 == n ? 0 : i + 1];
-                double dp = side ? bound - P[a] : P[a] - bound, dq = side ? bound - Q[a] : Q[a] - bound;
-                if (dp >= 0.0 && m < 9) {
-                    q[m][0] = P[0], q[m][1] = P[1], q[m][2] = P[2];
-                    m++;
-                }
-                if ((dp >= 0.0) != (dq >= 0.0) && m < 9) {
-                    double t = dp / (dp - dq);
-                    for (int k = 0; k < 3; k++) q[m][k] = P[k] + t * (Q[k] - P[k]);
-                    q[m][a] = bound;
-                    m++;
-                }
-            }
-            n = m;
-            cur ^= 1;
-        }
-    }
-    double(*p)[3] = buf[cur];
+    int cur;
+    const int n = rt_kd_clip_tri(buf, cell, &cur);
     if (n == 0) return aabb_empty();
-    double lo[3] = {p[0][0], p[0][1], p[0][2]}, hi[3] = {p[0][0], p[0][1], p[0][2]};
-    for (int i = 1; i < n; i++)
-        for (int k = 0; k < 3; k++) {
-            lo[k] = fmin(lo[k], p[i][k]);
-            hi[k] = fmax(hi[k], p[i][k]);
-        }
-    RtAabb r;
-    r.lo = v3(__double2float_rd(lo[0]), __double2float_rd(lo[1]), __double2float_rd(lo[2]));
-    r.hi = v3(__double2float_ru(hi[0]), __double2float_ru(hi[1]), __double2float_ru(hi[2]));
-    return kd_box_clip(r, cell);
+    return rt_kd_clip_bounds(buf[cur], n, cell);
 }
 
 /* Bounds of the parts of triangle tri on each side of the plane x_axis =

@@ -12,25 +12,20 @@
 
 /* ==== step 0: per-triangle AABBs, valid refs, scene bounds, root ========= */
 
+/* The CPU oracle's test (kd_clip.h) on the device arrays, read as float4. */
 __device__ __forceinline__ int kd_tri_degenerate(const KdBufs &b, uint32_t i)
 {
-    float4 v[3];
+    RtFloat4 v[3], w[3];
     for (int k = 0; k < 3; k++) {
-        v[k] = b.verts[3 * (size_t)i + k];
-        if (!isfinite(v[k].x) || !isfinite(v[k].y) || !isfinite(v[k].z)) return 1;
+        const float4 f = b.verts[3 * (size_t)i + k];
+        v[k] = f4(f.x, f.y, f.z, f.w);
     }
-    if (!b.woop) {
-        RtFloat4 rows[3];
-        return !rt_woop_rows(v3(v[0].x, v[0].y, v[0].z), v3(v[1].x, v[1].y, v[1].z),
-                             v3(v[2].x, v[2].y, v[2].z), rows);
-    }
-    int nonzero = 0;
+    if (!b.woop) return rt_kd_tri_degenerate_v(v, NULL);
     for (int k = 0; k < 3; k++) {
-        float4 w = b.woop[3 * (size_t)i + k];
-        if (!isfinite(w.x) || !isfinite(w.y) || !isfinite(w.z) || !isfinite(w.w)) return 1;
-        nonzero |= w.x != 0.0f || w.y != 0.0f || w.z != 0.0f || w.w != 0.0f;
+        const float4 f = b.woop[3 * (size_t)i + k];
+        w[k] = f4(f.x, f.y, f.z, f.w);
     }
-    return !nonzero;
+    return rt_kd_tri_degenerate_v(v, w);
 }
 
 __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)

@@ -6,6 +6,7 @@
 #define RT_KD_CPU_H
 
 #include "core/isect.h"
+#include "kd/kd_clip.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -65,16 +66,9 @@ int rt_tri_box_overlap(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box);
 
 /* ---- additions (kd_cpu.c family) -------------------------------------- */
 
-/* 1 when triangle i never enters a tree: a non-finite vertex or Woop row, or
- * all-zero Woop rows (rt_tri_arrays_make's mark for zero area). The builder,
- * the brute-force oracle and the validator share this definition. */
-int rt_kd_tri_degenerate(const RtTriArrays *tris, uint32_t i);
-
-/* Bounds of the part of triangle (v0,v1,v2) inside the closed box
- * (Sutherland-Hodgman in double, rounded outward to float, clamped to the
- * box): the "perfect split" box of Wald & Havran 2006. Returns 0 when the
- * triangle misses the box. */
-int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *out);
+/* rt_kd_tri_degenerate (which triangles never enter a tree) and
+ * rt_tri_clip_box (a triangle's perfect-split box in a cell) are kd_clip.h,
+ * shared with the GPU builder. */
 
 /* rt_kd_validate with options. RT_KD_VALIDATE_LOOSE_REFS accepts references
  * to triangles that miss their leaf's cell while their bounding box meets it
