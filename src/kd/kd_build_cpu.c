@@ -1164,3 +1164,14 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
     }
     return RT_OK;
 }
+
+/* Frees what rt_kd_build_cpu (or rt_kd_gpu_download) allocated. */
+void rt_kd_tree_free(RtKdTree *tree)
+{
+    if (!tree) return;
+    free(tree->nodes);
+    free(tree->leaves);
+    free(tree->leaf_boxes);
+    free(tree->tri_index);
+    memset(tree, 0, sizeof *tree);
+}

@@ -30,9 +30,14 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *p, const RtTriArrays *tris, RtKdTr
                          RtKdStats *stats, RtError *err);
 void rt_kd_tree_free(RtKdTree *tree);
 
+/* Deepest tree the CPU traversal's stack (kd_traverse_cpu.c: 128 entries)
+ * holds: rt_kd_validate rejects deeper trees, rt_kd_tree_stats walks no
+ * deeper. */
+#define RT_KD_CPU_MAX_DEPTH 127
+
 /* Fills the stats that depend on the tree alone (nodes, leaves, empty leaves,
  * depth, references, average triangles per leaf, SAH cost). Works for a tree
- * from any builder (copied to host). */
+ * from any builder (copied to host); kd_stats.c. */
 void rt_kd_tree_stats(const RtKdTree *tree, float c_trav, float c_isect, RtKdStats *stats);
 
 /* Closest hit in [tmin, tmax] by kd traversal (tie rules of kd_layout.h).
