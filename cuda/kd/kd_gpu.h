@@ -48,7 +48,8 @@ typedef struct RtKdGpuParams {
                                     assoc); 0: it takes the large stage's boxes, which clipping cuts
                                     at every split plane (0: the same SAH within 0.1 %, faster) */
     float c_trav, c_isect;       /* SAH costs, as the CPU oracle's defaults (1.0, 1.5) */
-    int max_depth;               /* 0 = 8 + 1.3 log2(N), at most 100 */
+    int max_depth;               /* depth guard (triangles sharing a point never fall below the
+                                    small threshold): 0 = 16 + 1.3 log2(N); clamped to 2..100 */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
     int large_blocks_per_sm;     /* Impl. II's persistent large stage: resident blocks per
                                     multiprocessor (0 = 8, 6 with 4 ways; capped by the occupancy) */

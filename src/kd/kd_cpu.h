@@ -16,7 +16,7 @@ typedef struct RtKdCpuParams {
     float c_trav;      /* SAH traversal cost, Wald & Havran 2006 use K_T = 15 vs K_I = 20; default 1.0 */
     float c_isect;     /* SAH intersection cost per triangle; default 1.5 (K_I/K_T of W&H) */
     float empty_bonus; /* lambda: cost bonus for cutting off empty space, W&H 0.8 -> (1 - 0.2); default 0.2 */
-    int max_depth;     /* 0 = 8 + 1.3 log2(N) (pbrt's rule) */
+    int max_depth;     /* 0 = 8 + 1.3 log2(N) (pbrt's rule); at most 64 */
     int max_leaf;      /* never split below this many triangles; default 1 */
     int threads;       /* 0 = rt_thread_count() */
 } RtKdCpuParams;
