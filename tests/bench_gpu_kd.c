@@ -8,8 +8,7 @@
  * RT_BENCH_CPU=0 (no CPU oracle), RT_BENCH_VALIDATE=0 (no validation),
  * RT_BENCH_VARIANTS=5,9 (those rows only), RT_BENCH_LEVELS=1 (the large
  * stage level by level), RT_BENCH_BPS=0 (no blocks-per-SM sweep),
- * RT_BENCH_CHUNK=n (large_chunk for every row), RT_BENCH_LOCAL=n (large_local
- * for every row). */
+ * RT_BENCH_CHUNK=n (large_chunk for every row). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -169,7 +168,6 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
             vname = "All, large stage as a dataflow";
         }
         if (getenv("RT_BENCH_CHUNK")) p.large_chunk = (uint32_t)atoi(getenv("RT_BENCH_CHUNK"));
-        if (getenv("RT_BENCH_LOCAL")) p.large_local = (uint32_t)atoi(getenv("RT_BENCH_LOCAL"));
         RtKdTree dt;
         RtKdGpuStats st;
         double *gms = malloc(runs * sizeof *gms), *wms = malloc(runs * sizeof *wms);
@@ -242,13 +240,11 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
     /* per-kernel times of the fastest variant (events around every launch) */
     RtKdGpuParams p = rt_kd_gpu_params_default();
     p.timed = 1;
-    if (getenv("RT_BENCH_LOCAL")) p.large_local = (uint32_t)atoi(getenv("RT_BENCH_LOCAL"));
     RtKdTree dt;
     RtKdGpuStats st;
     if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) == RT_OK) {
-        printf("\nPer kernel (All, one timed build; stages: large %.3f ms, small %.3f ms; %u+%u levels; "
-               "%u local subtrees):\n\n",
-               st.large_ms, st.small_ms, st.large_levels, st.small_levels, st.local_roots);
+        printf("\nPer kernel (All, one timed build; stages: large %.3f ms, small %.3f ms; %u+%u levels):\n\n",
+               st.large_ms, st.small_ms, st.large_levels, st.small_levels);
         printf("| kernel | launches | GPU ms |\n|---|---|---|\n");
         for (int i = 0; i < st.kernel_count; i++)
             printf("| %s | %u | %.3f |\n", st.kernels[i].name, st.kernels[i].launches, st.kernels[i].ms);

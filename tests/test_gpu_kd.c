@@ -197,9 +197,9 @@ static double build_and_check(const RtKdGpuParams *p, const RtTriArrays *t, uint
     RtKdStats ks;
     rt_kd_tree_stats(&h, p->c_trav, p->c_isect, &ks);
     print_message("%-34s n=%-7u nodes %-7u leaves %-7u refs %-8u depth %-3u SAH %-8.2f "
-                  "launches %-4u trips %-3u levels %u+%u rebuilds %u local %u\n",
+                  "launches %-4u trips %-3u levels %u+%u rebuilds %u\n",
                   what, t->count, ks.nodes, ks.leaves, (unsigned)ks.references, ks.depth, ks.sah_cost,
-                  st.launches, st.round_trips, st.large_levels, st.small_levels, st.rebuilds, st.local_roots);
+                  st.launches, st.round_trips, st.large_levels, st.small_levels, st.rebuilds);
     rt_kd_tree_free(&h);
     rt_kd_gpu_free(dv);
     rt_kd_gpu_free(dw);
@@ -311,7 +311,7 @@ static void gpu_kd_every_variant_valid(void **state)
     if (!gpu_ready()) skip();
     uint32_t n = quick() ? 600 : 3000;
     RtTriArrays sc[2] = {make_scene(SC_SOUP, n, 60), make_scene(SC_CLUSTER, 5 * n / 3, 61)};
-    for (int v = 0; v < 32; v++) {
+    for (int v = 0; v < 28; v++) {
         RtKdGpuParams p = rt_kd_gpu_params_default();
         char name[96];
         if (v < 6) {
@@ -389,25 +389,6 @@ static void gpu_kd_every_variant_valid(void **state)
             rt_kd_gpu_params_ladder(&p, 3);
             p.large_chunk = 384;
             snprintf(name, sizeof name, "chunks of 384 refs, [A]-[C]");
-        } else if (v == 28) {
-            p.large_local = 256;
-            snprintf(name, sizeof name, "block-local subtrees from 256 refs");
-        } else if (v == 29) {
-            /* the least room: most nodes below a root spill into new roots */
-            p.large_local = 96;
-            p.large_local_room = 3 * 96;
-            p.small_threshold = 32;
-            snprintf(name, sizeof name, "block-local subtrees from 96 refs, spilling");
-        } else if (v == 30) {
-            p.large_local = 426;
-            p.assoc = RT_KD_GPU_BOX_INCLUSION;
-            p.chang_d = 0;
-            snprintf(name, sizeof name, "block-local subtrees from 426 refs, box inclusion, no [D]");
-        } else if (v == 31) {
-            /* with a grid barrier per level */
-            p.large_dataflow = 0;
-            p.large_local = 128;
-            snprintf(name, sizeof name, "local subtrees from 128 refs, barriers");
         } else {
             p.small_threshold = 32;
             p.c_trav = 2.0f;

@@ -2,7 +2,7 @@
  * new enough and reports it (name, SMs, memory, driver and runtime
  * versions; the memory in use for the benchmark). It holds no stage: each
  * stage has its own context (RtGpuAnim, RtGpuScene, RtKdGpu, RtInterop),
- * and the frame pipeline (src/app/gpu_pipeline.c) holds them together. */
+ * and the frame pipeline (src/app/pipeline.c) holds them together. */
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>

@@ -16,11 +16,18 @@
  * With Implementation II and the fused small stage the loop bounds stay on
  * the device: the host waits once per build, for the final counters. The
  * level-by-level schedules (Impl. I, Zhou's small stage) read the counters
- * back once per level; stats.round_trips counts every wait. */
+ * back once per level; stats.round_trips counts every wait.
+ *
+ * The tree leaves the builder in the shared layout of kd_layout.h: nodes
+ * (sibling-adjacent children), leaves, leaf boxes and tri_index, each
+ * filled by bounded atomic allocation, hence dense (no compaction pass: the
+ * allocation counters are the array sizes). The end of this file copies
+ * trees and triangles between host and device (rt_kd_gpu_download, ...). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kd/kd_cpu.h"
 #include "kd/kd_gpu_internal.cuh"
 
 /* A device array that only grows. */
@@ -32,7 +39,7 @@ typedef struct KdArr {
 enum {
     A_TRI_LO, A_TRI_HI, A_REFS0, A_REFS1, A_REFS2, A_ACT0, A_ACT1, A_ACT2, A_CH0, A_CH1, A_CH2, A_CHBOX, A_FLAGS, A_SCAN,
     A_SROOTS, A_SIDX, A_SBOX, A_CSPLIT, A_CMASK, A_SN0, A_SN1, A_NODES, A_LEAVES, A_LBOX, A_TIDX,
-    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_RLO2, A_RHI2, A_TBOUNDS, A_RBUCKET, A_LROOTS, A_LIDX, A_LBOX_L,
+    A_CUB, A_RLO0, A_RHI0, A_RLO1, A_RHI1, A_RLO2, A_RHI2, A_TBOUNDS, A_RBUCKET,
     A_COUNT
 };
 
@@ -41,7 +48,7 @@ struct RtKdGpu {
     RtLaunchLog log;
     KdArr arr[A_COUNT];
     KdCounters *d_ctr, *h_ctr, *h_init;
-    cudaEvent_t ev[4];
+    cudaEvent_t ev[3]; /* the build's start, the large stage's end, the small stage's end */
     cudaEvent_t ev_input, ev_done; /* the caller's stream -> the build -> the caller's stream */
     /* the build in flight (rt_kd_gpu_build_async .. rt_kd_gpu_build_finish) */
     int pending;
@@ -54,7 +61,7 @@ struct RtKdGpu {
     int fresh; /* h_ctr already holds the final counters (a host-driven schedule) */
     RtKdGpuStats st;
     /* capacities in elements; grown by 2x when a build overflows them */
-    uint32_t ref_cap, active_cap, chunk_cap, sroot_cap, sref_cap, snode_cap, lroot_cap, lref_cap;
+    uint32_t ref_cap, active_cap, chunk_cap, sroot_cap, sref_cap, snode_cap;
     uint32_t node_cap, leaf_cap, index_cap;
     int sms; /* multiprocessors: grids of the persistent and queue-driven kernels */
 };
@@ -92,7 +99,7 @@ extern "C" RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err)
         b->h_init->bounds[a] = kd_f2i_host(INFINITY);
         b->h_init->bounds[3 + a] = kd_f2i_host(-INFINITY);
     }
-    for (int i = 0; i < 4; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
+    for (int i = 0; i < 3; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_input, cudaEventDisableTiming));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_done, cudaEventDisableTiming));
     int dev = 0, coop = 0;
@@ -112,7 +119,7 @@ extern "C" void rt_kd_gpu_destroy(RtKdGpu *b)
     if (b->d_ctr) cudaFree(b->d_ctr);
     if (b->h_ctr) cudaFreeHost(b->h_ctr);
     if (b->h_init) cudaFreeHost(b->h_init);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < 3; i++)
         if (b->ev[i]) cudaEventDestroy(b->ev[i]);
     if (b->ev_input) cudaEventDestroy(b->ev_input);
     if (b->ev_done) cudaEventDestroy(b->ev_done);
@@ -140,9 +147,6 @@ static void kd_initial_caps(RtKdGpu *g, uint32_t n)
     if (g->node_cap < node) g->node_cap = node;
     if (g->leaf_cap < node / 2 + 1) g->leaf_cap = node / 2 + 1;
     if (g->index_cap < kd_cap(4 * N + 4096)) g->index_cap = kd_cap(4 * N + 4096);
-    /* local roots hold more than small_threshold refs each */
-    if (g->lroot_cap < kd_cap(N / 32 + 1024)) g->lroot_cap = kd_cap(N / 32 + 1024);
-    if (g->lref_cap < sref) g->lref_cap = sref;
     g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
 }
 
@@ -156,8 +160,6 @@ static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
     if (ovf & KD_OVF_SROOTS) g->sroot_cap = kd_cap(2 * (size_t)g->sroot_cap);
     if (ovf & KD_OVF_SREFS) g->sref_cap = kd_cap(2 * (size_t)g->sref_cap);
     if (ovf & KD_OVF_SNODES) g->snode_cap = kd_cap(2 * (size_t)g->snode_cap);
-    if (ovf & KD_OVF_LROOTS) g->lroot_cap = kd_cap(2 * (size_t)g->lroot_cap);
-    if (ovf & KD_OVF_LREFS) g->lref_cap = kd_cap(2 * (size_t)g->lref_cap);
     g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
     if (ovf & KD_OVF_CHUNKS) g->chunk_cap = kd_cap(2 * (size_t)g->chunk_cap);
 }
@@ -194,8 +196,6 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
         {A_RBUCKET, KD_ROOT_BUCKETS * (size_t)g->sroot_cap * sizeof(uint32_t)},
         {A_SBOX, g->sref_cap * sizeof(RtAabb)},
-        {A_LROOTS, g->lroot_cap * sizeof(KdLocalRoot)}, {A_LIDX, g->lref_cap * sizeof(uint32_t)},
-        {A_LBOX_L, g->lref_cap * sizeof(RtAabb)},
         /* global candidates and small-node lists: Zhou's level-by-level
          * small stage only (the fused one keeps them in shared memory) */
         {A_CSPLIT, levels ? 6 * (size_t)g->sref_cap * sizeof(float) : 0},
@@ -235,11 +235,6 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
     b->chunk_box = (RtAabb *)g->arr[A_CHBOX].p;
     b->flags = (uint32_t *)g->arr[A_FLAGS].p;
     b->scan = (uint32_t *)g->arr[A_SCAN].p;
-    b->lroots = (KdLocalRoot *)g->arr[A_LROOTS].p;
-    b->lroot_cap = g->lroot_cap;
-    b->local_idx = (uint32_t *)g->arr[A_LIDX].p;
-    b->local_box = (RtAabb *)g->arr[A_LBOX_L].p;
-    b->lref_cap = g->lref_cap;
     b->sroots = (KdSmallRoot *)g->arr[A_SROOTS].p;
     b->sroot_cap = g->sroot_cap;
     b->root_bucket = (uint32_t *)g->arr[A_RBUCKET].p;
@@ -295,7 +290,6 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
     if (p->chang_a) {
         /* Implementation II: every level in one launch, bounds on the device */
         if ((st = kd_large_persistent(log, b, c, *p, err)) != RT_OK) return st;
-        if ((st = kd_large_local(log, b, c, *p, err)) != RT_OK) return st;
         level = -1; /* counted from the final counters */
     } else {
         /* Implementation I: CUB's scan takes its size on the host: one read-back per level */
@@ -337,9 +331,9 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
         }
     }
     s->small_levels = (uint32_t)slevel;
+    /* the output arrays are dense already (bounded atomic allocation):
+     * nothing to compact, the small stage's end is the build's */
     CUDA_CHECK(err, cudaEventRecord(g->ev[2], g->stream));
-    /* the output arrays are dense already: nothing to compact */
-    CUDA_CHECK(err, cudaEventRecord(g->ev[3], g->stream));
     /* the sizes and the overflow bits travel to the host behind the build;
      * nobody waits for them here (kd_build_counters does, later) */
     g->fresh = fresh;
@@ -423,16 +417,6 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
         chunk = (uint32_t)(rounds < 1 ? 1 : (rounds > KD_CHUNK_AUTO_ROUNDS ? KD_CHUNK_AUTO_ROUNDS : rounds)) * KD_CHUNK;
     }
     c->chunk_refs = c->split_at_route ? chunk : KD_CHUNK;
-    if (p.large_local != 0 && (p.large_local <= p.small_threshold || p.large_local > KD_LOCAL_MAX))
-        return rt_fail(err, RT_ERR_ARG, "KD: block-local subtrees from %u refs: expected 0 (none) or %u..%d",
-                       p.large_local, p.small_threshold + 1, KD_LOCAL_MAX);
-    const uint32_t room = p.large_local_room ? p.large_local_room : KD_LOCAL_REFS;
-    if (room > KD_LOCAL_REFS || 3 * p.large_local > room)
-        return rt_fail(err, RT_ERR_ARG, "KD: local subtrees' room of %u refs: expected 3 x %u .. %d", room,
-                       p.large_local, KD_LOCAL_REFS);
-    /* with the children split where they are routed ([A] + [C]), 2 ways */
-    c->local_max = c->split_at_route && c->ways == 2 ? p.large_local : 0;
-    c->local_room = room;
 
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
     c->max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
@@ -545,11 +529,9 @@ extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpu
 
     /* ---- statistics -------------------------------------------------- */
     s->build_ms = rt_now_ms() - g->t0;
-    cudaEventElapsedTime(&s->gpu_ms, g->ev[0], g->ev[3]);
+    cudaEventElapsedTime(&s->gpu_ms, g->ev[0], g->ev[2]);
     cudaEventElapsedTime(&s->large_ms, g->ev[0], g->ev[1]);
     cudaEventElapsedTime(&s->small_ms, g->ev[1], g->ev[2]);
-    cudaEventElapsedTime(&s->output_ms, g->ev[2], g->ev[3]);
-    s->local_roots = (uint32_t)(h->local_word >> 32);
     if ((st = rt_launch_log_resolve(&g->log, err)) != RT_OK) return st;
     s->launches = g->log.launches;
     s->nodes = h->nodes;
@@ -576,4 +558,46 @@ extern "C" RtStatus rt_kd_gpu_build(RtKdGpu *g, const RtKdGpuParams *p, const Rt
     /* the synchronous build waits for its counters here: a round trip */
     if (!g->fresh) g->st.round_trips++;
     return rt_kd_gpu_build_finish(g, d_tree, stats, NULL, err);
+}
+
+/* ==== host <-> device copies, for the tests, the oracle comparisons and tools ==== */
+
+static RtStatus kd_copy_down(void **dst, const void *src, size_t bytes, RtError *err)
+{
+    *dst = malloc(bytes ? bytes : 1);
+    if (!*dst) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory downloading the tree");
+    if (bytes) CUDA_CHECK(err, cudaMemcpy(*dst, src, bytes, cudaMemcpyDeviceToHost));
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_download(const RtKdTree *d_tree, RtKdTree *h, RtError *err)
+{
+    memset(h, 0, sizeof *h);
+    RtStatus st;
+    if ((st = kd_copy_down((void **)&h->nodes, d_tree->nodes, d_tree->node_count * sizeof(RtKdNode), err)) != RT_OK ||
+        (st = kd_copy_down((void **)&h->leaves, d_tree->leaves, d_tree->leaf_count * sizeof(RtKdLeaf), err)) != RT_OK ||
+        (st = kd_copy_down((void **)&h->leaf_boxes, d_tree->leaf_boxes, d_tree->leaf_count * sizeof(RtAabb), err)) != RT_OK ||
+        (st = kd_copy_down((void **)&h->tri_index, d_tree->tri_index, d_tree->index_count * sizeof(uint32_t), err)) != RT_OK) {
+        rt_kd_tree_free(h);
+        return st;
+    }
+    h->node_count = h->node_cap = d_tree->node_count;
+    h->leaf_count = h->leaf_cap = d_tree->leaf_count;
+    h->index_count = h->index_cap = d_tree->index_count;
+    h->bounds = d_tree->bounds;
+    h->d_bounds = NULL;
+    return RT_OK;
+}
+
+extern "C" RtStatus rt_kd_gpu_upload_f4(const RtFloat4 *host, size_t n, RtFloat4 **d_out, RtError *err)
+{
+    *d_out = NULL;
+    CUDA_CHECK(err, cudaMalloc((void **)d_out, (n ? n : 1) * sizeof(RtFloat4)));
+    if (n) CUDA_CHECK(err, cudaMemcpy(*d_out, host, n * sizeof(RtFloat4), cudaMemcpyHostToDevice));
+    return RT_OK;
+}
+
+extern "C" void rt_kd_gpu_free(void *d_ptr)
+{
+    if (d_ptr) cudaFree(d_ptr);
 }

@@ -1,8 +1,9 @@
 /* kd_gpu.h — the GPU kd-tree builder: Zhou et al. 2008's large-node and
  * small-node pipeline as implemented by Chang, Seo and Ihm (per-block
  * atomics, warp intrinsics), writing the shared layout of kd_layout.h in
- * device memory. Plain C boundary; the kernels are in kd_large.cu,
- * kd_small.cu, kd_output.cu and the per-frame driver in kd_gpu.cu.
+ * device memory. Plain C boundary; the kernels are in kd_large*.cu (a
+ * file per large-stage schedule) and kd_small.cu, the per-frame driver in
+ * kd_gpu.cu.
  * docs/kd_gpu.md explains the pipeline and every parameter. */
 #ifndef RT_KD_GPU_H
 #define RT_KD_GPU_H
@@ -47,7 +48,8 @@ typedef struct RtKdGpuParams {
                                     assoc); 0: it takes the large stage's boxes, which clipping cuts
                                     at every split plane (0: the same SAH within 0.1 %, faster) */
     float c_trav, c_isect;       /* SAH costs, as the CPU oracle's defaults (1.0, 1.5) */
-    int max_depth;               /* 0 = 8 + 1.3 log2(N), at most 100 */
+    int max_depth;               /* depth guard (triangles sharing a point never fall below the
+                                    small threshold): 0 = 16 + 1.3 log2(N); clamped to 2..100 */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
     int large_blocks_per_sm;     /* Impl. II's persistent large stage: resident blocks per
                                     multiprocessor (0 = 8, 6 with 4 ways; capped by the occupancy) */
@@ -62,14 +64,6 @@ typedef struct RtKdGpuParams {
                                     them 128 at a time): a multiple of 128 up to 2048, or 0 =
                                     auto (the triangles over the resident blocks, so the root's
                                     level fills the GPU about once); 128 otherwise */
-    uint32_t large_local;        /* ours: a large node of at most this many refs is finished by one
-                                    block, its subtree down to the small roots in shared memory
-                                    (no L2 round trip per level); needs [A] and [C] and 2 ways;
-                                    0 = off (the default: slower on every scene measured, see
-                                    docs/kd_gpu.md), else small_threshold + 1 .. 426 */
-    uint32_t large_local_room;   /* refs of the block's shared lists the local subtrees use: 0 = all
-                                    (1280), else 3 x large_local .. 1280; less room spills more nodes
-                                    into new local roots (the tests use it) */
 } RtKdGpuParams;
 
 /* A {name, value, description} row of a variant table (docs, HUD, bench). */
@@ -98,7 +92,7 @@ typedef struct RtKdGpuStageStats {
 typedef struct RtKdGpuStats {
     double build_ms;       /* host wall time from the start of the build to its finish */
     float gpu_ms;          /* events around the whole build */
-    float large_ms, small_ms, output_ms; /* events around each stage */
+    float large_ms, small_ms; /* events around each stage */
     uint32_t launches;     /* kernel launches in this build (CUB's internal ones counted as 1 each call) */
     uint32_t round_trips;  /* device-to-host copies the host waited for inside the build (the
                               synchronous rt_kd_gpu_build counts its final wait; the async
@@ -106,7 +100,6 @@ typedef struct RtKdGpuStats {
     uint32_t large_levels, small_levels;
     uint32_t rebuilds;     /* builds repeated after growing an overflowed buffer */
     uint32_t nodes, leaves, references, triangles, valid_triangles;
-    uint32_t local_roots;  /* block-local subtrees (large_local), spilled ones included */
     RtKdGpuStageStats kernels[48];
     int kernel_count;
     /* Per large level (the first RT_KD_GPU_PROFILE_LEVELS): active nodes,

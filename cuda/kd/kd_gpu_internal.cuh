@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "kd/kd_clip.h"
 #include "kd/kd_gpu.h"
 #include "gpu/launch.h"
 
@@ -46,8 +47,6 @@ enum {
     KD_OVF_SROOTS = 1u << 6,
     KD_OVF_SREFS = 1u << 7,
     KD_OVF_SNODES = 1u << 8,
-    KD_OVF_LROOTS = 1u << 9,
-    KD_OVF_LREFS = 1u << 10,
 };
 
 /* Children of one large-stage split: 2 (Zhou's binary split) or 4 (ours:
@@ -112,26 +111,6 @@ __device__ __forceinline__ RtAabb kd_kid_cell(const KdLargeNode *nd, int k)
     return cell;
 }
 
-/* Block-local subtrees (ours, KdConf.local_max): a large node of at most
- * local_max refs is handed whole to one block of kd_large_local, which
- * splits it and its descendants (the large stage's steps: empty-space cuts,
- * median, clipping, progress guard) with its refs in shared memory, down to
- * the small roots, with no L2 round trip between the levels. The shared
- * stack holds KD_LOCAL_REFS refs; a node is sorted at the stack's top with
- * room for twice its refs above it (its children before they move down),
- * so local_max is at most KD_LOCAL_REFS / 3. A node that does not fit
- * (deep clumps) is spilled: it becomes a new local root. */
-#define KD_LOCAL_REFS 1280
-#define KD_LOCAL_STACK 48
-#define KD_LOCAL_MAX (KD_LOCAL_REFS / 3)
-
-struct KdLocalRoot {
-    RtAabb cell;
-    int box[6];                /* its refs' tight box (order-preserving ints), from the sort */
-    uint32_t node, first, count, depth; /* first: into local_idx[] */
-    uint32_t ready;            /* written last (release); reset by kd_tri_box */
-};
-
 /* A small root (a node handed from the large stage to the small stage). */
 struct KdSmallRoot {
     RtAabb cell;
@@ -175,10 +154,6 @@ struct KdCounters {
     uint32_t level_complete[KD_MAX_LEVELS + 1]; /* persistent large stage: level done, and so its
                                                    next level's chunk count final */
     uint32_t bucket_count[KD_ROOT_BUCKETS]; /* small roots per bucket (root_bucket) */
-    /* local subtrees: roots made (high 32 bits) and finished (low), refs
-     * allocated, roots taken */
-    unsigned long long local_word;
-    uint32_t local_refs, local_next;
     /* persistent large stage: %globaltimer (ns) when level L started (the
      * level after the last one: when the stage ended), for the profile */
     unsigned long long level_ns[KD_MAX_LEVELS + 1];
@@ -204,11 +179,6 @@ struct KdBufs {
     RtAabb *chunk_box;                 /* [C] off: per-chunk boxes for the segmented reduction */
     uint32_t *flags;                   /* Impl. I: 2 flags per ref (+1), scanned in place into scan */
     uint32_t *scan;
-    KdLocalRoot *lroots;               /* block-local subtrees' roots (kd_large_local) */
-    uint32_t lroot_cap;
-    uint32_t *local_idx;               /* their refs and boxes */
-    RtAabb *local_box;
-    uint32_t lref_cap;
     KdSmallRoot *sroots;
     uint32_t sroot_cap;
     uint32_t *root_bucket;             /* KD_ROOT_BUCKETS lists of sroot_cap small-root slots (kd_root_bucket) */
@@ -265,9 +235,6 @@ struct KdConf {
     int sms;                           /* multiprocessors (grids of the persistent kernels) */
     uint32_t chunk_refs;               /* refs per large-stage chunk: KD_CHUNK, or a multiple of it
                                           that a block sorts in rounds (split_at_route only) */
-    uint32_t local_max;                /* a large node of at most this many refs becomes a block-local
-                                          subtree (0: none; split_at_route with 2 ways only) */
-    uint32_t local_room;               /* refs of a local block's shared lists it uses (<= KD_LOCAL_REFS) */
 };
 
 /* Bucket 0: 57-64 refs, ..., 7: 1-8 refs, or a root that is a leaf at once
@@ -332,60 +299,21 @@ __device__ __forceinline__ RtAabb kd_box_clip(RtAabb a, RtAabb cell)
 
 /* Bounds of the part of triangle tri inside the closed box cell
  * (Sutherland-Hodgman in double, rounded outward to float, clamped to the
- * cell), or an empty box when the triangle misses the cell. */
+ * cell: kd_clip.h, the CPU oracle's arithmetic), or an empty box when the
+ * triangle misses the cell. */
 __device__ inline RtAabb kd_tri_clip(const KdBufs &b, uint32_t tri, RtAabb cell)
 {
-    double buf[2][9][3];
-    int n = 3, cur = 0;
-    double tlo[3], thi[3]; /* the triangle's bounds: a plane outside them cuts nothing */
+    double buf[2][RT_KD_CLIP_TRI_MAX][3];
     for (int k = 0; k < 3; k++) {
         float4 v = b.verts[3 * (size_t)tri + k];
         buf[0][k][0] = v.x;
         buf[0][k][1] = v.y;
         buf[0][k][2] = v.z;
     }
-    for (int a = 0; a < 3; a++) {
-        tlo[a] = fmin(fmin(buf[0][0][a], buf[0][1][a]), buf[0][2][a]);
-        thi[a] = fmax(fmax(buf[0][0][a], buf[0][1][a]), buf[0][2][a]);
-    }
-    for (int a = 0; a < 3 && n > 0; a++) {
-        for (int side = 0; side < 2 && n > 0; side++) {
-            double bound = side ? v3_get(cell.hi, a) : v3_get(cell.lo, a);
-            /* every vertex of the polygon (inside the triangle) is kept and
-             * no edge crosses: the clip would copy it unchanged */
-            if (side ? thi[a] <= bound : tlo[a] >= bound) continue;
-            double(*p)[3] = buf[cur], (*q)[3] = buf[cur ^ 1];
-            int m = 0;
-            for (int i = 0; i < n; i++) {
-                const double *P = p[i], *Q = p[i + 1 == n ? 0 : i + 1];
-                double dp = side ? bound - P[a] : P[a] - bound, dq = side ? bound - Q[a] : Q[a] - bound;
-                if (dp >= 0.0 && m < 9) {
-                    q[m][0] = P[0], q[m][1] = P[1], q[m][2] = P[2];
-                    m++;
-                }
-                if ((dp >= 0.0) != (dq >= 0.0) && m < 9) {
-                    double t = dp / (dp - dq);
-                    for (int k = 0; k < 3; k++) q[m][k] = P[k] + t * (Q[k] - P[k]);
-                    q[m][a] = bound;
-                    m++;
-                }
-            }
-            n = m;
-            cur ^= 1;
-        }
-    }
-    double(*p)[3] = buf[cur];
+    int cur;
+    const int n = rt_kd_clip_tri(buf, cell, &cur);
     if (n == 0) return aabb_empty();
-    double lo[3] = {p[0][0], p[0][1], p[0][2]}, hi[3] = {p[0][0], p[0][1], p[0][2]};
-    for (int i = 1; i < n; i++)
-        for (int k = 0; k < 3; k++) {
-            lo[k] = fmin(lo[k], p[i][k]);
-            hi[k] = fmax(hi[k], p[i][k]);
-        }
-    RtAabb r;
-    r.lo = v3(__double2float_rd(lo[0]), __double2float_rd(lo[1]), __double2float_rd(lo[2]));
-    r.hi = v3(__double2float_ru(hi[0]), __double2float_ru(hi[1]), __double2float_ru(hi[2]));
-    return kd_box_clip(r, cell);
+    return rt_kd_clip_bounds(buf[cur], n, cell);
 }
 
 /* Bounds of the parts of triangle tri on each side of the plane x_axis =
@@ -589,28 +517,27 @@ __device__ __forceinline__ void kd_block_scan(const uint32_t f[N], uint32_t x[N]
     }
 }
 
-/* ---- stage entry points (kd_large.cu, kd_small.cu, kd_output.cu) ---------- */
+/* ---- stage entry points (kd_large*.cu, kd_small.cu) ------------------------ */
 
-/* Per-triangle AABBs, the valid (non-degenerate) refs of level 0, the scene
- * bounds, and the root: an active large node or a small root. */
+/* kd_large.cu: per-triangle AABBs, the valid (non-degenerate) refs of
+ * level 0, the scene bounds, and the root: an active large node or a small
+ * root. */
 RtStatus kd_large_init(RtLaunchLog *log, const KdBufs &b, const KdConf &c, RtError *err);
-/* Implementation I: one level of the large-node stage over level L's active
- * nodes, a launch per step (the host passes the level's counts). */
+/* kd_large_levels.cu, Implementation I: one level of the large-node stage
+ * over level L's active nodes, a launch per step (the host passes the
+ * level's counts). */
 RtStatus kd_large_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
                         int level, uint32_t active, uint32_t chunks, uint32_t refs,
                         void *cub_tmp, size_t cub_tmp_bytes, RtError *err);
 /* Sizes are per level: refs = extent of level L's ref list (holes included). */
 /* Bytes CUB's scan needs for n flags (Implementation I). */
 size_t kd_large_scan_bytes(uint32_t n);
-/* Implementation II: every level of the large stage in ONE cooperative
- * launch, levels separated by grid-wide barriers; the loop bounds are read
- * on the device (no host round trip). */
+/* kd_large_persistent.cu, Implementation II: every level of the large stage
+ * in ONE cooperative launch, levels separated by grid-wide barriers (or, with
+ * KdConf.dataflow, none: kd_large_dataflow.cu); the loop bounds are read on
+ * the device (no host round trip). */
 RtStatus kd_large_persistent(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p,
                              RtError *err);
-
-/* The block-local subtrees the large stage queued (one launch; a no-op
- * without them). */
-RtStatus kd_large_local(RtLaunchLog *log, const KdBufs &b, const KdConf &c, const RtKdGpuParams &p, RtError *err);
 
 /* Small-node stage: candidates and level-0 small nodes from the small roots
  * (the root count is read on the device: blocks take roots from a queue). */

@@ -54,7 +54,6 @@ RtKdGpuParams rt_kd_gpu_params_default(void)
     p.small_fused = 1;
     p.large_ways = 2;
     p.large_dataflow = 2;
-    p.large_local = 0;
     p.max_depth = 0;
     p.timed = 0;
     return p;

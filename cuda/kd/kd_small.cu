@@ -337,9 +337,8 @@ __global__ void kd_small_level_kernel(KdBufs b, KdConf c, int level, uint32_t ac
  * both passes. With these sizes a warp takes ~11 KB of shared memory (the
  * masks 6 KB), so 10 blocks of 2 warps fit an H100's SM (96 registers
  * allow 21 warps); against a queue of 64 (9 blocks) the SAH cost of Sponza,
- * the BART kitchen and the 1M grid did not move and the stage gained 2-3 %
- * (run 91), as 64 / 256 / 384 against 96 / 320 / 512 had (8 blocks, 1.3 %,
- * run 69). */
+ * the BART kitchen and the 1M grid did not move and the stage gained 2-3 %,
+ * as 64 / 256 / 384 against 96 / 320 / 512 had (8 blocks, 1.3 %). */
 #define KD_SMALL_QUEUE 40
 #define KD_SMALL_LIST 256
 #define KD_SMALL_DECISIONS 384

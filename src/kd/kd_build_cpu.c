@@ -66,151 +66,10 @@ RtKdCpuParams rt_kd_cpu_params_default(void)
     return p;
 }
 
-int rt_kd_tri_degenerate(const RtTriArrays *tris, uint32_t i)
-{
-    const RtFloat4 *v = &tris->verts[3 * (size_t)i];
-    for (int k = 0; k < 3; k++)
-        if (!isfinite(v[k].x) || !isfinite(v[k].y) || !isfinite(v[k].z)) return 1;
-    if (!tris->woop) {
-        RtFloat4 rows[3];
-        return !rt_woop_rows(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), rows);
-    }
-    const RtFloat4 *w = &tris->woop[3 * (size_t)i];
-    int nonzero = 0;
-    for (int k = 0; k < 3; k++) {
-        if (!isfinite(w[k].x) || !isfinite(w[k].y) || !isfinite(w[k].z) || !isfinite(w[k].w))
-            return 1;
-        nonzero |= w[k].x != 0.0f || w[k].y != 0.0f || w[k].z != 0.0f || w[k].w != 0.0f;
-    }
-    return !nonzero;
-}
+/* ---- perfect-split clipping (kd_clip.h) ----------------------------------- */
 
-/* ---- perfect-split clipping -------------------------------------------- */
-
-/* Sutherland-Hodgman against one axis-aligned plane, keeping the side
- * "coord >= plane" (sign = 1) or "coord <= plane" (sign = -1). New vertices
- * get the plane coordinate exactly, so the polygon never leaves the closed
- * box on an axis it has been clipped against. */
-static int clip_plane(const double (*in)[3], int n, double (*out)[3], int axis, double plane,
-                      double sign)
-{
-    int m = 0;
-    const double *a = in[n - 1];
-    double da = sign * (a[axis] - plane);
-    for (int i = 0; i < n; i++) {
-        const double *b = in[i];
-        double db = sign * (b[axis] - plane);
-        if ((da >= 0.0) != (db >= 0.0)) {
-            double t = da / (da - db);
-            out[m][0] = a[0] + t * (b[0] - a[0]);
-            out[m][1] = a[1] + t * (b[1] - a[1]);
-            out[m][2] = a[2] + t * (b[2] - a[2]);
-            out[m][axis] = plane;
-            m++;
-        }
-        if (db >= 0.0) {
-            out[m][0] = b[0];
-            out[m][1] = b[1];
-            out[m][2] = b[2];
-            m++;
-        }
-        a = b;
-        da = db;
-    }
-    return m;
-}
-
-/* One float step toward -inf / +inf (finite f; nextafterf without the
- * library call, which showed in profiles). */
-static float step_down(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    if (f == 0.0f) u = 0x80000001u; /* -denorm_min */
-    else u += f > 0.0f ? -1u : 1u;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-static float step_up(float f) { return -step_down(-f); }
-
-/* Outward rounding keeps the float box a superset of the exact one. */
-static float round_down(double d)
-{
-    float f = (float)d;
-    return (double)f > d ? step_down(f) : f;
-}
-static float round_up(double d)
-{
-    float f = (float)d;
-    return (double)f < d ? step_up(f) : f;
-}
 static float min3f(float a, float b, float c) { return a < b ? (a < c ? a : c) : (b < c ? b : c); }
 static float max3f(float a, float b, float c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
-static float clampf(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
-
-/* A triangle plus one vertex per clipping plane: at most 10 vertices after
- * the six faces of a cell and one split plane. */
-#define KD_POLY_MAX 11
-
-/* The triangle clipped to the closed box, as a polygon in out (returns its
- * vertex count; 0 when they miss). Only the faces that cut the triangle's
- * bounds are clipped against. */
-static int clip_tri(const float p[3][3], RtAabb box, double (*out)[3])
-{
-    const float blo[3] = {box.lo.x, box.lo.y, box.lo.z}, bhi[3] = {box.hi.x, box.hi.y, box.hi.z};
-    int cuts = 0;
-    for (int a = 0; a < 3; a++) {
-        float tlo = min3f(p[0][a], p[1][a], p[2][a]), thi = max3f(p[0][a], p[1][a], p[2][a]);
-        if (thi < blo[a] || tlo > bhi[a] || !(blo[a] <= bhi[a])) return 0;
-        cuts |= (tlo < blo[a]) << (2 * a) | (thi > bhi[a]) << (2 * a + 1);
-    }
-    double tmp[KD_POLY_MAX][3];
-    double (*src)[3] = out, (*dst)[3] = tmp;
-    for (int i = 0; i < 3; i++)
-        for (int a = 0; a < 3; a++) out[i][a] = p[i][a];
-    int n = 3;
-    for (int f = 0; f < 6 && n; f++) {
-        if (!(cuts >> f & 1)) continue;
-        int a = f >> 1;
-        n = (f & 1) ? clip_plane((const double(*)[3])src, n, dst, a, bhi[a], -1.0)
-                    : clip_plane((const double(*)[3])src, n, dst, a, blo[a], 1.0);
-        double (*t)[3] = src;
-        src = dst;
-        dst = t;
-    }
-    if (src != out)
-        for (int i = 0; i < n; i++)
-            for (int a = 0; a < 3; a++) out[i][a] = src[i][a];
-    return n;
-}
-
-/* The bounds of a clipped polygon, rounded outward to float and clamped to
- * the box it was clipped to. */
-static RtAabb poly_bounds(const double (*p)[3], int n, RtAabb box)
-{
-    RtAabb r;
-    for (int a = 0; a < 3; a++) {
-        double lo = p[0][a], hi = lo;
-        for (int i = 1; i < n; i++) {
-            double x = p[i][a];
-            lo = x < lo ? x : lo;
-            hi = x > hi ? x : hi;
-        }
-        float blo = v3_get(box.lo, a), bhi = v3_get(box.hi, a);
-        v3_set(&r.lo, a, clampf(round_down(lo), blo, bhi));
-        v3_set(&r.hi, a, clampf(round_up(hi), blo, bhi));
-    }
-    return r;
-}
-
-int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *out)
-{
-    const float p[3][3] = {{v0.x, v0.y, v0.z}, {v1.x, v1.y, v1.z}, {v2.x, v2.y, v2.z}};
-    double poly[KD_POLY_MAX][3];
-    int n = clip_tri(p, box, poly);
-    if (n) *out = poly_bounds((const double(*)[3])poly, n, box);
-    return n > 0;
-}
 
 /* The perfect-split boxes of a triangle that straddles a split: clipped to
  * the parent cell once, then cut by the plane into both children. A side it
@@ -219,13 +78,18 @@ int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *out)
 static int split_tri(const RtFloat4 *v, RtAabb cell, int axis, float pos, RtAabb child[2],
                      RtAabb out[2])
 {
-    const float p[3][3] = {{v[0].x, v[0].y, v[0].z}, {v[1].x, v[1].y, v[1].z},
-                           {v[2].x, v[2].y, v[2].z}};
-    double poly[KD_POLY_MAX][3], half[KD_POLY_MAX][3];
-    int n = clip_tri(p, cell, poly), hits = 0;
+    double buf[2][RT_KD_CLIP_TRI_MAX][3], half[RT_KD_CLIP_SPLIT_MAX][3];
+    for (int k = 0; k < 3; k++) {
+        buf[0][k][0] = v[k].x;
+        buf[0][k][1] = v[k].y;
+        buf[0][k][2] = v[k].z;
+    }
+    int at, hits = 0;
+    const int n = rt_kd_clip_tri(buf, cell, &at);
     for (int c = 0; c < 2; c++) {
-        int m = n ? clip_plane((const double(*)[3])poly, n, half, axis, pos, c ? 1.0 : -1.0) : 0;
-        out[c] = m ? poly_bounds((const double(*)[3])half, m, child[c]) : aabb_empty();
+        /* child 0 keeps x_axis <= pos (side 1), child 1 x_axis >= pos (side 0) */
+        int m = n ? rt_kd_clip_poly(buf[at], n, half, RT_KD_CLIP_SPLIT_MAX, axis, !c, pos) : 0;
+        out[c] = m ? rt_kd_clip_bounds(half, m, child[c]) : aabb_empty();
         hits += m > 0;
     }
     return hits;
@@ -1299,4 +1163,15 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
         stats->build_ms = rt_now_ms() - t0;
     }
     return RT_OK;
+}
+
+/* Frees what rt_kd_build_cpu (or rt_kd_gpu_download) allocated. */
+void rt_kd_tree_free(RtKdTree *tree)
+{
+    if (!tree) return;
+    free(tree->nodes);
+    free(tree->leaves);
+    free(tree->leaf_boxes);
+    free(tree->tri_index);
+    memset(tree, 0, sizeof *tree);
 }

@@ -6,6 +6,7 @@
 #define RT_KD_CPU_H
 
 #include "core/isect.h"
+#include "kd/kd_clip.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -15,7 +16,7 @@ typedef struct RtKdCpuParams {
     float c_trav;      /* SAH traversal cost, Wald & Havran 2006 use K_T = 15 vs K_I = 20; default 1.0 */
     float c_isect;     /* SAH intersection cost per triangle; default 1.5 (K_I/K_T of W&H) */
     float empty_bonus; /* lambda: cost bonus for cutting off empty space, W&H 0.8 -> (1 - 0.2); default 0.2 */
-    int max_depth;     /* 0 = 8 + 1.3 log2(N) (pbrt's rule) */
+    int max_depth;     /* 0 = 8 + 1.3 log2(N) (pbrt's rule); at most 64 */
     int max_leaf;      /* never split below this many triangles; default 1 */
     int threads;       /* 0 = rt_thread_count() */
 } RtKdCpuParams;
@@ -29,9 +30,14 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *p, const RtTriArrays *tris, RtKdTr
                          RtKdStats *stats, RtError *err);
 void rt_kd_tree_free(RtKdTree *tree);
 
+/* Deepest tree the CPU traversal's stack (kd_traverse_cpu.c: 128 entries)
+ * holds: rt_kd_validate rejects deeper trees, rt_kd_tree_stats walks no
+ * deeper. */
+#define RT_KD_CPU_MAX_DEPTH 127
+
 /* Fills the stats that depend on the tree alone (nodes, leaves, empty leaves,
  * depth, references, average triangles per leaf, SAH cost). Works for a tree
- * from any builder (copied to host). */
+ * from any builder (copied to host); kd_stats.c. */
 void rt_kd_tree_stats(const RtKdTree *tree, float c_trav, float c_isect, RtKdStats *stats);
 
 /* Closest hit in [tmin, tmax] by kd traversal (tie rules of kd_layout.h).
@@ -65,16 +71,9 @@ int rt_tri_box_overlap(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box);
 
 /* ---- additions (kd_cpu.c family) -------------------------------------- */
 
-/* 1 when triangle i never enters a tree: a non-finite vertex or Woop row, or
- * all-zero Woop rows (rt_tri_arrays_make's mark for zero area). The builder,
- * the brute-force oracle and the validator share this definition. */
-int rt_kd_tri_degenerate(const RtTriArrays *tris, uint32_t i);
-
-/* Bounds of the part of triangle (v0,v1,v2) inside the closed box
- * (Sutherland-Hodgman in double, rounded outward to float, clamped to the
- * box): the "perfect split" box of Wald & Havran 2006. Returns 0 when the
- * triangle misses the box. */
-int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *out);
+/* rt_kd_tri_degenerate (which triangles never enter a tree) and
+ * rt_tri_clip_box (a triangle's perfect-split box in a cell) are kd_clip.h,
+ * shared with the GPU builder. */
 
 /* rt_kd_validate with options. RT_KD_VALIDATE_LOOSE_REFS accepts references
  * to triangles that miss their leaf's cell while their bounding box meets it

@@ -88,6 +88,13 @@ RT_HD RtKdNode kd_make_leaf(uint32_t leaf_id, uint32_t count)
     n.u.count = count;
     return n;
 }
+/* The cells of interior node n's children: its cell cut at the split plane. */
+RT_HD void kd_child_cells(RtAabb cell, RtKdNode n, RtAabb *l, RtAabb *r)
+{
+    *l = *r = cell;
+    v3_set(&l->hi, kd_axis(n), kd_split(n));
+    v3_set(&r->lo, kd_axis(n), kd_split(n));
+}
 
 /* A tree in host or device memory (the pointers say which; the struct is the
  * same). Capacities let a builder reuse the arrays frame after frame. */

@@ -1,15 +1,13 @@
 /* kd_validate.c — what any kd-tree in the shared layout (kd_layout.h) must
  * satisfy, whichever builder made it: structure, coverage of every triangle,
- * leaf boxes; plus the statistics (SAH cost) every builder reports.
- * docs/kdtree.md defines the SAH cost and the tolerances used here.
+ * leaf boxes. docs/kdtree.md defines the tolerances used here; the tree's
+ * statistics are kd_stats.c.
  */
 #include "kd/kd_cpu.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-/* Deepest tree the traversals' stacks hold (kd_traverse_cpu.c: 128 entries). */
-#define KD_VALIDATE_MAX_DEPTH 127
 /* Geometric tolerance: 2^-16 of the largest coordinate (about 128 float
  * ulps), the same scale as the traversal's. Builders round clipped boxes
  * outward by an ulp, GPU builders may be off by a few. */
@@ -87,78 +85,10 @@ int rt_tri_box_overlap(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box)
     return overlap_d(tv, c, h);
 }
 
-/* ---- statistics -------------------------------------------------------------- */
-
-static double area_d(RtAabb b)
-{
-    if (aabb_is_empty(b)) return 0.0;
-    double x = (double)b.hi.x - b.lo.x, y = (double)b.hi.y - b.lo.y, z = (double)b.hi.z - b.lo.z;
-    return 2.0 * (x * y + y * z + z * x);
-}
-
-static void child_cells(RtAabb cell, RtKdNode n, RtAabb *l, RtAabb *r)
-{
-    *l = *r = cell;
-    v3_set(&l->hi, kd_axis(n), kd_split(n));
-    v3_set(&r->lo, kd_axis(n), kd_split(n));
-}
-
 typedef struct KdFrame {
     uint32_t node, depth;
     RtAabb cell;
 } KdFrame;
-
-/* SAH cost (docs/kdtree.md): sum over interior nodes of C_trav * SA(cell) /
- * SA(root) plus sum over leaves of C_isect * count * SA(cell) / SA(root).
- * Tolerates malformed trees (bounded walk); rt_kd_validate says what is wrong. */
-void rt_kd_tree_stats(const RtKdTree *tree, float c_trav, float c_isect, RtKdStats *stats)
-{
-    stats->nodes = stats->leaves = stats->empty_leaves = stats->depth = 0;
-    stats->references = 0;
-    stats->avg_tris_per_leaf = 0.0;
-    stats->sah_cost = 0.0;
-    if (!tree || tree->node_count == 0 || !tree->nodes) return;
-    double root = area_d(tree->bounds);
-    double inv = root > 0.0 ? 1.0 / root : 0.0;
-    KdFrame stack[KD_VALIDATE_MAX_DEPTH + 2];
-    int sp = 0;
-    stack[sp++] = (KdFrame){0, 0, tree->bounds};
-    uint32_t full = 0;
-    while (sp > 0 && stats->nodes < tree->node_count) {
-        KdFrame f = stack[--sp];
-        if (f.node >= tree->node_count) continue;
-        RtKdNode n = tree->nodes[f.node];
-        double p = inv > 0.0 ? area_d(f.cell) * inv : 1.0;
-        stats->nodes++;
-        if (f.depth > stats->depth) stats->depth = f.depth;
-        if (kd_is_leaf(n)) {
-            uint32_t c = kd_leaf_count(n);
-            stats->leaves++;
-            stats->references += c;
-            if (c) full++;
-            else stats->empty_leaves++;
-            stats->sah_cost += (double)c_isect * c * p;
-            continue;
-        }
-        stats->sah_cost += (double)c_trav * p;
-        if (sp + 2 > (int)(sizeof stack / sizeof stack[0])) continue;
-        RtAabb l, r;
-        child_cells(f.cell, n, &l, &r);
-        stack[sp++] = (KdFrame){kd_right(n), f.depth + 1, r};
-        stack[sp++] = (KdFrame){kd_left(n), f.depth + 1, l};
-    }
-    stats->avg_tris_per_leaf = full ? (double)stats->references / full : 0.0;
-}
-
-void rt_kd_tree_free(RtKdTree *tree)
-{
-    if (!tree) return;
-    free(tree->nodes);
-    free(tree->leaves);
-    free(tree->leaf_boxes);
-    free(tree->tri_index);
-    memset(tree, 0, sizeof *tree);
-}
 
 /* ---- validation ------------------------------------------------------------------ */
 
@@ -284,7 +214,7 @@ static RtStatus check_structure(KdCheck *c)
 {
     const RtKdTree *t = c->t;
     uint8_t *node_seen = calloc(t->node_count, 1), *leaf_seen = calloc(t->leaf_count + 1, 1);
-    KdFrame *stack = malloc((KD_VALIDATE_MAX_DEPTH + 3) * sizeof *stack);
+    KdFrame *stack = malloc((RT_KD_CPU_MAX_DEPTH + 3) * sizeof *stack);
     RtStatus st = RT_OK;
     if (!node_seen || !leaf_seen || !stack) {
         st = rt_fail(c->err, RT_ERR_OOM, "KD: out of memory while validating");
@@ -328,14 +258,14 @@ static RtStatus check_structure(KdCheck *c)
                          axis_name[a], s, v3_get(f.cell.lo, a), v3_get(f.cell.hi, a));
             break;
         }
-        if (f.depth + 1 > KD_VALIDATE_MAX_DEPTH) {
+        if (f.depth + 1 > RT_KD_CPU_MAX_DEPTH) {
             st = rt_fail(c->err, RT_ERR_PARSE,
                          "KD: node %u: deeper than %d levels (the tracers' stack)", f.node,
-                         KD_VALIDATE_MAX_DEPTH);
+                         RT_KD_CPU_MAX_DEPTH);
             break;
         }
         RtAabb lc, rc;
-        child_cells(f.cell, n, &lc, &rc);
+        kd_child_cells(f.cell, n, &lc, &rc);
         stack[sp++] = (KdFrame){l + 1, f.depth + 1, rc};
         stack[sp++] = (KdFrame){l, f.depth + 1, lc};
     }
@@ -377,7 +307,7 @@ static RtStatus check_cover(KdCheck *c, uint32_t node, RtAabb cell, size_t off, 
         return RT_OK;
     }
     RtAabb kid[2];
-    child_cells(cell, nd, &kid[0], &kid[1]);
+    kd_child_cells(cell, nd, &kid[0], &kid[1]);
     for (int s = 0; s < 2; s++) {
         size_t start = c->cand_n;
         if (!rt_grow_array((void **)&c->cand, &c->cand_cap, start + n, sizeof *c->cand))
@@ -397,7 +327,7 @@ static RtStatus check_cover(KdCheck *c, uint32_t node, RtAabb cell, size_t off, 
 static int point_listed(const KdCheck *c, const double q[3], uint32_t tri)
 {
     const RtKdTree *t = c->t;
-    uint32_t stack[KD_VALIDATE_MAX_DEPTH + 3];
+    uint32_t stack[RT_KD_CPU_MAX_DEPTH + 3];
     int sp = 0;
     stack[sp++] = 0;
     while (sp > 0) {

@@ -163,7 +163,7 @@ echo
 echo "### Build time vs triangle count ($(sname "$MAIN") + N runners)"
 echo
 echo "| runners | triangles | build | large | small | launches | round trips | frame |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "|---|---|---|---|---|---|---|---|"
 for r in $RUNNERS; do n=runners_$r
     echo "| $r | $(js $n triangles) | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(med $n frame_ms)) |"
 done
@@ -173,7 +173,7 @@ echo
 echo "### Chang et al.'s ladder ($(sname "$MAIN"))"
 echo
 echo "| row | variant | build | large | small | launches | round trips | SAH |"
-echo "|---|---|---|---|---|---|---|---|---|"
+echo "|---|---|---|---|---|---|---|---|"
 for k in 0 1 2 3 4 5; do n=ladder_$k
     echo "| $k | ${names[$k]} | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(jt $n sah_cost)) |"
 done
