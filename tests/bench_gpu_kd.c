@@ -18,6 +18,7 @@
 #include "scene/load.h"
 #include "kd/kd_cpu.h"
 #include "kd/kd_gpu.h"
+#include "app/variants.h"
 #include "scene/scene.h"
 
 static int cmp_f(const void *a, const void *b)
@@ -124,7 +125,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         const char *vname;
         if (v < 6) {
             rt_kd_gpu_params_ladder(&p, v);
-            vname = rt_kd_gpu_ladder[v].name;
+            vname = rt_variant_value_name(RT_VAR_LADDER, v);
         } else if (v == 6) {
             p.small_mode = RT_KD_GPU_SMALL_NONE;
             vname = "All, no small stage";

@@ -14,6 +14,7 @@
 #include "gpu/gpu_scene.h"
 #include "kd/kd_cpu.h"
 #include "kd/kd_gpu.h"
+#include "app/variants.h"
 
 typedef struct GpuFixture {
     RtGpu *gpu;
@@ -316,7 +317,7 @@ static void gpu_kd_every_variant_valid(void **state)
         char name[96];
         if (v < 6) {
             rt_kd_gpu_params_ladder(&p, v);
-            snprintf(name, sizeof name, "ladder %s", rt_kd_gpu_ladder[v].name);
+            snprintf(name, sizeof name, "ladder %s", rt_variant_value_name(RT_VAR_LADDER, v));
         } else if (v < 11) {
             static const int step[5] = {0, 1, 2, 3, 4};
             /* each of Chang's steps alone */
@@ -437,7 +438,7 @@ static void gpu_kd_default_build_waits_once(void **state)
         rt_kd_gpu_params_ladder(&p, steps);
         assert_int_equal(rt_kd_gpu_build(g_fx.kd, &p, dv, dw, t.count, &dtree, &st, &err), RT_OK);
         print_message("ladder %-8s launches %u, round trips %u, levels %u+%u, rebuilds %u\n",
-                      rt_kd_gpu_ladder[steps].name, st.launches, st.round_trips, st.large_levels,
+                      rt_variant_value_name(RT_VAR_LADDER, steps), st.launches, st.round_trips, st.large_levels,
                       st.small_levels, st.rebuilds);
         assert_true(st.large_levels > 2);
         assert_int_equal(st.round_trips, 1 + st.rebuilds);
@@ -446,7 +447,7 @@ static void gpu_kd_default_build_waits_once(void **state)
     RtKdGpuParams p = rt_kd_gpu_params_default();
     rt_kd_gpu_params_ladder(&p, 0);
     assert_int_equal(rt_kd_gpu_build(g_fx.kd, &p, dv, dw, t.count, &dtree, &st, &err), RT_OK);
-    print_message("ladder %-8s launches %u, round trips %u, levels %u+%u\n", rt_kd_gpu_ladder[0].name,
+    print_message("ladder %-8s launches %u, round trips %u, levels %u+%u\n", rt_variant_value_name(RT_VAR_LADDER, 0),
                   st.launches, st.round_trips, st.large_levels, st.small_levels);
     assert_true(st.round_trips >= st.large_levels);
     rt_kd_gpu_free(dv);

@@ -66,18 +66,6 @@ typedef struct RtKdGpuParams {
                                     level fills the GPU about once); 128 otherwise */
 } RtKdGpuParams;
 
-/* A {name, value, description} row of a variant table (docs, HUD, bench). */
-typedef struct RtKdGpuVariant {
-    const char *name;
-    int value;
-    const char *description;
-} RtKdGpuVariant;
-/* Chang's ladder: Original, [A], [A]-[B], ..., All (value = steps enabled). */
-extern const RtKdGpuVariant rt_kd_gpu_ladder[6];
-/* The other variant groups (value = the field's value; C_e in percent). */
-extern const RtKdGpuVariant rt_kd_gpu_assoc_variants[2];
-extern const RtKdGpuVariant rt_kd_gpu_small_variants[3];
-extern const RtKdGpuVariant rt_kd_gpu_empty_cut_variants[3];
 /* Applies ladder row `steps` (0..5) to p: steps 0 = Original, 5 = All. */
 void rt_kd_gpu_params_ladder(RtKdGpuParams *p, int steps);
 
