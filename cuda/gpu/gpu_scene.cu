@@ -34,7 +34,7 @@ struct RtGpuScene {
 /* ---- Woop rows, per frame (Woop 2004; Hoedt 2011 4.3.2) ------------------ */
 
 /* One thread per triangle: vertices -> device copy + 3 rows, rounded as
- * the host rounds them (gpu_scene_dev.h). A degenerate triangle gets zero
+ * the host rounds them (rt_woop_rows, rt_base.h's RT_X*). A degenerate triangle gets zero
  * rows, which never hit (rt_tri_arrays_make does the same). */
 __global__ void woop_rows_kernel(const RtFloat4 *in, RtFloat4 *verts, RtFloat4 *woop,
                                  uint32_t count)
@@ -43,7 +43,7 @@ __global__ void woop_rows_kernel(const RtFloat4 *in, RtFloat4 *verts, RtFloat4 *
     if (i >= count) return;
     RtFloat4 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
     RtFloat4 rows[3];
-    if (!ex_woop_rows(f4_xyz(a), f4_xyz(b), f4_xyz(c), rows))
+    if (!rt_woop_rows(f4_xyz(a), f4_xyz(b), f4_xyz(c), rows))
         rows[0] = rows[1] = rows[2] = f4(0.0f, 0.0f, 0.0f, 0.0f);
     if (verts != in) {
         verts[3 * i] = a;

@@ -68,11 +68,11 @@ __device__ static int isect_tri(const RtGpuSceneView &sc, uint32_t id, RtVec3 o,
             float4 r = __ldg(&w[k]);
             rows[k] = f4(r.x, r.y, r.z, r.w);
         }
-        return ex_isect_woop(rows, o, d, tmin, tmax, t, u, v);
+        return rt_isect_woop(rows, o, d, tmin, tmax, t, u, v);
     }
     const float4 *p = (const float4 *)&sc.verts[3 * (size_t)id];
     float4 a = __ldg(&p[0]), b = __ldg(&p[1]), c = __ldg(&p[2]);
-    return ex_isect_mt(v3(a.x, a.y, a.z), v3(b.x, b.y, b.z), v3(c.x, c.y, c.z), o, d, tmin, tmax,
+    return rt_isect_mt(v3(a.x, a.y, a.z), v3(b.x, b.y, b.z), v3(c.x, c.y, c.z), o, d, tmin, tmax,
                        t, u, v);
 }
 

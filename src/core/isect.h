@@ -17,19 +17,21 @@ typedef struct RtHit {
 } RtHit;
 #define RT_NO_HIT 0xffffffffu
 
+/* Both tests round alike on the CPU and the GPU (rt_base.h's RT_X*): the
+ * GPU tracer and the CPU oracle agree bit for bit on t, u and v. */
 RT_HD int rt_isect_woop(const RtFloat4 rows[3], RtVec3 o, RtVec3 d, float tmin, float tmax,
                         float *t, float *u, float *v)
 {
-    float oz = rows[2].w + rows[2].x * o.x + rows[2].y * o.y + rows[2].z * o.z;
-    float dz = rows[2].x * d.x + rows[2].y * d.y + rows[2].z * d.z;
+    float oz = f4x_affine(rows[2], o);
+    float dz = v3x_dot(f4_xyz(rows[2]), d);
     if (dz == 0.0f) return 0; /* parallel to the plane: -oz/0 would pass an infinite tmax */
-    float tt = -oz / dz;
+    float tt = RT_XDIV(-oz, dz);
     if (!(tt >= tmin && tt <= tmax)) return 0; /* also rejects NaN */
-    RtVec3 p = v3_add(o, v3_scale(d, tt));
-    float uu = rows[0].w + rows[0].x * p.x + rows[0].y * p.y + rows[0].z * p.z;
+    RtVec3 p = v3x_add(o, v3x_scale(d, tt));
+    float uu = f4x_affine(rows[0], p);
     if (uu < 0.0f) return 0;
-    float vv = rows[1].w + rows[1].x * p.x + rows[1].y * p.y + rows[1].z * p.z;
-    if (vv < 0.0f || uu + vv > 1.0f) return 0;
+    float vv = f4x_affine(rows[1], p);
+    if (vv < 0.0f || RT_XADD(uu, vv) > 1.0f) return 0;
     *t = tt; *u = uu; *v = vv;
     return 1;
 }
@@ -37,18 +39,18 @@ RT_HD int rt_isect_woop(const RtFloat4 rows[3], RtVec3 o, RtVec3 d, float tmin, 
 RT_HD int rt_isect_mt(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtVec3 o, RtVec3 d, float tmin,
                       float tmax, float *t, float *u, float *v)
 {
-    RtVec3 e1 = v3_sub(v1, v0), e2 = v3_sub(v2, v0);
-    RtVec3 p = v3_cross(d, e2);
-    float det = v3_dot(e1, p);
+    RtVec3 e1 = v3x_sub(v1, v0), e2 = v3x_sub(v2, v0);
+    RtVec3 p = v3x_cross(d, e2);
+    float det = v3x_dot(e1, p);
     if (det == 0.0f) return 0;
-    float inv = 1.0f / det;
-    RtVec3 s = v3_sub(o, v0);
-    float uu = v3_dot(s, p) * inv;
+    float inv = RT_XDIV(1.0f, det);
+    RtVec3 s = v3x_sub(o, v0);
+    float uu = RT_XMUL(v3x_dot(s, p), inv);
     if (uu < 0.0f || uu > 1.0f) return 0;
-    RtVec3 q = v3_cross(s, e1);
-    float vv = v3_dot(d, q) * inv;
-    if (vv < 0.0f || uu + vv > 1.0f) return 0;
-    float tt = v3_dot(e2, q) * inv;
+    RtVec3 q = v3x_cross(s, e1);
+    float vv = RT_XMUL(v3x_dot(d, q), inv);
+    if (vv < 0.0f || RT_XADD(uu, vv) > 1.0f) return 0;
+    float tt = RT_XMUL(v3x_dot(e2, q), inv);
     if (!(tt >= tmin && tt <= tmax)) return 0;
     *t = tt; *u = uu; *v = vv;
     return 1;

@@ -154,6 +154,44 @@ RT_HD RtVec3 v3_lerp(RtVec3 a, RtVec3 b, float t) { return v3_add(a, v3_scale(v3
 RT_HD RtFloat4 f4(float x, float y, float z, float w) { RtFloat4 r = {x, y, z, w}; return r; }
 RT_HD RtVec3 f4_xyz(RtFloat4 a) { return v3(a.x, a.y, a.z); }
 
+/* Arithmetic the CPU and the GPU round alike. nvcc contracts a*b + c into
+ * one FMA (one rounding) where the host's C11 build rounds twice, so one
+ * formula gives results that differ in their last bits, and a ray through
+ * an edge shared by two triangles can then miss both on one side and not on
+ * the other. The formulas whose results the GPU and the CPU oracle must
+ * agree on bit for bit (the Woop rows, kd_layout.h; the ray/triangle tests,
+ * isect.h) are written once with these: on the device explicitly rounded,
+ * never contracted operations, on the host the plain ones. */
+#ifdef __CUDA_ARCH__
+#define RT_XADD(a, b) __fadd_rn((a), (b))
+#define RT_XSUB(a, b) __fsub_rn((a), (b))
+#define RT_XMUL(a, b) __fmul_rn((a), (b))
+#define RT_XDIV(a, b) __fdiv_rn((a), (b))
+#else
+#define RT_XADD(a, b) ((a) + (b))
+#define RT_XSUB(a, b) ((a) - (b))
+#define RT_XMUL(a, b) ((a) * (b))
+#define RT_XDIV(a, b) ((a) / (b))
+#endif
+RT_HD RtVec3 v3x_add(RtVec3 a, RtVec3 b) { return v3(RT_XADD(a.x, b.x), RT_XADD(a.y, b.y), RT_XADD(a.z, b.z)); }
+RT_HD RtVec3 v3x_sub(RtVec3 a, RtVec3 b) { return v3(RT_XSUB(a.x, b.x), RT_XSUB(a.y, b.y), RT_XSUB(a.z, b.z)); }
+RT_HD RtVec3 v3x_scale(RtVec3 a, float s) { return v3(RT_XMUL(a.x, s), RT_XMUL(a.y, s), RT_XMUL(a.z, s)); }
+/* ((a.x b.x + a.y b.y) + a.z b.z), as v3_dot */
+RT_HD float v3x_dot(RtVec3 a, RtVec3 b)
+{
+    return RT_XADD(RT_XADD(RT_XMUL(a.x, b.x), RT_XMUL(a.y, b.y)), RT_XMUL(a.z, b.z));
+}
+RT_HD RtVec3 v3x_cross(RtVec3 a, RtVec3 b)
+{
+    return v3(RT_XSUB(RT_XMUL(a.y, b.z), RT_XMUL(a.z, b.y)), RT_XSUB(RT_XMUL(a.z, b.x), RT_XMUL(a.x, b.z)),
+              RT_XSUB(RT_XMUL(a.x, b.y), RT_XMUL(a.y, b.x)));
+}
+/* r.w + r.xyz . p, as ((w + x px) + y py) + z pz */
+RT_HD float f4x_affine(RtFloat4 r, RtVec3 p)
+{
+    return RT_XADD(RT_XADD(RT_XADD(r.w, RT_XMUL(r.x, p.x)), RT_XMUL(r.y, p.y)), RT_XMUL(r.z, p.z));
+}
+
 RT_HD RtAabb aabb_empty(void)
 {
     RtAabb b = {{INFINITY, INFINITY, INFINITY}, {-INFINITY, -INFINITY, -INFINITY}};

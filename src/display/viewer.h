@@ -1,7 +1,7 @@
 /* viewer.h — the interactive window: the per-frame pipeline (animate ->
  * build -> trace -> display) run in a GLFW window with a fly/orbit camera,
  * variant hotkeys, a HUD and screenshots. The keys are listed by
- * rt_options_usage (rt_viewer_keys, rt_variant_groups) and docs/viewer.md. */
+ * rt_options_usage (rt_viewer_keys, the registry rt_variants) and docs/viewer.md. */
 #ifndef RT_VIEWER_H
 #define RT_VIEWER_H
 

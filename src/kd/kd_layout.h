@@ -135,18 +135,19 @@ typedef struct RtKdStats {
  * a tree. */
 RT_HD int rt_woop_rows(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtFloat4 rows[3])
 {
-    RtVec3 e1 = v3_sub(v1, v0), e2 = v3_sub(v2, v0), n = v3_cross(e1, e2);
+    /* rounded alike on both sides (rt_base.h's RT_X*) */
+    RtVec3 e1 = v3x_sub(v1, v0), e2 = v3x_sub(v2, v0), n = v3x_cross(e1, e2);
     /* M = [e1 e2 n] (columns); det = n . (e1 x e2) = |n|^2 */
-    float det = v3_dot(n, n);
+    float det = v3x_dot(n, n);
     if (!(det > 0.0f) || !isfinite(det)) return 0;
-    float inv = 1.0f / det;
+    float inv = RT_XDIV(1.0f, det);
     /* rows of M^-1 for M = [e1 e2 n] with n = e1 x e2 */
-    RtVec3 r0 = v3_scale(v3_cross(e2, n), inv);
-    RtVec3 r1 = v3_scale(v3_cross(n, e1), inv);
-    RtVec3 r2 = v3_scale(n, inv);
-    rows[0] = f4(r0.x, r0.y, r0.z, -v3_dot(r0, v0));
-    rows[1] = f4(r1.x, r1.y, r1.z, -v3_dot(r1, v0));
-    rows[2] = f4(r2.x, r2.y, r2.z, -v3_dot(r2, v0));
+    RtVec3 r0 = v3x_scale(v3x_cross(e2, n), inv);
+    RtVec3 r1 = v3x_scale(v3x_cross(n, e1), inv);
+    RtVec3 r2 = v3x_scale(n, inv);
+    rows[0] = f4(r0.x, r0.y, r0.z, -v3x_dot(r0, v0));
+    rows[1] = f4(r1.x, r1.y, r1.z, -v3x_dot(r1, v0));
+    rows[2] = f4(r2.x, r2.y, r2.z, -v3x_dot(r2, v0));
     return isfinite(rows[0].w) && isfinite(rows[1].w) && isfinite(rows[2].w);
 }
 
