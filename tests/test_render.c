@@ -637,6 +637,33 @@ static void shade_refraction_follows_snell(void **state)
 
 /* sRGB: the clamps, NaN, the linear toe, a known mid value, and every byte
  * surviving byte -> linear -> byte. */
+/* A ray parallel to a triangle's plane never hits it, even with an
+ * infinite tmax: t = -oz/0 is infinite (or NaN in the plane), and its
+ * barycentrics NaN, which no comparison rejects. The plane x = y contains
+ * the z axis exactly (dz = 0). rt_isect_woop_finite is the kd traversal's
+ * (its tmax is a cell's exit); with a finite tmax it agrees. */
+static void isect_parallel_ray_never_hits_at_infinity(void **state)
+{
+    (void)state;
+    RtFloat4 rows[3];
+    assert_true(rt_woop_rows(v3(0, 0, 0), v3(4, 4, 0), v3(0, 0, 4), rows));
+    assert_true(rows[2].z == 0.0f);
+    const RtVec3 origins[] = {v3(1.0f, 1.2f, -1), v3(1.2f, 1.0f, -1), v3(1.0f, 1.0f, -1)};
+    for (int i = 0; i < 3; i++) {
+        float t, u, v;
+        assert_int_equal(rt_isect_woop(rows, origins[i], v3(0, 0, 1), 0.0f, INFINITY, &t, &u, &v), 0);
+        assert_int_equal(rt_isect_woop_finite(rows, origins[i], v3(0, 0, 1), 0.0f, 1e30f, &t, &u, &v), 0);
+        assert_int_equal(rt_isect_mt(v3(0, 0, 0), v3(4, 4, 0), v3(0, 0, 4), origins[i], v3(0, 0, 1), 0.0f,
+                                     INFINITY, &t, &u, &v),
+                         0);
+    }
+    /* and a ray through the plane still hits, at the same t both ways */
+    float t0, t1, u, v;
+    assert_true(rt_isect_woop(rows, v3(-1, 3, 1), v3(1, -1, 0), 0.0f, INFINITY, &t0, &u, &v));
+    assert_true(rt_isect_woop_finite(rows, v3(-1, 3, 1), v3(1, -1, 0), 0.0f, 100.0f, &t1, &u, &v));
+    assert_true(t0 == t1 && fabsf(t0 - 2.0f) < 1e-6f);
+}
+
 static void shade_srgb_known_values(void **state)
 {
     (void)state;
@@ -924,6 +951,7 @@ int main(void)
         cmocka_unit_test(render_mirror_shows_reflected_object),
         cmocka_unit_test(render_glass_shows_object_behind),
         cmocka_unit_test(shade_refraction_follows_snell),
+        cmocka_unit_test(isect_parallel_ray_never_hits_at_infinity),
         cmocka_unit_test(shade_srgb_known_values),
         cmocka_unit_test(shade_heatmap_ramp_stops),
         cmocka_unit_test(render_alpha_cutout_ray_passes_hole),

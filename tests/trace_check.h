@@ -585,4 +585,41 @@ static void check_one_triangle_and_empty_batches(void **state)
     fixture_free(&f);
 }
 
+/* A ray parallel to a triangle's plane, with an infinite tmax (a shadow ray
+ * toward a directional light), never hits it: -oz/0 is an infinite t, which
+ * an infinite tmax would let through with NaN barycentrics. The wall is
+ * the slanted plane x = y, which contains the z axis exactly (dz = 0); its
+ * two triangles are one leaf, and the rays run along z through its box, on
+ * both sides of the plane. */
+static void check_parallel_rays_never_hit_at_infinity(void **state)
+{
+    int gpu = *state != NULL;
+    Fixture f;
+    f.name = "parallel";
+    f.gpu = gpu;
+    rt_scene_init(&f.s);
+    assert_true(rt_scene_add_object(&f.s, "walls") >= 0);
+    add_tri(&f.s, v3(0, 0, 0), v3(4, 4, 0), v3(0, 0, 4), -1);
+    add_tri(&f.s, v3(4, 4, 0), v3(4, 4, 4), v3(0, 0, 4), -1);
+    fixture_finish(&f);
+    RaySet r = {0};
+    for (int i = 0; i < 128; i++) {
+        float y = 0.25f + (float)(i % 16) * 0.2f, x = y + ((float)(i / 16) - 3.5f) * 0.1f; /* x - y = +-0.05..0.35 */
+        rays_push(&r, v3(x, y, -1.0f), v3(0, 0, 1), 0.0f, INFINITY);
+    }
+    RtHit got[128];
+    RtTraceParams p = rt_trace_params_default();
+    for (int v = 0; variant(v, &p); v++) {
+        for (int any = 0; any <= 1; any++) {
+            gpu_cast(&f, &p, &r, any, got);
+            for (int k = 0; k < 128; k++)
+                if (got[k].tri != RT_NO_HIT)
+                    fail_msg("variant %d, %s ray %d along a wall's plane hit triangle %u at t = %g", v,
+                             any ? "any-hit" : "closest-hit", k, got[k].tri, got[k].t);
+        }
+    }
+    free(r.rays);
+    fixture_free(&f);
+}
+
 #endif

@@ -68,7 +68,7 @@ __device__ static int isect_tri(const RtGpuSceneView &sc, uint32_t id, RtVec3 o,
             float4 r = __ldg(&w[k]);
             rows[k] = f4(r.x, r.y, r.z, r.w);
         }
-        return rt_isect_woop(rows, o, d, tmin, tmax, t, u, v);
+        return rt_isect_woop_finite(rows, o, d, tmin, tmax, t, u, v); /* tmax: the cell's exit */
     }
     const float4 *p = (const float4 *)&sc.verts[3 * (size_t)id];
     float4 a = __ldg(&p[0]), b = __ldg(&p[1]), c = __ldg(&p[2]);

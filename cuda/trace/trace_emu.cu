@@ -102,7 +102,7 @@ struct HostPrims {
     {
         const RtFloat4 *p = &tris->verts[3 * (size_t)id];
         if (kIsect == RT_ISECT_WOOP)
-            return rt_isect_woop(&tris->woop[3 * (size_t)id], o, d, tmin, tmax, t, u, v);
+            return rt_isect_woop_finite(&tris->woop[3 * (size_t)id], o, d, tmin, tmax, t, u, v);
         return rt_isect_mt(f4_xyz(p[0]), f4_xyz(p[1]), f4_xyz(p[2]), o, d, tmin, tmax, t, u, v);
     }
     bool alpha(uint32_t, float, float) const { return true; } /* no textures on the host */

@@ -5,6 +5,8 @@
 #ifndef RT_ISECT_H
 #define RT_ISECT_H
 
+#include <float.h>
+
 #include "kd/kd_layout.h"
 
 typedef struct RtRay {
@@ -18,13 +20,16 @@ typedef struct RtHit {
 #define RT_NO_HIT 0xffffffffu
 
 /* Both tests round alike on the CPU and the GPU (rt_base.h's RT_X*): the
- * GPU tracer and the CPU oracle agree bit for bit on t, u and v. */
-RT_HD int rt_isect_woop(const RtFloat4 rows[3], RtVec3 o, RtVec3 d, float tmin, float tmax,
-                        float *t, float *u, float *v)
+ * GPU tracer and the CPU oracle agree bit for bit on t, u and v.
+ *
+ * Woop's test for a FINITE tmax, as a kd traversal has (the cell's exit): a
+ * ray parallel to the plane (dz = 0) gives t = -oz/0 = +-inf or NaN, which
+ * the range test rejects. */
+RT_HD int rt_isect_woop_finite(const RtFloat4 rows[3], RtVec3 o, RtVec3 d, float tmin, float tmax,
+                               float *t, float *u, float *v)
 {
     float oz = f4x_affine(rows[2], o);
     float dz = v3x_dot(f4_xyz(rows[2]), d);
-    if (dz == 0.0f) return 0; /* parallel to the plane: -oz/0 would pass an infinite tmax */
     float tt = RT_XDIV(-oz, dz);
     if (!(tt >= tmin && tt <= tmax)) return 0; /* also rejects NaN */
     RtVec3 p = v3x_add(o, v3x_scale(d, tt));
@@ -34,6 +39,15 @@ RT_HD int rt_isect_woop(const RtFloat4 rows[3], RtVec3 o, RtVec3 d, float tmin, 
     if (vv < 0.0f || RT_XADD(uu, vv) > 1.0f) return 0;
     *t = tt; *u = uu; *v = vv;
     return 1;
+}
+
+/* Woop's test for any tmax: an infinite one (a ray to a directional light,
+ * brute force) is held to the largest float, so the infinite t of a ray
+ * parallel to the plane still fails it. */
+RT_HD int rt_isect_woop(const RtFloat4 rows[3], RtVec3 o, RtVec3 d, float tmin, float tmax,
+                        float *t, float *u, float *v)
+{
+    return rt_isect_woop_finite(rows, o, d, tmin, fminf(tmax, FLT_MAX), t, u, v);
 }
 
 RT_HD int rt_isect_mt(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtVec3 o, RtVec3 d, float tmin,
