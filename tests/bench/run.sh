@@ -147,9 +147,10 @@ echo
 echo "$WHERE. \`rtviewer --bench\` at $SIZE, $WARMUP warm-up + $FRAMES measured frames per run"
 echo "(the animation run: $ANIM_FRAMES), medians per column in ms. Every run validates the first"
 echo "frame's tree before it times anything. Trace per ray type: three extra passes over"
-echo "the frame's tree (primary only; + shadow rays; everything); shadow = pass 2 - pass 1,"
-echo "reflection = pass 3 - pass 2 (secondary rays and their shading), so small negative"
-echo "values are noise. Depth and SAH cost: the validated first frame's tree. Raw JSON/CSV: \`$OUT/\`;"
+echo "the frame's tree (primary only; + shadow rays; everything), each run twice, the faster"
+echo "kept; shadow = pass 2 - pass 1, reflection = pass 3 - pass 2 (secondary rays and their"
+echo "shading), 0 when below the timer's noise. Depth and SAH cost: the validated first frame's"
+echo "tree. Raw JSON/CSV: \`$OUT/\`;"
 echo "regenerate with \`make bench\` (knobs at the top of \`tests/bench/run.sh\`)."
 echo
 echo "### Scenes (default build and trace parameters)"
