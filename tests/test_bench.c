@@ -1,6 +1,6 @@
 /* test_bench.c — the headless benchmark (bench.h): on the default scene at a
  * small size (2 measured frames after 1 warm-up) its JSON is valid and has
- * every field issue 6 asks for (scene, triangles, GPU and driver, params,
+ * every field the benchmark reports (scene, triangles, GPU and driver, params,
  * per-frame and median stage times, launches, round trips, tree
  * statistics, rays/s, peak GPU memory), its CSV has one row per measured
  * frame, and an unwritable output path is a clear error before anything

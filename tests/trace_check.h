@@ -15,7 +15,7 @@
 #include "trace/trace.h"
 #include "app/variants.h"
 
-/* Acceptance thresholds (issue 5). */
+/* Acceptance thresholds: how closely the tracer must agree with the brute force. */
 #define MATCH_MIN 0.9999   /* hits agreeing with the brute force (shared-edge ties included) */
 #define STRICT_MIN 0.999   /* hits with the very same triangle and t */
 #define ONE_ENTRY_MIN 0.99 /* see Fixture.one_entry_limited */

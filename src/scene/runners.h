@@ -1,5 +1,5 @@
 /* runners.h — procedural dynamic scenes made by the project (no downloads),
- * for the scale benchmark of issue 6 (docs/formats.md, "Procedural scenes"):
+ * for the scale benchmark (docs/formats.md, "Procedural scenes"):
  *   - walking articulated figures of ~78K triangles each, added to any
  *     scene: Chang et al.'s "Sponza with i runners" pattern;
  *   - a field of n moving objects (spin, orbit, bounce) on a floor;
