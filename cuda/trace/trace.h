@@ -49,7 +49,7 @@ typedef struct RtTraceParams {
     int leaf_skip;     /* 1: ray vs the leaf's box before its triangles; default 1 */
     int ray_map;       /* RtRayMap; default 4x8 tiles */
     int packet;        /* RtPacket; default off */
-    int stack_size;    /* short-stack entries, 1..RT_TRACE_STACK_MAX; default 4 (Hoedt, Horn) */
+    int stack_size;    /* short-stack entries, 1..RT_TRACE_STACK_MAX; default 8 (docs/trace_gpu.md) */
     RtShadeParams shade; /* shading (render/shade.h), the CPU renderer's as well */
 } RtTraceParams;
 
