@@ -687,6 +687,45 @@ static void scenefile_material_override_on_mesh(void **state)
     rt_scene_free(&s);
 }
 
+/* A file placed many times is read once and copied: the scene equals the
+ * one made from distinct copies of the file (same vertices, triangles,
+ * materials, textures shared by path), for 0, 1 and many placements. */
+static void scenefile_mesh_placed_many_times_equals_distinct_files(void **state)
+{
+    char a[1024], path[1024];
+    static const char kObj[] = "mtllib m.mtl\nusemtl red\nv 0 0 0\nv 1 0 0\nv 0 1 0\nv 1 1 0\nf 1 2 3 4\n";
+    put(state, "cache/a.obj", kObj, a);
+    put(state, "cache/m.mtl", "newmtl red\nKd 1 0 0\n", a);
+    static const int kCounts[] = {0, 1, 7};
+    for (int k = 0; k < 3; k++) {
+        char same[2048] = "box\n", distinct[2048] = "box\n";
+        for (int i = 0; i < kCounts[k]; i++) {
+            char name[64];
+            snprintf(name, sizeof name, "cache/c%d.obj", i);
+            put(state, name, kObj, a);
+            size_t n = strlen(same), m = strlen(distinct);
+            snprintf(same + n, sizeof same - n, "mesh cache/a.obj translate %d 0 0\n", 2 * i);
+            snprintf(distinct + m, sizeof distinct - m, "mesh %s translate %d 0 0\n", name, 2 * i);
+        }
+        RtScene s1, s2;
+        RtError err;
+        assert_int_equal(load_text(state, same, &s1, &err, path), RT_OK);
+        assert_int_equal(load_text(state, distinct, &s2, &err, path), RT_OK);
+        assert_int_equal(s1.tri_count, 12 + 2 * kCounts[k]);
+        assert_int_equal(s1.tri_count, s2.tri_count);
+        assert_int_equal(s1.vert_count, s2.vert_count);
+        assert_int_equal(s1.mat_count, s2.mat_count);
+        assert_int_equal(s1.tex_count, s2.tex_count);
+        for (uint32_t i = 0; i < s1.vert_count; i++) assert_memory_equal(&s1.verts[i], &s2.verts[i], sizeof s1.verts[i]);
+        for (uint32_t i = 0; i < s1.tri_count; i++) {
+            assert_memory_equal(s1.tris[i].v, s2.tris[i].v, sizeof s1.tris[i].v);
+            assert_int_equal(s1.tris[i].material, s2.tris[i].material);
+        }
+        rt_scene_free(&s1);
+        rt_scene_free(&s2);
+    }
+}
+
 static void scenefile_bad_lines_name_file_line_and_expectation(void **state)
 {
     /* truncated lines */
@@ -1305,6 +1344,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(mat34_transforms_apply_in_call_order),
+        cmocka_unit_test_setup_teardown(scenefile_mesh_placed_many_times_equals_distinct_files, dir_setup, dir_teardown),
         cmocka_unit_test(mat34_normals_stay_outward_under_mirrors),
         cmocka_unit_test(prim_quad_is_two_triangles_of_area_four_facing_up),
         cmocka_unit_test(prim_box_is_closed_with_twelve_outward_triangles),

@@ -77,6 +77,13 @@ typedef struct ScenePlaced {
     size_t wave_cap;
 } ScenePlaced;
 
+/* A mesh file as its loader left it, kept for the load's later `mesh`
+ * lines that name the same file (tens of copies of one model in a scene). */
+typedef struct SceneMesh {
+    char *real;   /* realpath of the file */
+    RtScene scene;
+} SceneMesh;
+
 /* One load, shared across included files. */
 typedef struct SceneCtx {
     RtScene *s;
@@ -90,6 +97,9 @@ typedef struct SceneCtx {
     uint32_t placed_count;
     size_t placed_cap;
     const char *top;        /* the file rt_scenefile_load was given */
+    SceneMesh *meshes;      /* every mesh file read so far, parsed once (a file placed N times) */
+    uint32_t mesh_count;
+    size_t mesh_cap;
     long runners;           /* `runners N` statements, summed: added once the file is read */
     char *runners_file;     /* where the last one was (for messages) */
     int runners_line;
@@ -493,6 +503,45 @@ static RtStatus st_primitive(SceneCtx *c, SceneLine *L)
     return add_placed(c, L, o.name, v0, o.m);
 }
 
+/* The loaded mesh of path: parsed on the first line that names the file,
+ * the same load for every later one. */
+static RtStatus mesh_cached(SceneCtx *c, const SceneLine *L, const char *path, int is_obj, const RtScene **out)
+{
+    char *real = realpath(path, NULL);
+    if (!real) return rt_fail(c->err, RT_ERR_IO, "%s:%d: SCENE: cannot resolve '%s': %s", L->file, L->no, path,
+                              strerror(errno));
+    for (uint32_t i = 0; i < c->mesh_count; i++)
+        if (!strcmp(c->meshes[i].real, real)) {
+            free(real);
+            *out = &c->meshes[i].scene;
+            return RT_OK;
+        }
+    if (c->mesh_count == c->mesh_cap) {
+        size_t cap = c->mesh_cap ? 2 * c->mesh_cap : 8;
+        SceneMesh *m = realloc(c->meshes, cap * sizeof *m);
+        if (!m) {
+            free(real);
+            return rt_fail(c->err, RT_ERR_OOM, "%s:%d: SCENE: out of memory", L->file, L->no);
+        }
+        c->meshes = m;
+        c->mesh_cap = cap;
+    }
+    SceneMesh *m = &c->meshes[c->mesh_count];
+    m->real = real;
+    rt_scene_init(&m->scene);
+    RtError inner = {RT_OK, ""};
+    RtStatus st = is_obj ? rt_obj_load(path, &m->scene, &inner) : rt_ply_load(path, &m->scene, &inner);
+    if (st != RT_OK) {
+        rt_scene_free(&m->scene);
+        free(real);
+        return rt_fail(c->err, st, "%s:%d: SCENE: expected a valid .obj or .ply after 'mesh': %s", L->file, L->no,
+                       inner.msg);
+    }
+    c->mesh_count++;
+    *out = &m->scene;
+    return RT_OK;
+}
+
 /* mesh PATH [name NAME] [material NAME] [transforms] */
 static RtStatus st_mesh(SceneCtx *c, SceneLine *L)
 {
@@ -508,16 +557,18 @@ static RtStatus st_mesh(SceneCtx *c, SceneLine *L)
     if ((st = check_file(c, L, "mesh", what, path)) != RT_OK) return st;
     int named = o.name[0] != 0;
 
-    /* Load on its own, place it, then append: the loader's object and
-     * material indices start at 0 and rt_scene_append rebases them. */
+    /* Load on its own (or copy the load of an earlier line naming the same
+     * file), place it, then append: the loader's object and material
+     * indices start at 0 and rt_scene_append rebases them. */
     RtScene tmp;
     rt_scene_init(&tmp);
     RtError inner = {RT_OK, ""};
-    st = is_obj ? rt_obj_load(path, &tmp, &inner) : rt_ply_load(path, &tmp, &inner);
+    const RtScene *cached = NULL;
+    if ((st = mesh_cached(c, L, path, is_obj, &cached)) != RT_OK) return st;
+    st = rt_scene_append(&tmp, cached, NULL, -1, &inner);
     if (st != RT_OK) {
         rt_scene_free(&tmp);
-        return rt_fail(c->err, st, "%s:%d: SCENE: expected a valid .obj or .ply after 'mesh': %s", L->file, L->no,
-                       inner.msg);
+        return rt_fail(c->err, st, "%s:%d: SCENE: %s", L->file, L->no, inner.msg);
     }
     if (tmp.tri_count == 0)
         RT_WARN("SCENE", "%s:%d: mesh '%s' has no triangles", L->file, L->no, path);
@@ -1268,6 +1319,11 @@ RtStatus rt_scenefile_load(const char *path, RtScene *s, RtError *err)
         free(p->waves);
     }
     free(c.placed);
+    for (uint32_t i = 0; i < c.mesh_count; i++) {
+        rt_scene_free(&c.meshes[i].scene);
+        free(c.meshes[i].real);
+    }
+    free(c.meshes);
     free(c.runners_file);
     return st;
 }
