@@ -431,13 +431,15 @@ static RtStatus diffuse_reserve(RtPipeline *p, size_t n, RtError *err)
     return RT_OK;
 }
 
-/* GPU: closest hits of rays[0..n) through the last frame's device tree.
- * *ms (optional): the kernel's time. */
+/* GPU: closest hits of rays[0..n) through the last frame's device tree;
+ * *ms = the kernel's time. Always asked for: the launch log sums a kernel
+ * name's pending times until a timed call resets it, so an untimed cast
+ * would be added to the next timed one's. */
 static RtStatus gpu_cast(RtPipeline *p, const RtTraceParams *tp, const RtRay *rays, uint32_t n, int width,
                          RtHit *hits, double *ms, RtError *err)
 {
     DiffuseBufs *b = &p->diffuse;
-    if (ms) *ms = 0;
+    *ms = 0;
     if (n == 0) return RT_OK;
     for (uint32_t i = 0; i < n; i++) {
         RtGpuRay g = {rays[i].o, 0.0f, rays[i].d, INFINITY};
@@ -505,7 +507,8 @@ RtStatus rt_pipeline_cast_diffuse(RtPipeline *p, const RtPipelineParams *pp, con
             RtRay r = {cb.o, rt_camera_dir(&cb, (float)x + 0.5f, (float)y + 0.5f)};
             b->cam[(size_t)y * w + x] = r;
         }
-    s = gpu ? gpu_cast(p, &tp, b->cam, (uint32_t)n, w, b->primary, NULL, err)
+    double primary_ms = 0;
+    s = gpu ? gpu_cast(p, &tp, b->cam, (uint32_t)n, w, b->primary, &primary_ms, err)
             : rt_render_cast_cpu(tris, tree, b->cam, (uint32_t)n, woop, pp->threads, b->primary, err);
     if (s != RT_OK) return s;
 
