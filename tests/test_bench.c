@@ -4,15 +4,21 @@
  * per-frame and median stage times, launches, round trips, tree
  * statistics, rays/s, peak GPU memory), its CSV has one row per measured
  * frame, and an unwritable output path is a clear error before anything
- * runs. The CPU path runs everywhere; the GPU variant skips without a GPU. */
+ * runs. The CPU path runs everywhere; the GPU variant skips without a GPU.
+ * The diffuse pass (rt_pipeline_cast_diffuse) on the CPU: its primary and
+ * diffuse hits are the brute force's, its rays the ones sample.h makes for
+ * the pixel and the seed, at any thread count, with or without a tree, for
+ * 0, 1 and many rays. (The GPU's against the CPU's: test_gpu_trace.c.) */
 #include "test_util.h"
 
 #include <ctype.h>
 #include <math.h>
 
 #include "app/bench.h"
+#include "app/pipeline.h"
 #include "gpu/gpu.h"
 #include "app/headless.h"
+#include "render/sample.h"
 
 /* ---- a minimal JSON reader: syntax check + "does this object have key K" -- */
 
@@ -144,7 +150,7 @@ static const char *const kFrameKeys[] = {
     "t", "animate_ms", "build_ms", "build_large_ms", "build_small_ms", "launches",
     "round_trips", "trace_ms", "trace_primary_ms", "trace_shadow_ms", "trace_reflection_ms", "frame_ms",
     "primary_rays", "shadow_rays", "reflection_rays", "mrays_per_s", "nodes", "leaves", "depth",
-    "references", "sah_cost", "gpu_mem_mb"};
+    "references", "sah_cost", "gpu_mem_mb", "trace_diffuse_ms", "diffuse_rays", "diffuse_mrays_per_s"};
 #define FRAME_KEYS (sizeof kFrameKeys / sizeof kFrameKeys[0])
 
 static void check_outputs(const char *json_path, const char *csv_path, int gpu)
@@ -195,6 +201,11 @@ static void check_outputs(const char *json_path, const char *csv_path, int gpu)
     assert_true(atof(json_find(medians, "trace_primary_ms")) > 0);
     assert_true(atof(json_find(medians, "mrays_per_s")) > 0);
     assert_true(atoi(json_find(medians, "primary_rays")) == 64 * 48);
+    /* one diffuse ray per primary hit: the default scene fills part of the view */
+    assert_true(atoi(json_find(medians, "diffuse_rays")) > 0);
+    assert_true(atoi(json_find(medians, "diffuse_rays")) <= 64 * 48);
+    assert_true(atof(json_find(medians, "trace_diffuse_ms")) > 0);
+    assert_true(atof(json_find(medians, "diffuse_mrays_per_s")) > 0);
     if (gpu) assert_true(atoi(json_find(medians, "launches")) > 0);
     else assert_true(!strncmp(json_find(medians, "launches"), "null", 4));
     free(js);
@@ -278,6 +289,210 @@ static void bench_unwritable_json_is_a_clear_error(void **state)
     assert_int_equal(access(json, F_OK), -1);
 }
 
+/* ---- the diffuse pass on the CPU ------------------------------------------------ */
+
+/* Rays agreeing with the brute force: trace_check.h's MATCH_MIN (the CPU
+ * traversal is exact, so all of them do in practice). */
+#define DIFFUSE_MATCH_MIN 0.9999
+
+typedef struct DiffuseRun {
+    RtHit *primary, *hit;
+    RtRay *ray;
+    RtDiffuseCast dc;
+} DiffuseRun;
+
+static RtStatus diffuse_run(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam, int w, int h,
+                            uint32_t seed, DiffuseRun *r, RtError *err)
+{
+    size_t n = (size_t)w * h;
+    memset(r, 0, sizeof *r);
+    r->primary = malloc(n * sizeof *r->primary);
+    r->hit = malloc(n * sizeof *r->hit);
+    r->ray = malloc(n * sizeof *r->ray);
+    assert_true(r->primary && r->hit && r->ray);
+    r->dc.primary = r->primary;
+    r->dc.hit = r->hit;
+    r->dc.ray = r->ray;
+    return rt_pipeline_cast_diffuse(p, pp, cam, w, h, seed, &r->dc, err);
+}
+
+static void diffuse_run_free(DiffuseRun *r)
+{
+    free(r->primary);
+    free(r->hit);
+    free(r->ray);
+}
+
+/* A CPU pipeline over s with one frame at t = 0 traced. */
+static RtPipeline *cpu_pipeline(const RtScene *s, const RtPipelineParams *pp, int w, int h)
+{
+    RtError err = {0};
+    RtPipeline *p = NULL;
+    RtImage img;
+    assert_int_equal(rt_image_alloc(&img, w, h), RT_OK);
+    if (rt_pipeline_create(s, RT_BACKEND_CPU, w, h, &p, &err) != RT_OK) fail_msg("%s", err.msg);
+    RtFrameTarget target = {w, h, NULL, &img};
+    if (rt_pipeline_frame(p, pp, 0.0f, NULL, &target, NULL, &err) != RT_OK) fail_msg("%s", err.msg);
+    rt_image_free(&img);
+    return p;
+}
+
+static int same_hit(const RtHit *a, const RtHit *b)
+{
+    if (a->tri == RT_NO_HIT || b->tri == RT_NO_HIT) return a->tri == b->tri;
+    return a->t == b->t; /* the same triangle, or a tie on a shared edge */
+}
+
+static RtHit brute_hit(const RtTriArrays *tris, RtRay ray)
+{
+    RtHit h;
+    if (!rt_brute_closest_hit(tris, ray, 0.0f, INFINITY, 1, NULL, NULL, &h)) h.tri = RT_NO_HIT;
+    return h;
+}
+
+static void bench_cpu_diffuse_hits_match_brute_force(void **state)
+{
+    (void)state;
+    enum { DW = 80, DH = 60 };
+    const uint32_t seed = 1;
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    RtPipelineParams pp = rt_pipeline_params_default();
+    RtPipeline *p = cpu_pipeline(&s, &pp, DW, DH);
+    RtCamera cam;
+    assert_int_equal(rt_scene_camera_at(&s, 0.0f, &cam, &err), RT_OK);
+    DiffuseRun r;
+    if (diffuse_run(p, &pp, &cam, DW, DH, seed, &r, &err) != RT_OK) fail_msg("%s", err.msg);
+
+    /* the oracle: the scene's triangles at t = 0, brute force */
+    RtSceneFrame fr;
+    memset(&fr, 0, sizeof fr);
+    assert_int_equal(rt_scene_frame_at(&s, 0.0f, &fr, &err), RT_OK);
+    RtTriArrays tris;
+    assert_int_equal(rt_tri_arrays_make(&fr.view, &tris, NULL), RT_OK);
+    const float eps = rt_render_ray_eps(&tris);
+    RtCameraBasis cb = rt_camera_basis(cam, DW, DH);
+    uint64_t rays = 0, agree = 0, prim_hits = 0, diff_hits = 0, same_ray = 0;
+    for (uint32_t i = 0; i < DW * DH; i++) {
+        RtRay pr = {cb.o, rt_camera_dir(&cb, (float)(i % DW) + 0.5f, (float)(i / DW) + 0.5f)};
+        RtHit pb = brute_hit(&tris, pr);
+        rays++;
+        agree += same_hit(&pb, &r.primary[i]);
+        if (r.primary[i].tri == RT_NO_HIT) {
+            assert_int_equal(r.hit[i].tri, RT_NO_HIT); /* no ray, no hit */
+            continue;
+        }
+        prim_hits++;
+        /* the ray is sample.h's for this pixel, seed and hit */
+        const RtFloat4 *v = &tris.verts[3 * (size_t)r.primary[i].tri];
+        RtRay want = rt_sample_diffuse_ray(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), r.primary[i].u,
+                                           r.primary[i].v, pr.d, i, seed, eps);
+        same_ray += !memcmp(&want, &r.ray[i], sizeof want);
+        RtHit db = brute_hit(&tris, r.ray[i]);
+        rays++;
+        agree += same_hit(&db, &r.hit[i]);
+        diff_hits += r.hit[i].tri != RT_NO_HIT;
+    }
+    print_message("  diffuse (cpu): %llu primary hits, %llu diffuse hits, %.5f%% of %llu rays agree with "
+                  "brute force, %.3f ms\n", (unsigned long long)prim_hits, (unsigned long long)diff_hits,
+                  100.0 * agree / rays, (unsigned long long)rays, r.dc.ms);
+    assert_true(prim_hits > 0 && diff_hits > 0);
+    assert_int_equal(r.dc.rays, prim_hits);
+    assert_int_equal(r.dc.hits, diff_hits);
+    assert_int_equal(same_ray, prim_hits);
+    assert_true((double)agree / rays >= DIFFUSE_MATCH_MIN);
+
+    /* the same seed again: the same rays and hits; another: other directions */
+    DiffuseRun again, other;
+    assert_int_equal(diffuse_run(p, &pp, &cam, DW, DH, seed, &again, &err), RT_OK);
+    assert_int_equal(diffuse_run(p, &pp, &cam, DW, DH, seed + 1, &other, &err), RT_OK);
+    uint32_t moved = 0;
+    for (uint32_t i = 0; i < DW * DH; i++) {
+        if (r.primary[i].tri == RT_NO_HIT) continue;
+        assert_memory_equal(&r.ray[i], &again.ray[i], sizeof r.ray[i]);
+        assert_memory_equal(&r.hit[i], &again.hit[i], sizeof r.hit[i]);
+        assert_memory_equal(&r.ray[i].o, &other.ray[i].o, sizeof r.ray[i].o);
+        moved += memcmp(&r.ray[i].d, &other.ray[i].d, sizeof r.ray[i].d) != 0;
+    }
+    assert_int_equal(moved, prim_hits);
+    diffuse_run_free(&again);
+    diffuse_run_free(&other);
+
+    /* one thread, and brute force (no tree): the same hits */
+    RtPipelineParams one = pp, brute = pp;
+    one.threads = 1;
+    brute.brute_force = 1;
+    RtPipeline *pb = cpu_pipeline(&s, &brute, DW, DH);
+    const RtPipelineParams *alt[2] = {&one, &brute};
+    RtPipeline *alt_pipe[2] = {p, pb};
+    for (int k = 0; k < 2; k++) {
+        DiffuseRun x;
+        assert_int_equal(diffuse_run(alt_pipe[k], alt[k], &cam, DW, DH, seed, &x, &err), RT_OK);
+        assert_int_equal(x.dc.rays, r.dc.rays);
+        for (uint32_t i = 0; i < DW * DH; i++) {
+            assert_true(same_hit(&x.primary[i], &r.primary[i]));
+            if (x.primary[i].tri == r.primary[i].tri && x.primary[i].tri != RT_NO_HIT)
+                assert_true(same_hit(&x.hit[i], &r.hit[i]));
+        }
+        diffuse_run_free(&x);
+    }
+    rt_pipeline_destroy(pb);
+    diffuse_run_free(&r);
+    rt_tri_arrays_free(&tris);
+    rt_scene_frame_free(&fr);
+    rt_pipeline_destroy(p);
+    rt_scene_free(&s);
+}
+
+/* 1 pixel: at most one ray; a camera that sees nothing: no diffuse ray at
+ * all, and a time of its own (the empty cast) that is no error; a cast
+ * before any frame or of no pixels is an argument error. */
+static void bench_cpu_diffuse_zero_and_one_ray(void **state)
+{
+    (void)state;
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    RtPipelineParams pp = rt_pipeline_params_default();
+    RtPipeline *fresh = NULL;
+    assert_int_equal(rt_pipeline_create(&s, RT_BACKEND_CPU, 4, 4, &fresh, &err), RT_OK);
+    RtDiffuseCast dc;
+    memset(&dc, 0, sizeof dc);
+    assert_int_equal(rt_pipeline_cast_diffuse(fresh, &pp, NULL, 4, 4, 1, &dc, &err), RT_ERR_ARG);
+    rt_test_assert_contains(err.msg, "before the first frame");
+    rt_pipeline_destroy(fresh);
+
+    RtPipeline *p = cpu_pipeline(&s, &pp, 16, 12);
+    assert_int_equal(rt_pipeline_cast_diffuse(p, &pp, NULL, 0, 12, 1, &dc, &err), RT_ERR_ARG);
+    /* one pixel at the view's centre: the default scene's camera looks at it */
+    DiffuseRun r;
+    assert_int_equal(diffuse_run(p, &pp, NULL, 1, 1, 1, &r, &err), RT_OK);
+    assert_int_equal(r.dc.rays, r.primary[0].tri != RT_NO_HIT);
+    assert_int_equal(r.dc.hits, r.hit[0].tri != RT_NO_HIT);
+    assert_true(r.dc.rays == 1 || r.hit[0].tri == RT_NO_HIT);
+    diffuse_run_free(&r);
+    /* looking away from everything */
+    RtAabb bounds = aabb_empty();
+    for (uint32_t i = 0; i < s.vert_count; i++) bounds = aabb_grow(bounds, s.verts[i].p);
+    float far = 10.0f * (1.0f + v3_len(v3_sub(bounds.hi, bounds.lo)));
+    RtCamera away = {v3_add(bounds.hi, v3(far, far, far)), v3_add(bounds.hi, v3(2 * far, 2 * far, 2 * far)),
+                     v3(0, 1, 0), 40.0f};
+    assert_int_equal(diffuse_run(p, &pp, &away, 16, 12, 1, &r, &err), RT_OK);
+    assert_int_equal(r.dc.rays, 0);
+    assert_int_equal(r.dc.hits, 0);
+    assert_true(r.dc.ms >= 0);
+    for (int i = 0; i < 16 * 12; i++) {
+        assert_int_equal(r.primary[i].tri, RT_NO_HIT);
+        assert_int_equal(r.hit[i].tri, RT_NO_HIT);
+    }
+    diffuse_run_free(&r);
+    rt_pipeline_destroy(p);
+    rt_scene_free(&s);
+}
+
 /* Frame f of n over the scene's time range: the ends for the first and the
  * last frame, t0 for a single frame, --time everywhere when given. */
 static void bench_frames_advance_through_the_animation(void **state)
@@ -317,6 +532,8 @@ int main(void)
         cmocka_unit_test(bench_unwritable_json_is_a_clear_error),
         cmocka_unit_test(bench_cpu_json_has_every_field_and_csv_a_row_per_frame),
         cmocka_unit_test(bench_gpu_json_has_every_field),
+        cmocka_unit_test(bench_cpu_diffuse_hits_match_brute_force),
+        cmocka_unit_test(bench_cpu_diffuse_zero_and_one_ray),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,13 +3,16 @@
  * variant, the GPU's closest hit (triangle id and t) equals the CPU brute
  * force for >= 99.99 % of primary and secondary rays (differences are
  * printed and classified), any-hit shadow queries agree likewise, and full
- * images match the CPU renderer within the stated tolerance. Skips with a
- * message when no GPU is usable.
+ * images match the CPU renderer within the stated tolerance; the
+ * benchmark's diffuse rays (rt_pipeline_cast_diffuse) and their hits are
+ * the CPU pipeline's for the same seed. Skips with a message when no GPU is
+ * usable.
  *
  * RT_GPU_BENCH=1 adds the benchmark of docs/benchmarks.md (Mrays/s per ray
  * type at 1920x1080 on the default scene and Sponza, every variant). */
 #include "trace_check.h"
 #include "scene/load.h"
+#include "app/pipeline.h"
 
 static void need_gpu(void **state)
 {
@@ -80,6 +83,138 @@ static void gpu_trace_rejects_bad_params(void **state)
                      RT_ERR_ARG);
     rt_gpu_free(img);
     fixture_free(&f);
+}
+
+/* ---- the benchmark's diffuse rays ------------------------------------------------ */
+
+/* hits agree as compare_hits counts them: the same triangle with t within
+ * t_tol, a shared-edge tie at the same t, or both misses */
+static int hits_agree(const RtHit *a, const RtHit *b, float eps)
+{
+    if (a->tri == RT_NO_HIT || b->tri == RT_NO_HIT) return a->tri == b->tri;
+    return fabsf(a->t - b->t) <= t_tol(a->t, eps);
+}
+
+static float max_abs_diff(RtVec3 a, RtVec3 b)
+{
+    return fmaxf(fabsf(a.x - b.x), fmaxf(fabsf(a.y - b.y), fabsf(a.z - b.z)));
+}
+
+/* An animated scene's device vertices come from the GPU's animate stage,
+ * equal to the host's to test_gpu_anim.c's tolerances (1e-5 relative
+ * positions, 1e-4 normals; nvcc's FMAs and sinf/cosf), not bit for bit: its
+ * rays are held to those, and its hits to this share (a ray grazing an edge
+ * may change triangles when a corner moves by an ulp). */
+#define DIFFUSE_ANIMATED_MIN 0.99
+#define DIFFUSE_ANIMATED_POS_TOL 1e-4f
+#define DIFFUSE_ANIMATED_DIR_TOL 1e-3f
+
+/* rt_pipeline_cast_diffuse on a CPU and a GPU pipeline over s at t = 0,
+ * the same camera and seed. Each backend casts its own primary rays
+ * through its own tree (the GPU builder's on the GPU) and makes its diffuse
+ * rays with sample.h on the host. On a static scene (the device vertices
+ * are the host's), where both primaries hit the same triangle, the
+ * directions are the same bits and the origins agree to the hit point's
+ * last bits; the diffuse hits must agree there as well. Of all primary and
+ * diffuse rays MATCH_MIN agree (a pixel whose primaries differ counts its
+ * diffuse ray as a difference); an animated scene as said above. */
+static void diffuse_backends_agree(const RtScene *s, const char *name, int animated)
+{
+    enum { DW = 120, DH = 90 };
+    const uint32_t seed = 7;
+    const size_t n = (size_t)DW * DH;
+    RtError err = {0};
+    RtPipelineParams pp = rt_pipeline_params_default();
+    RtCamera cam;
+    assert_int_equal(rt_scene_camera_at(s, 0.0f, &cam, &err), RT_OK);
+    RtImage img;
+    assert_int_equal(rt_image_alloc(&img, DW, DH), RT_OK);
+    RtPipeline *pipe[2] = {NULL, NULL}; /* CPU, GPU */
+    RtDiffuseCast dc[2];
+    for (int g = 0; g < 2; g++) {
+        RtStatus st = rt_pipeline_create(s, g ? RT_BACKEND_GPU : RT_BACKEND_CPU, DW, DH, &pipe[g], &err);
+        RtFrameTarget target = {DW, DH, NULL, &img};
+        if (st == RT_OK) st = rt_pipeline_frame(pipe[g], &pp, 0.0f, &cam, &target, NULL, &err);
+        memset(&dc[g], 0, sizeof dc[g]);
+        dc[g].primary = malloc(n * sizeof(RtHit));
+        dc[g].hit = malloc(n * sizeof(RtHit));
+        dc[g].ray = malloc(n * sizeof(RtRay));
+        assert_true(dc[g].primary && dc[g].hit && dc[g].ray);
+        if (st == RT_OK) st = rt_pipeline_cast_diffuse(pipe[g], &pp, &cam, DW, DH, seed, &dc[g], &err);
+        if (st != RT_OK) fail_msg("%s (%s): %s", name, g ? "GPU" : "CPU", err.msg);
+    }
+    RtTriArrays tris;
+    assert_int_equal(rt_tri_arrays_make(s, &tris, NULL), RT_OK);
+    const float eps = rt_render_ray_eps(&tris);
+    uint64_t rays = 0, agree = 0, both = 0, same_dir = 0, same_origin = 0;
+    int shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        const RtHit *pc = &dc[0].primary[i], *pg = &dc[1].primary[i];
+        rays++;
+        agree += hits_agree(pc, pg, eps);
+        if (pc->tri == RT_NO_HIT && pg->tri == RT_NO_HIT) continue;
+        rays++; /* a diffuse ray on one side at least */
+        if (pc->tri != pg->tri) continue;
+        both++;
+        const RtRay *rc = &dc[0].ray[i], *rg = &dc[1].ray[i];
+        int dir_same = !memcmp(&rc->d, &rg->d, sizeof rc->d), org_same = !memcmp(&rc->o, &rg->o, sizeof rc->o);
+        same_dir += dir_same;
+        same_origin += org_same;
+        float oscale = fmaxf(fabsf(rc->o.x), fmaxf(fabsf(rc->o.y), fabsf(rc->o.z)));
+        float pos_tol = animated ? DIFFUSE_ANIMATED_POS_TOL : T_REL_TOL;
+        int close = (animated ? max_abs_diff(rc->d, rg->d) <= DIFFUSE_ANIMATED_DIR_TOL : dir_same) &&
+                    max_abs_diff(rc->o, rg->o) <= pos_tol * oscale + T_EPS_TOL * eps;
+        int ok = close && hits_agree(&dc[0].hit[i], &dc[1].hit[i], eps);
+        agree += ok;
+        if (!ok && shown++ < 2)
+            print_message("    %s pixel %zu: diffuse o=(%.9g %.9g %.9g) d=(%.9g %.9g %.9g): cpu %d t=%.9g, gpu %d "
+                          "t=%.9g (gpu ray o=(%.9g %.9g %.9g) d=(%.9g %.9g %.9g))\n", name, i, rc->o.x, rc->o.y,
+                          rc->o.z, rc->d.x, rc->d.y, rc->d.z, (int)dc[0].hit[i].tri, dc[0].hit[i].t,
+                          (int)dc[1].hit[i].tri, dc[1].hit[i].t, rg->o.x, rg->o.y, rg->o.z, rg->d.x, rg->d.y,
+                          rg->d.z);
+    }
+    double frac = (double)agree / (double)rays, need = animated ? DIFFUSE_ANIMATED_MIN : MATCH_MIN;
+    print_message("  %s diffuse: cpu %llu rays %llu hits, gpu %llu rays %llu hits (%.3f ms); %llu pixels with "
+                  "the same primary triangle: directions %llu, origins %llu bit-identical; %.5f%% of %llu "
+                  "rays agree (need %.2f%%)\n", name, (unsigned long long)dc[0].rays,
+                  (unsigned long long)dc[0].hits, (unsigned long long)dc[1].rays, (unsigned long long)dc[1].hits,
+                  dc[1].ms, (unsigned long long)both, (unsigned long long)same_dir,
+                  (unsigned long long)same_origin, 100 * frac, (unsigned long long)rays, 100 * need);
+    assert_true(dc[0].rays > 0);
+    assert_true(dc[1].ms > 0);
+    if (!animated) assert_int_equal(same_dir, both);
+    assert_true(frac >= need);
+    for (int g = 0; g < 2; g++) {
+        free(dc[g].primary);
+        free(dc[g].hit);
+        free(dc[g].ray);
+        rt_pipeline_destroy(pipe[g]);
+    }
+    rt_tri_arrays_free(&tris);
+    rt_image_free(&img);
+}
+
+/* Static scenes (a random soup, the closed Cornell box, where nearly every
+ * diffuse ray hits) and the benchmark's default scene (animated). */
+static void gpu_trace_diffuse_rays_and_hits_match_cpu(void **state)
+{
+    need_gpu(state);
+    Fixture f;
+    soup_fixture(&f, 0, 1500, 0xd1f);
+    diffuse_backends_agree(&f.s, "soup", 0);
+    fixture_free(&f);
+    memset(&f, 0, sizeof f);
+    if (cornell_fixture(&f, 0)) {
+        diffuse_backends_agree(&f.s, "cornell", 0);
+        fixture_free(&f);
+    }
+    RtScene s;
+    RtError err = {0};
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    assert_true(rt_anim_is_dynamic(&s.anim));
+    diffuse_backends_agree(&s, "default", 1);
+    rt_scene_free(&s);
 }
 
 /* ---- images ------------------------------------------------------------------ */
@@ -423,6 +558,7 @@ int main(void)
         cmocka_unit_test(gpu_trace_default_scene_hits_match_brute_force),
         cmocka_unit_test(gpu_trace_cornell_hits_match_brute_force),
         cmocka_unit_test(gpu_trace_sponza_hits_match_brute_force),
+        cmocka_unit_test(gpu_trace_diffuse_rays_and_hits_match_cpu),
         cmocka_unit_test(gpu_trace_default_scene_image_matches_cpu),
         cmocka_unit_test(gpu_trace_cornell_image_matches_cpu),
         cmocka_unit_test(gpu_trace_textured_image_matches_cpu),

@@ -3,13 +3,16 @@
  * (tests/ref/<name>.png, regenerated with RT_UPDATE_REFS=1), and each feature
  * (shadows, mirrors, glass, alpha cutouts, textures, Woop vs
  * Moller-Trumbore, threads) and the shared shading math of shade.h (Snell,
- * sRGB, the heatmap ramp) does what docs/renderer.md says. */
+ * sRGB, the heatmap ramp) does what docs/renderer.md says; the random rays
+ * of sample.h (the benchmark's diffuse rays) are unit, on the normal's
+ * side, cosine-distributed and a function of pixel and seed alone. */
 #include "test_util.h"
 #include "scene/load.h"
 
 #include "kd/kd_cpu.h"
 #include "scene/primitives.h"
 #include "render/render_cpu.h"
+#include "render/sample.h"
 #include "scene/scene.h"
 
 /* Reference-image tolerance (docs/renderer.md): it absorbs float
@@ -682,6 +685,131 @@ static void shade_srgb_known_values(void **state)
         assert_int_equal(rt_shade_linear_to_srgb8(rt_shade_srgb8_to_linear((uint8_t)i)), i);
 }
 
+/* ---- sample.h: the diffuse rays' directions ----------------------------------- */
+
+/* Normals a basis can trip on (the poles, -0, the equator, near-poles that
+ * make 1 + n.z tiny in a naive formula) and random ones. */
+static RtVec3 test_normal(int i, RtTestRng *rng)
+{
+    static const float fixed[][3] = {{0, 0, 1}, {0, 0, -1}, {1, 0, -0.0f}, {0, 1, 0}, {-1, 0, 0},
+                                     {0, -1, 0}, {1e-4f, 0, -1}, {0, 1e-7f, -1}, {0.6f, 0, 0.8f}};
+    const int nfixed = (int)(sizeof fixed / sizeof fixed[0]);
+    if (i < nfixed) return v3_norm(v3(fixed[i][0], fixed[i][1], fixed[i][2]));
+    RtVec3 d;
+    do d = v3(2 * rt_test_randf(rng) - 1, 2 * rt_test_randf(rng) - 1, 2 * rt_test_randf(rng) - 1);
+    while (v3_dot(d, d) < 1e-4f || v3_dot(d, d) > 1.0f);
+    return v3_norm(d);
+}
+
+static void sample_dirs_are_unit_and_on_the_normals_side(void **state)
+{
+    (void)state;
+    RtTestRng rng = {0xd1ff};
+    for (int i = 0; i < 500; i++) {
+        RtVec3 n = test_normal(i, &rng), t, b;
+        /* the basis: orthonormal and right-handed for every normal */
+        rt_sample_basis(n, &t, &b);
+        assert_float_equal(v3_len(t), 1.0f, 1e-5f);
+        assert_float_equal(v3_len(b), 1.0f, 1e-5f);
+        assert_float_equal(v3_dot(t, n), 0.0f, 1e-5f);
+        assert_float_equal(v3_dot(b, n), 0.0f, 1e-5f);
+        assert_float_equal(v3_dot(t, b), 0.0f, 1e-5f);
+        assert_float_equal(v3_dot(v3_cross(t, b), n), 1.0f, 1e-5f);
+        for (uint32_t k = 0; k < 200; k++) {
+            float u1, u2;
+            rt_sample_uniform2(k + 1000u * (uint32_t)i, 3, &u1, &u2);
+            assert_true(u1 >= 0.0f && u1 < 1.0f && u2 >= 0.0f && u2 < 1.0f);
+            RtVec3 d = rt_sample_cosine_dir(n, u1, u2);
+            assert_float_equal(v3_len(d), 1.0f, 1e-6f);
+            assert_true(v3_dot(d, n) > 0.0f);
+        }
+        /* the extremes of [0, 1): the normal itself, and the grazing ring */
+        assert_float_equal(v3_dot(rt_sample_cosine_dir(n, 0.0f, 0.0f), n), 1.0f, 1e-6f);
+        float last = 1.0f - RT_SAMPLE_UNIT_24;
+        assert_true(v3_dot(rt_sample_cosine_dir(n, last, 0.25f), n) > 0.0f);
+        assert_true(v3_dot(rt_sample_cosine_dir(n, last, last), n) > 0.0f);
+    }
+}
+
+/* Density cos(theta) / pi: P(cos theta <= c) = c^2, so E[cos theta] = 2/3,
+ * and the azimuth is uniform (the tangential components average 0). With
+ * 2^18 samples the mean's standard error is 0.24 / 512 = 5e-4, the CDF's
+ * under 1e-3: the tolerances are 5-6 of them. */
+static void sample_cosine_mean_is_two_thirds(void **state)
+{
+    (void)state;
+    const uint32_t n = 1u << 18;
+    RtTestRng rng = {0xc05};
+    for (int i = 0; i < 3; i++) {
+        RtVec3 nn = test_normal(i == 2 ? 40 : i, &rng), t, b;
+        rt_sample_basis(nn, &t, &b);
+        double sum = 0, st = 0, sb = 0;
+        uint32_t below[3] = {0, 0, 0};
+        const float cuts[3] = {0.25f, 0.5f, 0.75f};
+        for (uint32_t k = 0; k < n; k++) {
+            float u1, u2;
+            rt_sample_uniform2(k, (uint32_t)i + 1, &u1, &u2);
+            RtVec3 d = rt_sample_cosine_dir(nn, u1, u2);
+            float c = v3_dot(d, nn);
+            sum += c;
+            st += v3_dot(d, t);
+            sb += v3_dot(d, b);
+            for (int j = 0; j < 3; j++) below[j] += c <= cuts[j];
+        }
+        print_message("  normal %d: mean cos theta %.5f (2/3), P(cos <= .25 .5 .75) %.4f %.4f %.4f\n", i,
+                      sum / n, (double)below[0] / n, (double)below[1] / n, (double)below[2] / n);
+        assert_float_equal(sum / n, 2.0 / 3.0, 3e-3);
+        assert_float_equal(st / n, 0.0, 3e-3);
+        assert_float_equal(sb / n, 0.0, 3e-3);
+        for (int j = 0; j < 3; j++) assert_float_equal((double)below[j] / n, cuts[j] * cuts[j], 5e-3);
+    }
+}
+
+/* A pixel's numbers depend on (pixel, seed) alone: the same again for the
+ * same seed, others for another seed, and the diffuse ray likewise. */
+static void sample_same_seed_same_rays_other_seed_others(void **state)
+{
+    (void)state;
+    const uint32_t n = 10000;
+    uint32_t same_other = 0, same_neighbour = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        float a1, a2, b1, b2, c1, c2, d1, d2;
+        rt_sample_uniform2(i, 42, &a1, &a2);
+        rt_sample_uniform2(i, 42, &b1, &b2);
+        rt_sample_uniform2(i, 43, &c1, &c2);
+        rt_sample_uniform2(i + 1, 42, &d1, &d2);
+        assert_memory_equal(&a1, &b1, sizeof a1);
+        assert_memory_equal(&a2, &b2, sizeof a2);
+        same_other += a1 == c1 || a2 == c2;
+        same_neighbour += a1 == d1 || a2 == d2;
+    }
+    /* two 24-bit numbers coincide by chance about 2 n / 2^24 times */
+    assert_true(same_other <= 2);
+    assert_true(same_neighbour <= 2);
+
+    /* the diffuse ray of a hit: on the side the ray came from, off the
+     * surface by the offset, the same for the same seed */
+    RtVec3 a = v3(0, 0, 0), b = v3(2, 0, 0), c = v3(0, 2, 0); /* winding normal +z */
+    const float eps = 1e-3f;
+    for (int side = 0; side < 2; side++) {
+        RtVec3 dir = v3_norm(v3(0.3f, 0.2f, side ? 1.0f : -1.0f)); /* from +z, then from -z */
+        float facing = side ? -1.0f : 1.0f;
+        for (uint32_t px = 0; px < 100; px++) {
+            RtRay r = rt_sample_diffuse_ray(a, b, c, 0.25f, 0.25f, dir, px, 9, eps);
+            RtRay again = rt_sample_diffuse_ray(a, b, c, 0.25f, 0.25f, dir, px, 9, eps);
+            RtRay other = rt_sample_diffuse_ray(a, b, c, 0.25f, 0.25f, dir, px, 10, eps);
+            assert_memory_equal(&r, &again, sizeof r);
+            assert_true(memcmp(&r.d, &other.d, sizeof r.d) != 0);
+            assert_memory_equal(&r.o, &other.o, sizeof r.o);
+            assert_float_equal(r.o.x, 0.5f, 1e-6f);
+            assert_float_equal(r.o.y, 0.5f, 1e-6f);
+            assert_float_equal(r.o.z, facing * eps, 1e-7f);
+            assert_true(facing * r.d.z > 0.0f);
+            assert_float_equal(v3_len(r.d), 1.0f, 1e-6f);
+        }
+    }
+}
+
 /* The heatmap ramp at its stops (docs/renderer.md's table), halfway
  * between two, and saturated past the top; the pixel's alpha is 255. */
 static void shade_heatmap_ramp_stops(void **state)
@@ -963,6 +1091,9 @@ int main(void)
         cmocka_unit_test(render_rejects_bad_arguments),
         cmocka_unit_test(render_heatmap_colours_by_steps),
         cmocka_unit_test(render_default_headlight_lights_scene),
+        cmocka_unit_test(sample_dirs_are_unit_and_on_the_normals_side),
+        cmocka_unit_test(sample_cosine_mean_is_two_thirds),
+        cmocka_unit_test(sample_same_seed_same_rays_other_seed_others),
     };
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
 }

@@ -15,6 +15,9 @@
 #include "core/isect.h"
 #include "gpu/gpu_scene.h"
 #include "render/shade.h"
+/* the benchmark's diffuse rays, cast with rt_trace_gpu_rays (RT_HD, so it
+ * also compiles for the device) */
+#include "render/sample.h"
 
 #ifdef __cplusplus
 extern "C" {

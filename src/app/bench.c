@@ -20,13 +20,16 @@
  * one kernel, so they are timed as three extra passes over the frame's tree
  * with the same camera: primary only (no shadows, no bounces), + shadow
  * rays, full; shadow ms = pass 2 - pass 1, reflection ms = pass 3 - pass 2
- * (secondary rays and their shading). */
+ * (secondary rays and their shading). Diffuse rays are not part of the
+ * frame: one cosine-weighted ray per primary hit (render/sample.h, a fixed
+ * seed), cast alone through the frame's tree (rt_pipeline_cast_diffuse) --
+ * the incoherent rays, where traversal designs differ most. */
 typedef enum BenchCol {
     BC_T = 0,
     BC_ANIMATE, BC_BUILD, BC_BUILD_LARGE, BC_BUILD_SMALL, BC_LAUNCHES, BC_ROUND_TRIPS,
     BC_TRACE, BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL, BC_TRACE_SHADOW, BC_TRACE_REFLECTION,
-    BC_READBACK, BC_FRAME,
-    BC_PRIMARY_RAYS, BC_SHADOW_RAYS, BC_REFLECTION_RAYS, BC_MRAYS,
+    BC_TRACE_DIFFUSE, BC_READBACK, BC_FRAME,
+    BC_PRIMARY_RAYS, BC_SHADOW_RAYS, BC_REFLECTION_RAYS, BC_MRAYS, BC_DIFFUSE_RAYS, BC_DIFFUSE_MRAYS,
     BC_NODES, BC_LEAVES, BC_DEPTH, BC_REFS, BC_SAH, BC_GPU_MEM,
     BC_COUNT
 } BenchCol;
@@ -51,12 +54,15 @@ static const BenchColumn kCols[BC_COUNT] = {
     [BC_PASS_FULL] = {"trace_full_ms", 4, "pass 3: everything"},
     [BC_TRACE_SHADOW] = {"trace_shadow_ms", 4, "shadow rays, derived: pass 2 - pass 1 (>= 0)"},
     [BC_TRACE_REFLECTION] = {"trace_reflection_ms", 4, "reflection/refraction rays, derived: pass 3 - pass 2 (>= 0)"},
+    [BC_TRACE_DIFFUSE] = {"trace_diffuse_ms", 4, "diffuse rays (one cosine-weighted per primary hit, fixed seed) cast alone, closest hit, no shading: kernel events (GPU) / wall (CPU)"},
     [BC_READBACK] = {"readback_ms", 4, "device image -> host (0: the benchmark traces into a device buffer)"},
     [BC_FRAME] = {"frame_ms", 4, "the whole frame: animate + build + trace (wall)"},
     [BC_PRIMARY_RAYS] = {"primary_rays", 0, "primary rays of the frame"},
     [BC_SHADOW_RAYS] = {"shadow_rays", 0, "shadow rays of the frame"},
     [BC_REFLECTION_RAYS] = {"reflection_rays", 0, "reflection + refraction rays of the frame"},
     [BC_MRAYS] = {"mrays_per_s", 3, "all rays of the frame / trace_ms"},
+    [BC_DIFFUSE_RAYS] = {"diffuse_rays", 0, "diffuse rays cast: one per primary hit"},
+    [BC_DIFFUSE_MRAYS] = {"diffuse_mrays_per_s", 3, "diffuse_rays / trace_diffuse_ms"},
     [BC_NODES] = {"nodes", 0, "kd-tree nodes"},
     [BC_LEAVES] = {"leaves", 0, "kd-tree leaves"},
     [BC_DEPTH] = {"depth", 0, "kd-tree depth (rt_kd_tree_stats on the host copy; GPU: validated frame, every frame with --stats)"},
@@ -196,6 +202,10 @@ static void sample_gpu_mem(Bench *b, BenchRow *r)
     b->mem_total_mb = total / 1048576.0;
 }
 
+/* The diffuse rays' seed: fixed, so every frame, run and variant casts the
+ * same rays from the same primary hits. */
+#define BENCH_DIFFUSE_SEED 1u
+
 /* The pass parameters: 0 primary only, 1 + shadows, 2 everything. */
 static RtPipelineParams trace_pass(const RtPipelineParams *pp, int pass)
 {
@@ -271,6 +281,18 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
         if ((st = rt_pipeline_retrace(b->pipe, &pp, rt_app_camera(o), &target, &ms, err)) != RT_OK) return st;
         if (k < 3 || ms < r->v[pass_col[pass]]) r->v[pass_col[pass]] = ms;
     }
+
+    /* diffuse rays: their own cast over the same tree and camera, run
+     * twice like the passes, the faster kept */
+    for (int k = 0; k < 2; k++) {
+        RtDiffuseCast dc;
+        memset(&dc, 0, sizeof dc);
+        if ((st = rt_pipeline_cast_diffuse(b->pipe, &o->pipe, rt_app_camera(o), b->img.w, b->img.h,
+                                           BENCH_DIFFUSE_SEED, &dc, err)) != RT_OK)
+            return st;
+        if (k == 0 || dc.ms < r->v[BC_TRACE_DIFFUSE]) r->v[BC_TRACE_DIFFUSE] = dc.ms;
+        r->v[BC_DIFFUSE_RAYS] = (double)dc.rays;
+    }
     return RT_OK;
 }
 
@@ -283,17 +305,21 @@ static void finish_row(BenchRow *r, float t)
     r->v[BC_TRACE_REFLECTION] = fmax(0.0, r->v[BC_PASS_FULL] - r->v[BC_PASS_SHADOW]);
     double rays = r->v[BC_PRIMARY_RAYS] + r->v[BC_SHADOW_RAYS] + r->v[BC_REFLECTION_RAYS];
     r->v[BC_MRAYS] = r->v[BC_TRACE] > 0 ? rays / (r->v[BC_TRACE] * 1e3) : NAN;
+    r->v[BC_DIFFUSE_MRAYS] =
+        r->v[BC_TRACE_DIFFUSE] > 0 ? r->v[BC_DIFFUSE_RAYS] / (r->v[BC_TRACE_DIFFUSE] * 1e3) : NAN;
 }
 
 /* ---- output ---------------------------------------------------------------- */
 
 /* The stdout table: the columns a reader compares at a glance. */
 static const BenchCol kTableCols[] = {BC_T, BC_ANIMATE, BC_BUILD, BC_LAUNCHES, BC_ROUND_TRIPS, BC_TRACE,
-                                      BC_PASS_PRIMARY, BC_TRACE_SHADOW, BC_TRACE_REFLECTION, BC_MRAYS,
-                                      BC_FRAME, BC_NODES, BC_DEPTH, BC_SAH};
+                                      BC_PASS_PRIMARY, BC_TRACE_SHADOW, BC_TRACE_REFLECTION, BC_TRACE_DIFFUSE,
+                                      BC_MRAYS, BC_DIFFUSE_MRAYS, BC_FRAME, BC_NODES, BC_DEPTH, BC_SAH};
 static const char *const kTableHeads[] = {"t", "animate", "build", "launch", "trips", "trace", "primary",
-                                          "shadow", "reflect", "Mrays/s", "frame", "nodes", "depth", "SAH"};
+                                          "shadow", "reflect", "diffuse", "Mrays/s", "diff Mr/s", "frame",
+                                          "nodes", "depth", "SAH"};
 #define TABLE_COLS (sizeof kTableCols / sizeof kTableCols[0])
+_Static_assert(sizeof kTableHeads / sizeof kTableHeads[0] == TABLE_COLS, "one head per table column");
 
 static void print_table_row(const char *label, const BenchRow *r)
 {
@@ -514,7 +540,8 @@ RtStatus rt_bench_run(const RtOptions *o, RtError *err)
     for (int c = 0; c < BC_COUNT; c++) median.v[c] = column_median(b.rows, b.frames, (BenchCol)c);
     print_table_row("median", &median);
     printf("bench: times in ms; shadow = pass(primary+shadow) - pass(primary), reflect = pass(full) - "
-           "pass(primary+shadow)\n");
+           "pass(primary+shadow); diffuse = one cosine-weighted ray per primary hit, cast alone (not in the "
+           "frame; diff Mr/s = diffuse rays / diffuse ms)\n");
     if (b.gpu)
         printf("bench: peak GPU memory in use %.1f MiB of %.1f MiB (sampled after each frame)\n", b.peak_mem_mb,
                b.mem_total_mb);

@@ -12,6 +12,21 @@
 #include "anim/anim_gpu.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_scene.h"
+#include "render/sample.h"
+
+/* The diffuse pass's buffers (rt_pipeline_cast_diffuse), grown to the
+ * largest w*h asked for and kept between frames. */
+typedef struct DiffuseBufs {
+    size_t cap;          /* entries of each array */
+    RtRay *cam;          /* camera rays, pixel order */
+    RtHit *primary;      /* their closest hits */
+    RtRay *rays;         /* diffuse rays, one per primary hit, in pixel order */
+    uint32_t *pixel;     /* rays[k]'s pixel */
+    RtHit *hits;         /* rays[k]'s closest hit */
+    RtGpuRay *staging;   /* GPU: rays as rt_trace_gpu_rays reads them */
+    RtGpuRay *d_rays;    /* GPU: device copies */
+    RtHit *d_hits;
+} DiffuseBufs;
 
 struct RtPipeline {
     RtBackend backend;
@@ -32,6 +47,11 @@ struct RtPipeline {
     uint8_t *d_rgba;      /* w*h*4, grown on demand: the frame when the caller gives no device buffer */
     size_t rgba_bytes;
     int animated;         /* the device holds a frame's triangles */
+    uint64_t tris_written; /* times the animate stage rewrote the device triangles */
+    /* the diffuse pass */
+    DiffuseBufs diffuse;
+    RtTriArrays host_tris;  /* GPU: the device triangles' vertices, copied for making diffuse rays */
+    uint64_t host_tris_of;  /* GPU: tris_written when host_tris was copied */
 };
 
 RtPipelineParams rt_pipeline_params_default(void)
@@ -122,9 +142,24 @@ RtStatus rt_pipeline_create(const RtScene *scene, RtBackend backend, int width, 
     return RT_OK;
 }
 
+static void diffuse_free(DiffuseBufs *b)
+{
+    free(b->cam);
+    free(b->primary);
+    free(b->rays);
+    free(b->pixel);
+    free(b->hits);
+    free(b->staging);
+    rt_gpu_free(b->d_rays);
+    rt_gpu_free(b->d_hits);
+    memset(b, 0, sizeof *b);
+}
+
 void rt_pipeline_destroy(RtPipeline *p)
 {
     if (!p) return;
+    diffuse_free(&p->diffuse);
+    rt_tri_arrays_free(&p->host_tris);
     rt_gpu_free(p->d_rgba);
     rt_gpu_anim_destroy(p->anim);
     rt_kd_gpu_destroy(p->kd);
@@ -231,7 +266,10 @@ static RtStatus gpu_animate(RtPipeline *p, float t, RtFrameStats *st, RtError *e
         if (s == RT_OK) s = rt_gpu_scene_update_tris(p->gscene, p->tris.verts, p->tris.count, 0, err);
         st->animate_ms = rt_now_ms() - t0;
     }
-    if (s == RT_OK) p->animated = 1;
+    if (s == RT_OK) {
+        p->animated = 1;
+        p->tris_written++;
+    }
     return s;
 }
 
@@ -359,6 +397,157 @@ RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const Rt
     s = rt_trace_gpu(p->gscene, &p->d_tree, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
     *trace_ms = ts.ms;
     return s;
+}
+
+/* ---- the diffuse pass ----------------------------------------------------------- */
+
+/* The buffers for n rays: host always, device on the GPU. */
+static RtStatus diffuse_reserve(RtPipeline *p, size_t n, RtError *err)
+{
+    DiffuseBufs *b = &p->diffuse;
+    if (n <= b->cap) return RT_OK;
+    diffuse_free(b);
+    b->cam = malloc(n * sizeof *b->cam);
+    b->primary = malloc(n * sizeof *b->primary);
+    b->rays = malloc(n * sizeof *b->rays);
+    b->pixel = malloc(n * sizeof *b->pixel);
+    b->hits = malloc(n * sizeof *b->hits);
+    int gpu = p->backend == RT_BACKEND_GPU;
+    if (gpu) b->staging = malloc(n * sizeof *b->staging);
+    if (!b->cam || !b->primary || !b->rays || !b->pixel || !b->hits || (gpu && !b->staging)) {
+        diffuse_free(b);
+        return rt_fail(err, RT_ERR_OOM, "APP: out of host memory for %zu diffuse rays", n);
+    }
+    RtStatus s = RT_OK;
+    if (gpu) {
+        s = rt_gpu_malloc((void **)&b->d_rays, n * sizeof *b->d_rays, err);
+        if (s == RT_OK) s = rt_gpu_malloc((void **)&b->d_hits, n * sizeof *b->d_hits, err);
+    }
+    if (s != RT_OK) {
+        diffuse_free(b);
+        return s;
+    }
+    b->cap = n;
+    return RT_OK;
+}
+
+/* GPU: closest hits of rays[0..n) through the last frame's device tree;
+ * *ms = the kernel's time. Always asked for: the launch log sums a kernel
+ * name's pending times until a timed call resets it, so an untimed cast
+ * would be added to the next timed one's. */
+static RtStatus gpu_cast(RtPipeline *p, const RtTraceParams *tp, const RtRay *rays, uint32_t n, int width,
+                         RtHit *hits, double *ms, RtError *err)
+{
+    DiffuseBufs *b = &p->diffuse;
+    *ms = 0;
+    if (n == 0) return RT_OK;
+    for (uint32_t i = 0; i < n; i++) {
+        RtGpuRay g = {rays[i].o, 0.0f, rays[i].d, INFINITY};
+        b->staging[i] = g;
+    }
+    RtStatus s = rt_gpu_memcpy(b->d_rays, b->staging, n * sizeof *b->staging, RT_COPY_TO_DEVICE, err);
+    if (s == RT_OK) s = rt_trace_gpu_rays(p->gscene, &p->d_tree, tp, b->d_rays, b->d_hits, NULL, n, width, 0, ms, err);
+    if (s == RT_OK) s = rt_gpu_memcpy(hits, b->d_hits, n * sizeof *hits, RT_COPY_TO_HOST, err);
+    return s;
+}
+
+/* GPU: the device triangles on the host, copied again only after the
+ * animate stage rewrote them (a static scene's: once). */
+static RtStatus gpu_host_tris(RtPipeline *p, RtError *err)
+{
+    if (p->host_tris.verts && p->host_tris_of == p->tris_written) return RT_OK;
+    RtTriArrays d = rt_gpu_scene_tris(p->gscene);
+    size_t bytes = 3 * (size_t)d.count * sizeof(RtFloat4);
+    if (!p->host_tris.verts || p->host_tris.count != d.count) {
+        rt_tri_arrays_free(&p->host_tris);
+        p->host_tris.verts = malloc(bytes ? bytes : 1);
+        if (!p->host_tris.verts) return rt_fail(err, RT_ERR_OOM, "APP: out of memory for %u triangles", d.count);
+    }
+    p->host_tris.count = d.count;
+    RtStatus s = rt_gpu_memcpy(p->host_tris.verts, d.verts, bytes, RT_COPY_TO_HOST, err);
+    if (s == RT_OK) p->host_tris_of = p->tris_written;
+    return s;
+}
+
+RtStatus rt_pipeline_cast_diffuse(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam, int w, int h,
+                                  uint32_t seed, RtDiffuseCast *out, RtError *err)
+{
+    RtDiffuseCast local;
+    if (!out) out = &local;
+    out->ms = 0;
+    out->rays = out->hits = 0;
+    if (!p->has_frame) return rt_fail(err, RT_ERR_ARG, "APP: diffuse cast before the first frame");
+    if (w <= 0 || h <= 0) return rt_fail(err, RT_ERR_ARG, "APP: diffuse cast of %dx%d pixels", w, h);
+    const int gpu = p->backend == RT_BACKEND_GPU;
+    const size_t n = (size_t)w * h;
+    if (n > UINT32_MAX) return rt_fail(err, RT_ERR_ARG, "APP: diffuse cast of %dx%d pixels: too many", w, h);
+    RtCamera scene_cam;
+    RtStatus s = RT_OK;
+    if (!cam) {
+        if (gpu) s = rt_scene_camera_at(p->scene, p->last.t, &scene_cam, err);
+        else scene_cam = p->frame.view.camera;
+        cam = &scene_cam;
+    }
+    if (s == RT_OK) s = diffuse_reserve(p, n, err);
+    if (s == RT_OK && gpu) s = gpu_host_tris(p, err);
+    if (s != RT_OK) return s;
+    DiffuseBufs *b = &p->diffuse;
+    const RtTriArrays *tris = gpu ? &p->host_tris : &p->tris;
+    const RtKdTree *tree = p->last.has_tree ? &p->tree : NULL;
+    /* geometry only: without textures the GPU skips no map_d cut-out, as
+     * rt_render_cast_cpu */
+    RtTraceParams tp = pp->trace;
+    tp.shade.textures = 0;
+    const int woop = tp.isect == RT_ISECT_WOOP;
+
+    /* (1) the primary rays */
+    RtCameraBasis cb = rt_camera_basis(*cam, w, h);
+    for (int y = 0; y < h; y++)
+        for (int x = 0; x < w; x++) {
+            RtRay r = {cb.o, rt_camera_dir(&cb, (float)x + 0.5f, (float)y + 0.5f)};
+            b->cam[(size_t)y * w + x] = r;
+        }
+    double primary_ms = 0;
+    s = gpu ? gpu_cast(p, &tp, b->cam, (uint32_t)n, w, b->primary, &primary_ms, err)
+            : rt_render_cast_cpu(tris, tree, b->cam, (uint32_t)n, woop, pp->threads, b->primary, err);
+    if (s != RT_OK) return s;
+
+    /* (2) one diffuse ray per primary hit, in pixel order */
+    const float eps = gpu ? rt_gpu_scene_epsilon(p->gscene) : rt_render_ray_eps(tris);
+    uint32_t m = 0;
+    for (uint32_t i = 0; i < (uint32_t)n; i++) {
+        const RtHit *ph = &b->primary[i];
+        if (ph->tri >= tris->count) continue; /* a miss (RT_NO_HIT) */
+        const RtFloat4 *v = &tris->verts[3 * (size_t)ph->tri];
+        b->rays[m] = rt_sample_diffuse_ray(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), ph->u, ph->v, b->cam[i].d, i,
+                                           seed, eps);
+        b->pixel[m++] = i;
+    }
+
+    /* (3) the diffuse cast, timed */
+    if (gpu) {
+        s = gpu_cast(p, &tp, b->rays, m, w, b->hits, &out->ms, err);
+    } else {
+        double t0 = rt_now_ms();
+        s = rt_render_cast_cpu(tris, tree, b->rays, m, woop, pp->threads, b->hits, err);
+        out->ms = rt_now_ms() - t0;
+    }
+    if (s != RT_OK) return s;
+    out->rays = m;
+    for (uint32_t k = 0; k < m; k++) out->hits += b->hits[k].tri != RT_NO_HIT;
+
+    /* the caller's copies, in pixel order */
+    if (out->primary) memcpy(out->primary, b->primary, n * sizeof *out->primary);
+    if (out->hit) {
+        const RtHit none = {INFINITY, 0.0f, 0.0f, RT_NO_HIT};
+        for (size_t i = 0; i < n; i++) out->hit[i] = none;
+        for (uint32_t k = 0; k < m; k++) out->hit[b->pixel[k]] = b->hits[k];
+    }
+    if (out->ray) {
+        memset(out->ray, 0, n * sizeof *out->ray);
+        for (uint32_t k = 0; k < m; k++) out->ray[b->pixel[k]] = b->rays[k];
+    }
+    return RT_OK;
 }
 
 /* The last frame's host tree: the CPU's own, or a download of the GPU's. */

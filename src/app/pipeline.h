@@ -102,6 +102,32 @@ RtStatus rt_pipeline_frame(RtPipeline *p, const RtPipelineParams *pp, float t, c
 RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
                              const RtFrameTarget *target, double *trace_ms, RtError *err);
 
+/* What rt_pipeline_cast_diffuse did. The arrays are optional and the
+ * caller's (w*h entries each, pixel order y * w + x; NULL = not wanted). */
+typedef struct RtDiffuseCast {
+    double ms;        /* the diffuse cast alone: GPU kernel time (rt_trace_gpu_rays' events) /
+                         CPU wall of rt_render_cast_cpu */
+    uint64_t rays;    /* diffuse rays cast: one per primary hit */
+    uint64_t hits;    /* of those, rays that hit something */
+    RtHit *primary;   /* the pixel's primary hit (tri RT_NO_HIT: a miss, and no diffuse ray) */
+    RtRay *ray;       /* the pixel's diffuse ray (where its primary ray hit) */
+    RtHit *hit;       /* the diffuse ray's closest hit (tri RT_NO_HIT: a miss, or no ray) */
+} RtDiffuseCast;
+
+/* The benchmark's incoherent rays, through the last frame's tree: (1) the
+ * camera's w x h primary rays (camera.h; NULL: the scene's camera at the
+ * last frame's t), closest hit; (2) one diffuse ray per primary hit
+ * (render/sample.h: cosine-weighted about the geometric normal facing the
+ * ray, from pixel index and seed); (3) those cast closest hit, the only
+ * step timed. Both casts are pure geometry (no map_d cut-outs) with pp's
+ * traversal and intersection test, so the two backends cast the same rays:
+ * the GPU makes its diffuse rays on the host, from its downloaded primary
+ * hits and triangles, with the CPU's very code, and uploads them (the
+ * transfers are not timed). Buffers are grown to the largest w*h asked for
+ * and kept. On the CPU, brute force when the frame has no tree. */
+RtStatus rt_pipeline_cast_diffuse(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
+                                  int w, int h, uint32_t seed, RtDiffuseCast *out, RtError *err);
+
 /* Depth, empty leaves and SAH cost of the last frame's tree (with the
  * builder's C_trav and C_i) into st->tree; the GPU backend downloads the
  * tree for it. */

@@ -20,6 +20,9 @@
 /* Tile edge in pixels: small enough that 2..64 threads balance on a 160x120
  * image, large enough that the counter is touched rarely. */
 #define RT_TILE 16
+/* Rays a worker of rt_render_cast_cpu takes at a time: as many as a tile
+ * has pixels, for the same reasons. */
+#define RT_CAST_CHUNK (RT_TILE * RT_TILE)
 
 RtRenderParams rt_render_params_default(void)
 {
@@ -224,10 +227,7 @@ static void *render_worker(void *arg)
     return NULL;
 }
 
-/* Ray offset scale (rt_shade_ray_eps) from the triangle arrays' finite
- * vertices, not the tree, so tree and brute-force renders use the very
- * same epsilon. */
-static float scene_epsilon(const RtTriArrays *tris)
+float rt_render_ray_eps(const RtTriArrays *tris)
 {
     RtAabb b = aabb_empty();
     for (size_t i = 0; i < (size_t)tris->count * 3; i++) {
@@ -277,7 +277,7 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
     job->img = img;
     job->ids = ids;
     job->default_mat = rt_material_default();
-    job->eps = scene_epsilon(tris);
+    job->eps = rt_render_ray_eps(tris);
     for (int i = 0; i < 256; i++) job->srgb_lut[i] = rt_shade_srgb8_to_linear((uint8_t)i);
     job->mask_uses_alpha = mask_channels(scene);
     job->tiles_x = (img->w + RT_TILE - 1) / RT_TILE;
@@ -312,5 +312,72 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
     free(job);
     total.ms = rt_now_ms() - t0;
     if (stats) *stats = total;
+    return RT_OK;
+}
+
+/* ---- ray casting without shading (the benchmark's diffuse pass) ---------- */
+
+typedef struct RtCastJob {
+    const RtTriArrays *tris;
+    const RtKdTree *tree; /* NULL: brute force */
+    const RtRay *rays;
+    RtHit *hits;
+    uint32_t n;
+    int use_woop;
+    atomic_uint next;     /* the next chunk's first ray */
+} RtCastJob;
+
+typedef struct RtCastWorker {
+    RtCastJob *job;
+    pthread_t thread;
+    int started;
+} RtCastWorker;
+
+static void *cast_worker(void *arg)
+{
+    RtCastJob *job = ((RtCastWorker *)arg)->job;
+    for (;;) {
+        uint32_t first = atomic_fetch_add(&job->next, RT_CAST_CHUNK);
+        if (first >= job->n) break;
+        uint32_t end = job->n - first < RT_CAST_CHUNK ? job->n : first + RT_CAST_CHUNK;
+        for (uint32_t i = first; i < end; i++) {
+            RtHit h;
+            int hit = job->tree ? rt_kd_closest_hit(job->tree, job->tris, job->rays[i], 0.0f, INFINITY,
+                                                    job->use_woop, &h, NULL)
+                                : rt_brute_closest_hit(job->tris, job->rays[i], 0.0f, INFINITY,
+                                                       job->use_woop, NULL, NULL, &h);
+            if (!hit) h.tri = RT_NO_HIT;
+            job->hits[i] = h;
+        }
+    }
+    return NULL;
+}
+
+RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtKdTree *tree, const RtRay *rays,
+                            uint32_t n, int use_woop, int threads, RtHit *hits, RtError *err)
+{
+    if (n == 0) return RT_OK;
+    if (!tris || !rays || !hits) return rt_fail(err, RT_ERR_ARG, "RENDER: cast without triangles, rays or hits");
+    RtCastJob job;
+    job.tris = tris;
+    job.tree = tree;
+    job.rays = rays;
+    job.hits = hits;
+    job.n = n;
+    job.use_woop = use_woop;
+    atomic_init(&job.next, 0);
+    int nthreads = threads > 0 ? threads : rt_thread_count();
+    uint32_t chunks = (n + RT_CAST_CHUNK - 1) / RT_CAST_CHUNK;
+    if ((uint32_t)nthreads > chunks) nthreads = (int)chunks;
+    RtCastWorker *workers = calloc((size_t)nthreads, sizeof *workers);
+    if (!workers) return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
+    /* worker 0 is the calling thread, as in rt_render_cpu */
+    for (int i = 0; i < nthreads; i++) workers[i].job = &job;
+    for (int i = 1; i < nthreads; i++)
+        workers[i].started = pthread_create(&workers[i].thread, NULL, cast_worker, &workers[i]) == 0;
+    cast_worker(&workers[0]);
+    for (int i = 1; i < nthreads; i++)
+        if (workers[i].started) pthread_join(workers[i].thread, NULL);
+    free(workers);
     return RT_OK;
 }

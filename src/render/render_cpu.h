@@ -33,4 +33,16 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
                        const RtCamera *cam, const RtRenderParams *p, RtImage *img,
                        uint32_t *ids, RtRenderStats *stats, RtError *err);
 
+/* Casts n rays closest-hit over [0, inf), geometry only (no map_d cut-outs):
+ * the kd traversal of tree (kd_cpu.h), or brute force when tree is NULL, on
+ * `threads` threads (0 = rt_thread_count()) pulling chunks of rays as
+ * rt_render_cpu pulls tiles. hits[i].tri = RT_NO_HIT for a miss; the hits
+ * do not depend on the thread count. The benchmark's diffuse pass. */
+RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtKdTree *tree, const RtRay *rays,
+                            uint32_t n, int use_woop, int threads, RtHit *hits, RtError *err);
+
+/* The secondary rays' offset of the renderer: rt_shade_ray_eps of tris'
+ * finite vertices (the tree plays no part, so tree and brute force agree). */
+float rt_render_ray_eps(const RtTriArrays *tris);
+
 #endif

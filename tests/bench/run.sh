@@ -149,16 +149,19 @@ echo "(the animation run: $ANIM_FRAMES), medians per column in ms. Every run val
 echo "frame's tree before it times anything. Trace per ray type: three extra passes over"
 echo "the frame's tree (primary only; + shadow rays; everything), each run twice, the faster"
 echo "kept; shadow = pass 2 - pass 1, reflection = pass 3 - pass 2 (secondary rays and their"
-echo "shading), 0 when below the timer's noise. Depth and SAH cost: the validated first frame's"
+echo "shading), 0 when below the timer's noise. Diffuse: one cosine-weighted ray per primary hit"
+echo "(fixed seed), cast alone through the same tree, closest hit, no shading (run twice, the faster"
+echo "kept); not part of the frame. Mrays/s: the frame's rays over its trace; diffuse Mrays/s: the"
+echo "diffuse rays over their cast. Depth and SAH cost: the validated first frame's"
 echo "tree. Raw JSON/CSV: \`$OUT/\`;"
 echo "regenerate with \`make bench\` (knobs at the top of \`tests/bench/run.sh\`)."
 echo
 echo "### Scenes (default build and trace parameters)"
 echo
-echo "| scene | triangles | animate | build | primary | shadow | reflection | frame | Mrays/s | nodes | depth | SAH | peak GPU MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| scene | triangles | animate | build | primary | shadow | reflection | diffuse | frame | Mrays/s | diffuse Mrays/s | nodes | depth | SAH | peak GPU MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for s in $SCENES; do n=scene_$(sname "$s")
-    echo "| $(sname "$s") | $(js $n triangles) | $(fmt $(med $n animate_ms)) | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n frame_ms)) | $(fmt $(med $n mrays_per_s)) | $(med $n nodes) | $(jt $n depth) | $(fmt $(jt $n sah_cost)) | $(js $n peak_gpu_mem_mb | sed s/null/-/) |"
+    echo "| $(sname "$s") | $(js $n triangles) | $(fmt $(med $n animate_ms)) | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $(fmt $(med $n frame_ms)) | $(fmt $(med $n mrays_per_s)) | $(fmt $(med $n diffuse_mrays_per_s)) | $(med $n nodes) | $(jt $n depth) | $(fmt $(jt $n sah_cost)) | $(js $n peak_gpu_mem_mb | sed s/null/-/) |"
 done
 echo
 echo "### Build time vs triangle count ($(sname "$MAIN") + N runners)"
@@ -191,10 +194,10 @@ done
 echo
 echo "### Trace variants ($(sname "$MAIN"), default build)"
 echo
-echo "| variant | --trace | trace | primary | shadow | reflection | Mrays/s |"
-echo "|---|---|---|---|---|---|---|"
+echo "| variant | --trace | trace | primary | shadow | reflection | diffuse | Mrays/s | diffuse Mrays/s |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for v in $TRACES; do n=trace_${v%%:*}
-    echo "| ${v%%:*} | \`${v#*:}\` | $(fmt $(med $n trace_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n mrays_per_s)) |"
+    echo "| ${v%%:*} | \`${v#*:}\` | $(fmt $(med $n trace_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $(fmt $(med $n mrays_per_s)) | $(fmt $(med $n diffuse_mrays_per_s)) |"
 done
 else
 echo
