@@ -8,12 +8,6 @@
 #include <string.h>
 #include <strings.h>
 
-RtLoadLimits rt_load_limits_default(void)
-{
-    RtLoadLimits l = {32u << 20, 64u << 20};
-    return l;
-}
-
 RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err) { return rt_scene_load_limited(path, NULL, s, err); }
 
 /* Loaders append, so start from an empty scene. */
