@@ -20,7 +20,7 @@ comma     := ,
 
 # Debian packages the project needs (make deps installs the missing ones).
 DEB_BUILD := build-essential pkg-config libglfw3-dev libglew-dev libstb-dev libcmocka-dev
-DEB_TEST  := clang libclang-rt-dev xvfb xdotool libgl1-mesa-dri
+DEB_TEST  := clang libclang-rt-dev xvfb xdotool libgl1-mesa-dri assimp-testmodels
 
 OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g,-O2 -g)
 SANFLAGS := $(if $(filter 1,$(SAN)),-fsanitize=address$(comma)undefined -fno-omit-frame-pointer,)

@@ -65,6 +65,7 @@ static void cli_bad_values_name_the_option(void **state)
     struct { const char *args[3]; const char *needle; } cases[] = {
         {{"--frames", "zero"}, "--frames"},
         {{"--frames", "0"}, "--frames"},
+        {{"--runners", "100000"}, "--runners expects an integer in 0..1000, got '100000'"},
         {{"--size", "12"}, "--size"},
         {{"--size", "0x10"}, "--size"},
         {{"--camera", "1,2,3"}, "--camera"},

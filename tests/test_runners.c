@@ -11,6 +11,9 @@
 #include "scene/runners.h"
 #include "scene/scene.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+
 /* A 20 x 20 floor at y = -1 with a camera: a scene to add runners to. */
 static void floor_scene(RtScene *s)
 {
@@ -449,6 +452,84 @@ static void wave_sizes_and_errors(void **state)
     }
 }
 
+/* Past 2^31 triangles: refused before anything is allocated. */
+static void generators_refuse_past_2_31_triangles(void **state)
+{
+    (void)state;
+    RtScene s;
+    floor_scene(&s);
+    uint32_t tris = s.tri_count;
+    RtError err = {0};
+    assert_int_equal(rt_scene_add_runners(&s, 30000, &err), RT_ERR_OOM);
+    rt_test_assert_contains(err.msg, "30000 runners (2346720000 triangles)");
+    rt_test_assert_contains(err.msg, "pass the limit of 2^31");
+    assert_int_equal(s.tri_count, tris);
+    rt_scene_free(&s);
+}
+
+/* Under `ulimit -v` (256 MB above what the process holds): 1000 runners,
+ * a million field objects and the largest wave grid are refused with the
+ * numbers and leave the scene as it was; one runner still fits. In a
+ * child, so the limit ends with it. ASan reserves terabytes of shadow
+ * address space, which makes RLIMIT_AS meaningless there: skipped. */
+#if defined(__SANITIZE_ADDRESS__)
+#define RT_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define RT_TEST_ASAN 1
+#endif
+#endif
+static void generators_refuse_what_host_memory_cannot_hold(void **state)
+{
+    (void)state;
+#ifdef RT_TEST_ASAN
+    print_message("skip: RLIMIT_AS under AddressSanitizer\n");
+    skip();
+#else
+    fflush(stdout);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        RtScene s;
+        floor_scene(&s);
+        uint32_t tris = s.tri_count;
+        const char *why;
+        uint64_t before = rt_host_memory_available(&why);
+        FILE *f = fopen("/proc/self/status", "r");
+        char line[256];
+        unsigned long long vm_kb = 0;
+        while (f && fgets(line, sizeof line, f))
+            if (!strncmp(line, "VmSize:", 7)) vm_kb = strtoull(line + 7, NULL, 10);
+        if (f) fclose(f);
+        struct rlimit lim = {(rlim_t)(vm_kb * 1024 + (256u << 20)), RLIM_INFINITY};
+        if (vm_kb == 0 || setrlimit(RLIMIT_AS, &lim) != 0) _exit(10);
+        uint64_t avail = rt_host_memory_available(&why);
+        if (strcmp(why, "ulimit -v") || avail > (256u << 20) || avail > before) _exit(11);
+        RtError err = {0};
+        if (rt_scene_add_runners(&s, 1000, &err) != RT_ERR_OOM) _exit(12);
+        printf("%s\n", err.msg);
+        if (!strstr(err.msg, "1000 runners (78224000 triangles)") || !strstr(err.msg, "(ulimit -v): at most 1") ||
+            !strstr(err.msg, "GB of host memory"))
+            _exit(13);
+        if (rt_scene_make_field(&s, RT_FIELD_MAX, &err) != RT_ERR_OOM || !strstr(err.msg, "field objects")) _exit(14);
+        printf("%s\n", err.msg);
+        if (rt_scene_make_wave(&s, RT_WAVE_MAX_TRIS, &err) != RT_ERR_OOM || !strstr(err.msg, "wave grid triangles"))
+            _exit(15);
+        printf("%s\n", err.msg);
+        if (s.tri_count != tris) _exit(16);
+        if (rt_scene_add_runners(&s, 1, &err) != RT_OK) _exit(17);
+        rt_scene_free(&s);
+        fflush(stdout);
+        _exit(0);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        fail_msg("child: %s %d (see the source for the step)", WIFEXITED(status) ? "exit" : "signal",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+#endif
+}
+
 static void wave_of_a_million_triangles(void **state)
 {
     (void)state;
@@ -478,6 +559,8 @@ int main(void)
         cmocka_unit_test(field_counts_motion_and_view),
         cmocka_unit_test(field_is_deterministic),
         cmocka_unit_test(wave_sizes_and_errors),
+        cmocka_unit_test(generators_refuse_past_2_31_triangles),
+        cmocka_unit_test(generators_refuse_what_host_memory_cannot_hold),
         cmocka_unit_test(wave_of_a_million_triangles),
     };
     return cmocka_run_group_tests_name("runners", tests, NULL, NULL);

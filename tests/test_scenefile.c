@@ -1203,6 +1203,45 @@ static void scenefile_time_and_procedural_statements(void **state)
     rt_scene_free(&s);
 }
 
+/* RtLoadLimits: the procedural statements of one load share a triangle
+ * budget (includes counted), refused with file:line and the numbers, the
+ * scene left empty; the default budget is 32M triangles. */
+static void scenefile_procedural_statements_share_a_budget(void **state)
+{
+    RtLoadLimits d = rt_load_limits_default();
+    assert_int_equal(d.procedural_tris, 32u << 20);
+    assert_int_equal(d.morph_poses, 64u << 20);
+    RtLoadLimits lim = {.procedural_tris = 100000, .morph_poses = 1u << 20};
+    char path[1024], inc[1024];
+    RtScene s;
+    RtError err;
+    struct {
+        const char *text, *needle;
+        int line;
+    } refused[] = {
+        {"runners 1\nrunners 1\n", "'runners 1' adds 78224 triangles to the 78224 the procedural statements of "
+                                    "this load made: over the limit of 100000", 2},
+        {"field 10\nwavegrid 99000\n", "'wavegrid 99000' adds 98568 triangles to the 2702", 2},
+        {"wavegrid 100001\n", "adds 100352 triangles to the 0", 1},
+        {"include inc.scene\nrunners 1\n", "'runners 1' adds 78224 triangles to the 99458", 2},
+    };
+    put(state, "inc.scene", "wavegrid 99458\n", inc);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        put(state, "t.scene", refused[i].text, path);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(rt_scene_load_limited(path, &lim, &s, &err), RT_ERR_OOM);
+        assert_message(&err, path, refused[i].line, refused[i].needle);
+        assert_int_equal(s.tri_count, 0);
+        assert_null(s.verts);
+    }
+    /* within the budget: one runner and a small field */
+    put(state, "t.scene", "runners 1\nfield 20\n", path);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(rt_scene_load_limited(path, &lim, &s, &err), RT_OK);
+    assert_int_equal(s.tri_count, rt_runner_tri_count() + rt_field_tri_count(20));
+    rt_scene_free(&s);
+}
+
 static void scenefile_animate_errors_name_the_line(void **state)
 {
     char buf[1024];
@@ -1372,6 +1411,7 @@ int main(void)
                                         dir_teardown),
         cmocka_unit_test_setup_teardown(scenefile_animate_morph_and_wave, dir_setup, dir_teardown),
         cmocka_unit_test_setup_teardown(scenefile_time_and_procedural_statements, dir_setup, dir_teardown),
+        cmocka_unit_test_setup_teardown(scenefile_procedural_statements_share_a_budget, dir_setup, dir_teardown),
         cmocka_unit_test_setup_teardown(scenefile_animate_errors_name_the_line, dir_setup, dir_teardown),
         cmocka_unit_test(scenefile_shipped_dynamic_scenes_load),
         cmocka_unit_test(default_scene_moves_but_is_the_static_scene_at_t0),

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -188,4 +189,36 @@ int rt_thread_count(void)
     if (env && atoi(env) > 0) return atoi(env);
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     return n > 0 ? (int)(n > 256 ? 256 : n) : 1;
+}
+
+/* The value in kB of the line "key: N kB" of a /proc file, in bytes; 0 if absent. */
+static uint64_t proc_kb(const char *file, const char *key)
+{
+    FILE *f = fopen(file, "r");
+    if (!f) return 0;
+    char line[256];
+    size_t n = strlen(key);
+    uint64_t v = 0;
+    while (fgets(line, sizeof line, f))
+        if (!strncmp(line, key, n) && line[n] == ':') {
+            v = strtoull(line + n + 1, NULL, 10) * 1024u;
+            break;
+        }
+    fclose(f);
+    return v;
+}
+
+uint64_t rt_host_memory_available(const char **why)
+{
+    uint64_t avail = proc_kb("/proc/meminfo", "MemAvailable");
+    const char *what = "MemAvailable";
+    if (avail == 0) avail = UINT64_MAX, what = "unknown";
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+        uint64_t held = proc_kb("/proc/self/status", "VmSize");
+        uint64_t left = (uint64_t)lim.rlim_cur > held ? (uint64_t)lim.rlim_cur - held : 0;
+        if (left < avail) avail = left, what = "ulimit -v";
+    }
+    if (why) *why = what;
+    return avail;
 }

@@ -114,6 +114,12 @@ static inline int rt_is_token_end(char c) { return c == '\0' || c == ' ' || c ==
 double rt_now_ms(void);
 /* Number of worker threads to use: RT_THREADS env var, else online CPUs. */
 int rt_thread_count(void);
+/* Host memory this process may still allocate, in bytes: the smaller of
+ * the system's MemAvailable (/proc/meminfo, what the kernel can hand out
+ * without swapping) and what RLIMIT_AS leaves above the address space the
+ * process holds now (ulimit -v); UINT64_MAX when neither is known. *why
+ * (if not NULL) names the one that decided ("MemAvailable", "ulimit -v"). */
+uint64_t rt_host_memory_available(const char **why);
 
 /* ---- vector math (host and device) ---------------------------------- */
 typedef struct RtVec3 { float x, y, z; } RtVec3;

@@ -11,14 +11,7 @@
 #include <string.h>
 
 #include "display/gl_display.h"
-
-/* stb_easy_font is a header of static functions (not all used here) written
- * to older warning standards. */
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-function"
-#pragma GCC diagnostic ignored "-Wmissing-braces"
-#include <stb_easy_font.h>
-#pragma GCC diagnostic pop
+#include "display/hud_text.h"
 
 /* The graph shows this many milliseconds of history ("the last seconds"). */
 #define HUD_GRAPH_WINDOW_MS 5000.0
@@ -30,8 +23,9 @@
 /* stb_easy_font's glyphs are about 7 pixels high; 12 pixels per line
  * leaves room for descenders. */
 #define HUD_LINE_PX 12
-#define HUD_MAX_LINES 48
-#define HUD_LINE_CHARS 160
+#define HUD_MAX_LINES 64
+/* a line before wrapping: an error message (RtError) fits whole */
+#define HUD_LINE_CHARS 640
 
 typedef struct HudVertex {
     float x, y;
@@ -208,7 +202,37 @@ static void add(Lines *l, Rgba c, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(l->text[l->n], HUD_LINE_CHARS, fmt, ap);
     va_end(ap);
+    /* keep the tab that splits the columns; the rest must be printable */
+    char *tab = strchr(l->text[l->n], '\t');
+    if (tab) *tab = ' ';
+    rt_hud_text_sanitize(l->text[l->n]);
+    if (tab) *tab = '\t';
     l->color[l->n++] = c;
+}
+
+static void panel_size(const RtHud *h, const Lines *l, float *w, float *hgt, float *col);
+
+/* out = in with every line broken to fit max_px (hud_text.h); a line's
+ * second column (after a tab) wraps within its column, its continuations
+ * start with a tab. */
+static void wrap_lines(const RtHud *h, const Lines *in, float max_px, Lines *out)
+{
+    float col, w, hgt;
+    panel_size(h, in, &w, &hgt, &col);
+    out->n = 0;
+    RtHudSpan span[HUD_MAX_LINES];
+    char first[HUD_LINE_CHARS];
+    for (int i = 0; i < in->n && out->n < HUD_MAX_LINES; i++) {
+        const char *tab = strchr(in->text[i], '\t');
+        const char *body = tab ? tab + 1 : in->text[i];
+        snprintf(first, sizeof first, "%.*s", tab ? (int)(tab - in->text[i]) : 0, in->text[i]);
+        int n = rt_hud_wrap(body, max_px - (tab ? col : 0.0f), h->scale, span, HUD_MAX_LINES);
+        if (n > HUD_MAX_LINES) n = HUD_MAX_LINES;
+        for (int k = 0; k < n && out->n < HUD_MAX_LINES; k++) {
+            if (tab) add(out, in->color[i], "%s\t%.*s", k ? "" : first, span[k].len, body + span[k].start);
+            else add(out, in->color[i], "%.*s", span[k].len, body + span[k].start);
+        }
+    }
 }
 
 /* The size of the panel that panel() would draw for l. */
@@ -394,21 +418,31 @@ RtStatus rt_hud_draw(RtHud *h, const RtHudInfo *in, int fb_w, int fb_h, RtError 
     h->count = 0;
     h->scale = fb_h >= 1080 ? 2 : 1;
     float pad = 4.0f * (float)h->scale;
-    Lines *l = calloc(2, sizeof *l);
+    /* the widest text a panel at x can hold inside the window */
+#define HUD_TEXT_PX(x) ((float)fb_w - (x) - pad - 2.0f * pad)
+    Lines *l = calloc(4, sizeof *l);
     if (!l) return rt_fail(err, RT_ERR_OOM, "HUD: out of host memory");
     if (in->show_help) {
         /* the variants go below the keys when they fit, else beside them */
         help_lines(in, &l[0], &l[1]);
+        wrap_lines(h, &l[0], HUD_TEXT_PX(pad), &l[2]);
+        wrap_lines(h, &l[1], HUD_TEXT_PX(pad), &l[3]);
         float w0, h0, h1, w1, col;
-        panel_size(h, &l[0], &w0, &h0, &col);
-        panel_size(h, &l[1], &w1, &h1, &col);
-        panel(h, &l[0], pad, pad);
-        if (2 * pad + h0 + pad + h1 <= (float)fb_h) panel(h, &l[1], pad, 2 * pad + h0);
-        else panel(h, &l[1], 2 * pad + w0, pad);
+        panel_size(h, &l[2], &w0, &h0, &col);
+        panel_size(h, &l[3], &w1, &h1, &col);
+        panel(h, &l[2], pad, pad);
+        if (2 * pad + h0 + pad + h1 <= (float)fb_h) {
+            panel(h, &l[3], pad, 2 * pad + h0);
+        } else {
+            wrap_lines(h, &l[1], HUD_TEXT_PX(2 * pad + w0), &l[3]);
+            panel(h, &l[3], 2 * pad + w0, pad);
+        }
     } else {
         stats_lines(h, in, &l[0]);
-        panel(h, &l[0], pad, pad);
+        wrap_lines(h, &l[0], HUD_TEXT_PX(pad), &l[1]);
+        panel(h, &l[1], pad, pad);
     }
+#undef HUD_TEXT_PX
     free(l);
     if (!in->show_help) {
         float gh = 48.0f * (float)h->scale, lh = (float)(HUD_LINE_PX * h->scale);

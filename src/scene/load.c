@@ -8,15 +8,17 @@
 #include <string.h>
 #include <strings.h>
 
+RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err) { return rt_scene_load_limited(path, NULL, s, err); }
+
 /* Loaders append, so start from an empty scene. */
-RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err)
+RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScene *s, RtError *err)
 {
     rt_scene_init(s);
     const char *dot = strrchr(path, '.');
     RtStatus st;
     if (dot && !strcasecmp(dot, ".obj")) st = rt_obj_load(path, s, err);
     else if (dot && !strcasecmp(dot, ".ply")) st = rt_ply_load(path, s, err);
-    else if (dot && !strcasecmp(dot, ".scene")) st = rt_scenefile_load(path, s, err);
+    else if (dot && !strcasecmp(dot, ".scene")) st = rt_scenefile_load(path, lim, s, err);
     else if (dot && !strcasecmp(dot, ".aff")) st = rt_aff_load(path, s, err);
     else st = rt_fail(err, RT_ERR_ARG, "%s: SCENE: unknown file type (expected .obj, .ply, .scene or .aff)", path);
     if (st == RT_OK) {

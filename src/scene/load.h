@@ -20,9 +20,29 @@ extern "C" {
  * empty scene is RT_ERR_EMPTY with a clear message. */
 RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err);
 
+/* What one load may make beyond the bytes of its files: a .scene's
+ * procedural statements turn a short line into millions of triangles, and a
+ * morph stores a pose per key. rt_scene_load uses the defaults; a fuzzer
+ * passes small ones, so it covers these statements without measuring the
+ * allocator. Whatever the limits, the generators refuse what host memory
+ * cannot hold (rt_scene_check_host_memory). */
+typedef struct RtLoadLimits {
+    /* Triangles the runners, field and wavegrid statements of one load may
+     * add, included files counted: 32M (about 10 GB of host memory for a
+     * frame), so each statement can reach its own cap (128 runners = 10.0M,
+     * field 40000 = 10.8M, wavegrid 10.5M) in one file. */
+    uint64_t procedural_tris;
+    /* Vertex poses one morph may store: 64M (~1.5 GB). */
+    uint64_t morph_poses;
+} RtLoadLimits;
+RtLoadLimits rt_load_limits_default(void);
+/* rt_scene_load under lim (NULL: the defaults). */
+RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScene *s, RtError *err);
+
 RtStatus rt_obj_load(const char *path, RtScene *s, RtError *err);       /* OBJ + MTL (load_obj.c) */
 RtStatus rt_ply_load(const char *path, RtScene *s, RtError *err);       /* PLY (load_ply.c) */
-RtStatus rt_scenefile_load(const char *path, RtScene *s, RtError *err); /* .scene (load_scenefile.c) */
+RtStatus rt_scenefile_load(const char *path, const RtLoadLimits *lim, RtScene *s,
+                           RtError *err);                                /* .scene (load_scenefile.c); lim NULL: defaults */
 RtStatus rt_aff_load(const char *path, RtScene *s, RtError *err);       /* BART AFF (load_aff.c) */
 
 #ifdef __cplusplus

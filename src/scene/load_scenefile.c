@@ -103,6 +103,8 @@ typedef struct SceneCtx {
     long runners;           /* `runners N` statements, summed: added once the file is read */
     char *runners_file;     /* where the last one was (for messages) */
     int runners_line;
+    RtLoadLimits lim;
+    uint64_t procedural_tris; /* made by field and wavegrid so far (runners: `runners` above) */
 } SceneCtx;
 
 /* The tokens of the line being parsed, and a cursor over them. */
@@ -642,9 +644,8 @@ static RtStatus st_include(SceneCtx *c, SceneLine *L)
 
 #define SCENE_DEG "a finite number of degrees"
 /* A morph stores every pose of its ping-pong over the time range
- * (RtAnimMorph is piecewise linear, key-major): cap what a file may ask for
- * (64M vertex poses, ~1.5 GB) rather than fail deep in an allocation. */
-#define SCENE_MORPH_POSES_MAX (64u << 20)
+ * (RtAnimMorph is piecewise linear, key-major): RtLoadLimits.morph_poses
+ * caps what a file may ask for rather than fail deep in an allocation. */
 
 /* The placement `animate NAME` names: the latest one of that name. */
 static RtStatus read_placed(SceneCtx *c, SceneLine *L, ScenePlaced **out)
@@ -1013,6 +1014,27 @@ static RtStatus st_time(SceneCtx *c, SceneLine *L)
 #define SCENE_FIELD_MAX 40000      /* ~270 triangles an object: 10.8M */
 #define SCENE_WAVE_MAX (10u << 20) /* 10.5M triangles */
 
+/* Only .scene files generate geometry, so the limits live here (load.c
+ * calls this file, not the other way round). */
+RtLoadLimits rt_load_limits_default(void)
+{
+    RtLoadLimits l = {32u << 20, 64u << 20};
+    return l;
+}
+
+/* Refuses a procedural statement that would take the triangles of this
+ * load's procedural statements past RtLoadLimits.procedural_tris. */
+static RtStatus procedural_fits(SceneCtx *c, SceneLine *L, const char *kw, uint64_t tris)
+{
+    uint64_t made = c->procedural_tris + (uint64_t)c->runners * rt_runner_tri_count();
+    if (made + tris <= c->lim.procedural_tris) return RT_OK;
+    return rt_fail(c->err, RT_ERR_OOM,
+                   "%s:%d: SCENE: '%s %s' adds %llu triangles to the %llu the procedural statements of this load "
+                   "made: over the limit of %llu",
+                   L->file, L->no, kw, L->tok[1], (unsigned long long)tris, (unsigned long long)made,
+                   (unsigned long long)c->lim.procedural_tris);
+}
+
 /* runners N: added after the whole file is read, on its final bounds */
 static RtStatus st_runners(SceneCtx *c, SceneLine *L)
 {
@@ -1022,6 +1044,7 @@ static RtStatus st_runners(SceneCtx *c, SceneLine *L)
     if (st != RT_OK) return st;
     if (c->runners + n > SCENE_RUNNERS_MAX)
         return expected(c, L, "at most 128 runners in all", "runners", L->tok[1]);
+    if ((st = procedural_fits(c, L, "runners", (uint64_t)n * rt_runner_tri_count())) != RT_OK) return st;
     char *file = strdup(L->file);
     if (!file) return rt_fail(c->err, RT_ERR_OOM, "%s:%d: SCENE: out of memory", L->file, L->no);
     free(c->runners_file);
@@ -1047,9 +1070,13 @@ static RtStatus st_procedural(SceneCtx *c, SceneLine *L)
         return expected(c, L, what, kw, t);
     }
     if (peek_tok(L)) return expected(c, L, "the end of the line", field ? "field N" : "wavegrid TRIS", peek_tok(L));
+    uint64_t tris = field ? rt_field_tri_count((int)n) : rt_wave_tri_count((uint32_t)n);
+    RtStatus fits = procedural_fits(c, L, kw, tris);
+    if (fits != RT_OK) return fits;
     RtError inner = {RT_OK, ""};
     RtStatus st = field ? rt_scene_make_field(c->s, (int)n, &inner) : rt_scene_make_wave(c->s, (uint32_t)n, &inner);
     if (st != RT_OK) return rt_fail(c->err, st, "%s:%d: SCENE: cannot make '%s %ld': %s", L->file, L->no, kw, n, inner.msg);
+    c->procedural_tris += tris;
     return RT_OK;
 }
 
@@ -1108,10 +1135,10 @@ static RtStatus morph_of(SceneCtx *c, ScenePlaced *p, float t0, float t1)
     uint32_t n = p->vert_count, tri0, tris;
     double half = 0.5 * p->morph_period;
     double keys = ceil((double)(t1 - t0) / half) + 1.0;
-    if (keys * (n ? n : 1) > SCENE_MORPH_POSES_MAX)
+    if (keys * (n ? n : 1) > (double)c->lim.morph_poses)
         return rt_fail(c->err, RT_ERR_OOM,
-                       "%s: SCENE: morph of '%s': %.0f poses of %u vertices is more than %u (use a longer period "
-                       "or a shorter 'time')", c->top, p->name, keys, n, SCENE_MORPH_POSES_MAX);
+                       "%s: SCENE: morph of '%s': %.0f poses of %u vertices is more than %llu (use a longer period "
+                       "or a shorter 'time')", c->top, p->name, keys, n, (unsigned long long)c->lim.morph_poses);
     placed_tris(s, p->first_vert, n, &tri0, &tris);
     RtAnimMorph mo = {p->first_vert, n, (uint32_t)keys, NULL, NULL, NULL};
     mo.times = malloc(mo.key_count * sizeof *mo.times);
@@ -1299,10 +1326,11 @@ static RtStatus parse_file(SceneCtx *c, const char *path)
     return st;
 }
 
-RtStatus rt_scenefile_load(const char *path, RtScene *s, RtError *err)
+RtStatus rt_scenefile_load(const char *path, const RtLoadLimits *lim, RtScene *s, RtError *err)
 {
     SceneCtx c;
     memset(&c, 0, sizeof c);
+    c.lim = lim ? *lim : rt_load_limits_default();
     c.s = s;
     c.err = err;
     c.top = path;

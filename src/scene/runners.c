@@ -421,6 +421,8 @@ RtStatus rt_scene_add_runners(RtScene *s, int n, RtError *err)
 {
     if (n < 0) return rt_fail(err, RT_ERR_ARG, "(runners): SCENE: expected a runner count >= 0, got %d", n);
     if (n == 0) return RT_OK;
+    RtStatus fits = rt_scene_check_host_memory(s, (uint64_t)n, "runners", (uint64_t)n * rt_runner_tri_count(), err);
+    if (fits != RT_OK) return fits;
     /* the scene's own extent decides size and paths, before any runner is in it */
     RunLayout L = run_layout(s, n);
     float lo, hi;
@@ -551,6 +553,8 @@ RtStatus rt_scene_make_field(RtScene *s, int n, RtError *err)
 {
     if (n < 0 || n > RT_FIELD_MAX)
         return rt_fail(err, RT_ERR_ARG, "(field): SCENE: expected an object count 0..%d, got %d", RT_FIELD_MAX, n);
+    RtStatus fits = rt_scene_check_host_memory(s, (uint64_t)n, "field objects", rt_field_tri_count(n), err);
+    if (fits != RT_OK) return fits;
     SceneMark mark = scene_mark(s);
     int cols = (int)ceil(sqrt((double)n));
     float half = 0.5f * FIELD_SPACING * (float)(cols > 0 ? cols : 1) + 2.0f;
@@ -617,6 +621,8 @@ RtStatus rt_scene_make_wave(RtScene *s, uint32_t tri_count, RtError *err)
     size_t nv = (size_t)row * row, nt = 2 * (size_t)g * g;
     if (nv + s->vert_count >= (1u << 31) || nt + s->tri_count >= (1u << 31))
         return rt_fail(err, RT_ERR_OOM, "(wave): SCENE: the scene would pass 2^31 vertices or triangles");
+    RtStatus fits = rt_scene_check_host_memory(s, nt, "wave grid", nt, err);
+    if (fits != RT_OK) return fits;
     SceneMark mark = scene_mark(s);
     int32_t water = add_material(s, "wave water", v3(0.10f, 0.32f, 0.55f), v3(0.6f, 0.6f, 0.6f), 80.0f, 0.25f);
     int64_t obj = water >= 0 ? rt_scene_add_object(s, "wave grid") : -1;

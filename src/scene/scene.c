@@ -585,3 +585,29 @@ void rt_tri_arrays_free(RtTriArrays *a)
     free(a->woop);
     memset(a, 0, sizeof *a);
 }
+
+RtStatus rt_scene_check_host_memory(const RtScene *s, uint64_t n, const char *what, uint64_t add_tris,
+                                    RtError *err)
+{
+    /* "1000 runners (78224000 triangles)", or "4000000 wave grid triangles" */
+    char asked[128];
+    int per_tri = n == add_tris;
+    if (per_tri) snprintf(asked, sizeof asked, "%llu %s triangles", (unsigned long long)n, what);
+    else snprintf(asked, sizeof asked, "%llu %s (%llu triangles)", (unsigned long long)n, what, (unsigned long long)add_tris);
+    uint64_t tris = (uint64_t)s->tri_count + add_tris;
+    if (tris >= (1u << 31))
+        return rt_fail(err, RT_ERR_OOM, "(%s): SCENE: %s with the scene's %u triangles pass the limit of 2^31", what,
+                       asked, s->tri_count);
+    const char *why;
+    uint64_t avail = rt_host_memory_available(&why);
+    uint64_t need = tris * RT_HOST_BYTES_PER_TRI;
+    if (need <= avail) return RT_OK;
+    uint64_t room = avail / RT_HOST_BYTES_PER_TRI;
+    room = room > s->tri_count ? room - s->tri_count : 0;
+    uint64_t fit = add_tris ? (uint64_t)((double)room / (double)add_tris * (double)n) : 0;
+    return rt_fail(err, RT_ERR_OOM,
+                   "(%s): SCENE: %s with the scene's %u triangles need about %.2f GB of host memory for a frame (%u bytes a "
+                   "triangle), but %.2f GB are available (%s): at most %llu %s%s fit",
+                   what, asked, s->tri_count, (double)need / 1e9, RT_HOST_BYTES_PER_TRI, (double)avail / 1e9, why,
+                   (unsigned long long)fit, what, per_tri ? " triangles" : "");
+}
