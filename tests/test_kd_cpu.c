@@ -2,7 +2,7 @@
  * (rt_kd_validate) on every kind of triangle soup, the traversal against
  * brute force (same triangle, same t, Woop and Moller-Trumbore), any-hit and
  * filters, determinism across thread counts, the SAH cost, and the
- * validator itself on broken trees. */
+ * validator itself on broken trees (the same message on any thread count). */
 #include "test_util.h"
 #include "scene/load.h"
 
@@ -829,6 +829,180 @@ static void kd_validate_loose_references(void **state)
     soup_free(&s);
 }
 
+/* ---- the validator's threads ------------------------------------------------ */
+
+/* rt_kd_validate on `threads` threads (RT_THREADS, read by rt_thread_count). */
+static RtStatus validate_on(const RtKdTree *t, const RtTriArrays *tris, int threads, RtError *err)
+{
+    char n[16];
+    snprintf(n, sizeof n, "%d", threads);
+    setenv("RT_THREADS", n, 1);
+    RtStatus s = rt_kd_validate(t, tris, err);
+    unsetenv("RT_THREADS");
+    return s;
+}
+
+/* The same verdict and the same message on 1, 2, 3 and 16 threads; the
+ * message holds `names` (NULL: the tree is valid). */
+static void expect_same_on_any_thread_count(const RtKdTree *t, const RtTriArrays *tris,
+                                            const char *names)
+{
+    static const int threads[] = {1, 2, 3, 16};
+    RtError first = {0};
+    RtStatus s1 = validate_on(t, tris, 1, &first);
+    if (!names && s1 != RT_OK) fail_msg("validate (1 thread): %s", first.msg);
+    if (names) {
+        assert_int_equal(s1, RT_ERR_PARSE);
+        if (!strstr(first.msg, names)) fail_msg("expected \"%s\" in \"%s\"", names, first.msg);
+    }
+    for (size_t i = 1; i < sizeof threads / sizeof *threads; i++) {
+        RtError err = {0};
+        RtStatus s = validate_on(t, tris, threads[i], &err);
+        assert_int_equal(s, s1);
+        if (s != RT_OK && strcmp(err.msg, first.msg))
+            fail_msg("%d threads: \"%s\", 1 thread: \"%s\"", threads[i], err.msg, first.msg);
+    }
+}
+
+/* The leaf nodes in the validator's walk order: depth first, left first. */
+static uint32_t leaves_in_walk_order(const RtKdTree *t, uint32_t *out)
+{
+    uint32_t stack[RT_KD_CPU_MAX_DEPTH + 3], n = 0;
+    int sp = 0;
+    stack[sp++] = 0;
+    while (sp > 0) {
+        uint32_t node = stack[--sp];
+        if (kd_is_leaf(t->nodes[node])) {
+            out[n++] = node;
+            continue;
+        }
+        stack[sp++] = kd_right(t->nodes[node]);
+        stack[sp++] = kd_left(t->nodes[node]);
+    }
+    return n;
+}
+
+/* The first leaf node at or after walk position i whose last triangle's
+ * centroid lies well inside its box (so inside its cell): dropping that
+ * reference is a coverage fault. */
+static uint32_t droppable_after(const RtKdTree *t, const RtTriArrays *tris, const uint32_t *walk,
+                                uint32_t n, uint32_t i)
+{
+    for (; i < n; i++) {
+        RtKdNode nd = t->nodes[walk[i]];
+        if (kd_leaf_count(nd) < 2) continue;
+        RtKdLeaf lf = t->leaves[kd_leaf_id(nd)];
+        RtAabb bx = t->leaf_boxes[kd_leaf_id(nd)];
+        uint32_t tri = t->tri_index[lf.first + lf.count - 1];
+        RtVec3 c = v3_scale(v3_add(v3_add(f4_xyz(tris->verts[3 * tri]), f4_xyz(tris->verts[3 * tri + 1])),
+                                   f4_xyz(tris->verts[3 * tri + 2])), 1.0f / 3);
+        int inside = 1;
+        for (int a = 0; a < 3; a++)
+            inside &= v3_get(c, a) > v3_get(bx.lo, a) + 1e-3f && v3_get(c, a) < v3_get(bx.hi, a) - 1e-3f;
+        if (inside) return walk[i];
+    }
+    fail_msg("no leaf to drop a triangle from after walk position %u", i);
+    return 0;
+}
+
+/* The leaf of node forgets its last triangle; returns that triangle. */
+static uint32_t drop_last(RtKdTree *t, uint32_t node)
+{
+    uint32_t id = kd_leaf_id(t->nodes[node]);
+    t->leaves[id].count--;
+    t->nodes[node] = kd_make_leaf(id, t->leaves[id].count);
+    return t->tri_index[t->leaves[id].first + t->leaves[id].count];
+}
+
+static void undrop_last(RtKdTree *t, uint32_t node)
+{
+    uint32_t id = kd_leaf_id(t->nodes[node]);
+    t->leaves[id].count++;
+    t->nodes[node] = kd_make_leaf(id, t->leaves[id].count);
+}
+
+static void kd_validate_same_message_on_any_thread_count(void **state)
+{
+    (void)state;
+    char want[256];
+    /* Sizes 0 and 1: valid; then the one triangle left out of its leaf. */
+    RtTriArrays none = {0};
+    RtKdTree tree = {0};
+    build(&none, 1, &tree);
+    expect_same_on_any_thread_count(&tree, &none, NULL);
+    Soup one = {0};
+    soup_add(&one, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
+    build(&one.t, 1, &tree);
+    expect_same_on_any_thread_count(&tree, &one.t, NULL);
+    assert_true(kd_is_leaf(tree.nodes[0]) && kd_leaf_count(tree.nodes[0]) == 1);
+    drop_last(&tree, 0);
+    /* Flat, so in the faces of its (flat) cell: the samples find it. */
+    expect_same_on_any_thread_count(&tree, &one.t, "KD: triangle 0: its point (0 0 0) is in no leaf");
+    soup_free(&one);
+
+    /* Random: more leaves than one batch of the walk (64K), faults in
+     * several places at once; the message names the first in the serial
+     * order: the first leaf in walk order, the lowest triangle. */
+    Soup s = {0};
+    RtTestRng r = {161};
+    make_uniform(&s, &r, 12000);
+    make_clustered(&s, &r, 6000);
+    make_long_thin(&s, &r, 300);
+    build(&s.t, 2, &tree);
+    expect_same_on_any_thread_count(&tree, &s.t, NULL);
+    uint32_t *walk = malloc(tree.node_count * sizeof *walk);
+    uint32_t n = leaves_in_walk_order(&tree, walk);
+    assert_true(n > 65536 + 1000);
+    /* Two leaves list a triangle id out of range: within one batch, and
+     * across batches. */
+    const uint32_t pairs[2][2] = {{n / 4, n / 2}, {n / 3, n - 1}};
+    for (int p = 0; p < 2; p++) {
+        uint32_t node[2], id[2], keep[2];
+        for (int k = 0; k < 2; k++) {
+            uint32_t i = pairs[p][k];
+            while (kd_leaf_count(tree.nodes[walk[i]]) == 0) i--;
+            node[k] = walk[i];
+            id[k] = kd_leaf_id(tree.nodes[node[k]]);
+            keep[k] = tree.tri_index[tree.leaves[id[k]].first];
+        }
+        /* The later leaf's fault first: no help from the order of writing. */
+        for (int k = 1; k >= 0; k--) tree.tri_index[tree.leaves[id[k]].first] = s.t.count + 7 + k;
+        snprintf(want, sizeof want, "KD: leaf %u: triangle %u out of range", id[0], s.t.count + 7);
+        expect_same_on_any_thread_count(&tree, &s.t, want);
+        for (int k = 1; k >= 0; k--) tree.tri_index[tree.leaves[id[k]].first] = keep[k];
+    }
+    /* Faults everywhere past an eighth of the walk: every worker finds
+     * some at once, the first in walk order is named. */
+    uint32_t first = 0, count = 0;
+    for (uint32_t i = n / 8; i < n; i += 61) {
+        RtKdLeaf *lf = &tree.leaves[kd_leaf_id(tree.nodes[walk[i]])];
+        if (lf->count == 0) continue;
+        if (count++ == 0) first = kd_leaf_id(tree.nodes[walk[i]]);
+        tree.tri_index[lf->first] += s.t.count; /* out of range, undone below */
+    }
+    snprintf(want, sizeof want, "KD: leaf %u: triangle", first);
+    expect_same_on_any_thread_count(&tree, &s.t, want);
+    for (uint32_t i = n / 8; i < n; i += 61) {
+        RtKdLeaf *lf = &tree.leaves[kd_leaf_id(tree.nodes[walk[i]])];
+        if (lf->count) tree.tri_index[lf->first] -= s.t.count;
+    }
+    /* Two leaves forget a triangle each: the lower triangle is named. */
+    uint32_t a = droppable_after(&tree, &s.t, walk, n, n / 5);
+    uint32_t b = droppable_after(&tree, &s.t, walk, n, 4 * n / 5);
+    uint32_t ta = drop_last(&tree, a), tb = drop_last(&tree, b);
+    assert_true(ta != tb);
+    uint32_t low = ta < tb ? ta : tb, low_node = ta < tb ? a : b;
+    snprintf(want, sizeof want, "KD: triangle %u reaches into leaf %u's cell", low,
+             kd_leaf_id(tree.nodes[low_node]));
+    expect_same_on_any_thread_count(&tree, &s.t, want);
+    undrop_last(&tree, a);
+    undrop_last(&tree, b);
+    expect_same_on_any_thread_count(&tree, &s.t, NULL);
+    free(walk);
+    rt_kd_tree_free(&tree);
+    soup_free(&s);
+}
+
 /* ---- overlap and clipping ------------------------------------------------- */
 
 static void kd_triangle_box_overlap(void **state)
@@ -1009,6 +1183,7 @@ int main(void)
         cmocka_unit_test(kd_stats_of_a_hand_made_tree),
         cmocka_unit_test(kd_validate_rejects_broken_trees),
         cmocka_unit_test(kd_validate_loose_references),
+        cmocka_unit_test(kd_validate_same_message_on_any_thread_count),
         cmocka_unit_test(kd_triangle_box_overlap),
         cmocka_unit_test(kd_clip_box_is_the_perfect_split_box),
         cmocka_unit_test(kd_bad_params_are_rejected),

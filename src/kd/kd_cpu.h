@@ -63,7 +63,8 @@ int rt_brute_closest_hit(const RtTriArrays *tris, RtRay ray, float tmin, float t
  * parent, every non-degenerate triangle that overlaps a leaf's cell (exact
  * triangle/box overlap, Akenine-Moller) is referenced by that leaf, leaf
  * boxes inside their cells. Returns RT_OK or RT_ERR_PARSE with the first
- * violation in err. */
+ * violation in err. Runs on rt_thread_count() threads (RT_THREADS); the
+ * violation reported, when there are several, is the same for any count. */
 RtStatus rt_kd_validate(const RtKdTree *tree, const RtTriArrays *tris, RtError *err);
 
 /* Exact triangle/AABB overlap (separating axis test, Akenine-Moller 2001). */
