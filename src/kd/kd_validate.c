@@ -9,7 +9,8 @@
  */
 #include "kd/kd_cpu.h"
 
-#include <pthread.h>
+#include "core/parallel.h"
+
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,8 +201,6 @@ typedef struct KdWorker {
     KdRun *run;
     uint64_t key; /* its lowest fault (UINT64_MAX: none) and that fault's message */
     RtError err;
-    pthread_t thread;
-    int started;
 } KdWorker;
 
 typedef void (*KdTaskFn)(KdWorker *w, size_t task);
@@ -210,8 +209,7 @@ struct KdRun {
     const KdCheck *c;
     const void *arg; /* the phase's own data */
     KdTaskFn task;
-    size_t tasks;
-    atomic_size_t next;
+    KdWorker *workers;
     _Atomic uint64_t best; /* the lowest key reported by any worker */
 };
 
@@ -231,38 +229,31 @@ static int beaten(const KdWorker *w, uint64_t key)
     return atomic_load_explicit(&w->run->best, memory_order_relaxed) < key;
 }
 
-static void *run_worker(void *arg)
+static void run_task(void *ctx, int worker, size_t task)
 {
-    KdWorker *w = arg;
-    KdRun *r = w->run;
-    for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->tasks;) r->task(w, i);
-    return NULL;
+    KdRun *r = ctx;
+    r->task(&r->workers[worker], task);
 }
 
-/* Runs the tasks; the lowest fault's status and message, or RT_OK. */
+/* Runs the tasks (core/parallel.h); the lowest fault's status and message,
+ * or RT_OK. */
 static RtStatus run_tasks(const KdCheck *c, KdTaskFn task, const void *arg, size_t tasks,
                           RtError *err)
 {
     if (tasks == 0) return RT_OK;
-    size_t n = (size_t)c->threads < tasks ? (size_t)c->threads : tasks;
-    KdWorker *ws = calloc(n, sizeof *ws);
+    int n = rt_parallel_workers(c->threads, tasks);
+    KdWorker *ws = calloc((size_t)n, sizeof *ws);
     if (!ws) return rt_fail(err, RT_ERR_OOM, "KD: out of memory while validating");
-    KdRun r = {.c = c, .arg = arg, .task = task, .tasks = tasks};
-    atomic_init(&r.next, 0);
+    KdRun r = {.c = c, .arg = arg, .task = task, .workers = ws};
     atomic_init(&r.best, UINT64_MAX);
-    for (size_t i = 0; i < n; i++) {
+    for (int i = 0; i < n; i++) {
         ws[i].run = &r;
         ws[i].key = UINT64_MAX;
     }
-    /* A thread that cannot be started leaves its tasks to the others. */
-    for (size_t i = 1; i < n; i++)
-        ws[i].started = pthread_create(&ws[i].thread, NULL, run_worker, &ws[i]) == 0;
-    run_worker(&ws[0]);
-    size_t first = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (ws[i].started) pthread_join(ws[i].thread, NULL);
+    rt_parallel_for(n, tasks, run_task, &r);
+    int first = 0;
+    for (int i = 1; i < n; i++)
         if (ws[i].key < ws[first].key) first = i;
-    }
     RtStatus st = RT_OK;
     if (ws[first].key != UINT64_MAX) {
         st = ws[first].err.status;

@@ -12,8 +12,8 @@
  * the heatmap scale). */
 #include "render/render_cpu.h"
 
-#include <pthread.h>
-#include <stdatomic.h>
+#include "core/parallel.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +33,7 @@ RtRenderParams rt_render_params_default(void)
     return p;
 }
 
-/* Everything a worker reads; shared, read-only except the tile counter. */
+/* Everything a worker reads; shared, read-only except its own worker_stats. */
 typedef struct RtRenderJob {
     const RtScene *scene;
     const RtTriArrays *tris;
@@ -47,15 +47,8 @@ typedef struct RtRenderJob {
     float srgb_lut[256];     /* texel byte -> linear, so sampling costs no powf */
     uint8_t *mask_uses_alpha; /* per texture: 1 = map_d reads alpha, 0 = luminance */
     int tiles_x, tile_count;
-    atomic_int next_tile;
+    RtRenderStats *worker_stats; /* one per worker (rt_parallel_for) */
 } RtRenderJob;
-
-typedef struct RtRenderWorker {
-    RtRenderJob *job;
-    RtRenderStats stats;
-    pthread_t thread;
-    int started;
-} RtRenderWorker;
 
 /* ---- materials and textures --------------------------------------------- */
 
@@ -215,16 +208,10 @@ static void render_tile(const RtRenderJob *job, int tile, RtRenderStats *st)
         }
 }
 
-static void *render_worker(void *arg)
+static void render_task(void *ctx, int worker, size_t tile)
 {
-    RtRenderWorker *w = arg;
-    RtRenderJob *job = w->job;
-    for (;;) {
-        int tile = atomic_fetch_add(&job->next_tile, 1);
-        if (tile >= job->tile_count) break;
-        render_tile(job, tile, &w->stats);
-    }
-    return NULL;
+    RtRenderJob *job = ctx;
+    render_tile(job, (int)tile, &job->worker_stats[worker]);
 }
 
 float rt_render_ray_eps(const RtTriArrays *tris)
@@ -267,7 +254,6 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
                        tris->count, scene->tri_count);
 
     RtRenderJob *job = calloc(1, sizeof *job);
-    int nthreads = params.threads > 0 ? params.threads : rt_thread_count();
     if (!job) return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
     job->scene = scene;
     job->tris = tris;
@@ -282,32 +268,23 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
     job->mask_uses_alpha = mask_channels(scene);
     job->tiles_x = (img->w + RT_TILE - 1) / RT_TILE;
     job->tile_count = job->tiles_x * ((img->h + RT_TILE - 1) / RT_TILE);
-    atomic_init(&job->next_tile, 0);
-    if (nthreads > job->tile_count) nthreads = job->tile_count;
-    RtRenderWorker *workers = calloc((size_t)nthreads, sizeof *workers);
-    if (!job->mask_uses_alpha || !workers) {
+    int workers = rt_parallel_workers(params.threads, (size_t)job->tile_count);
+    job->worker_stats = calloc((size_t)workers, sizeof *job->worker_stats);
+    if (!job->mask_uses_alpha || !job->worker_stats) {
         free(job->mask_uses_alpha);
+        free(job->worker_stats);
         free(job);
-        free(workers);
         return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
     }
-
-    /* Worker 0 is the calling thread; a thread that cannot be started just
-     * leaves its tiles to the others. */
-    for (int i = 0; i < nthreads; i++) workers[i].job = job;
-    for (int i = 1; i < nthreads; i++)
-        workers[i].started =
-            pthread_create(&workers[i].thread, NULL, render_worker, &workers[i]) == 0;
-    render_worker(&workers[0]);
+    rt_parallel_for(workers, (size_t)job->tile_count, render_task, job);
     RtRenderStats total;
     memset(&total, 0, sizeof total);
-    for (int i = 0; i < nthreads; i++) {
-        if (workers[i].started) pthread_join(workers[i].thread, NULL);
-        total.primary_rays += workers[i].stats.primary_rays;
-        total.shadow_rays += workers[i].stats.shadow_rays;
-        total.reflection_rays += workers[i].stats.reflection_rays;
+    for (int i = 0; i < workers; i++) {
+        total.primary_rays += job->worker_stats[i].primary_rays;
+        total.shadow_rays += job->worker_stats[i].shadow_rays;
+        total.reflection_rays += job->worker_stats[i].reflection_rays;
     }
-    free(workers);
+    free(job->worker_stats);
     free(job->mask_uses_alpha);
     free(job);
     total.ms = rt_now_ms() - t0;
@@ -324,33 +301,23 @@ typedef struct RtCastJob {
     RtHit *hits;
     uint32_t n;
     int use_woop;
-    atomic_uint next;     /* the next chunk's first ray */
 } RtCastJob;
 
-typedef struct RtCastWorker {
-    RtCastJob *job;
-    pthread_t thread;
-    int started;
-} RtCastWorker;
-
-static void *cast_worker(void *arg)
+static void cast_task(void *ctx, int worker, size_t chunk)
 {
-    RtCastJob *job = ((RtCastWorker *)arg)->job;
-    for (;;) {
-        uint32_t first = atomic_fetch_add(&job->next, RT_CAST_CHUNK);
-        if (first >= job->n) break;
-        uint32_t end = job->n - first < RT_CAST_CHUNK ? job->n : first + RT_CAST_CHUNK;
-        for (uint32_t i = first; i < end; i++) {
-            RtHit h;
-            int hit = job->tree ? rt_kd_closest_hit(job->tree, job->tris, job->rays[i], 0.0f, INFINITY,
-                                                    job->use_woop, &h, NULL)
-                                : rt_brute_closest_hit(job->tris, job->rays[i], 0.0f, INFINITY,
-                                                       job->use_woop, NULL, NULL, &h);
-            if (!hit) h.tri = RT_NO_HIT;
-            job->hits[i] = h;
-        }
+    (void)worker;
+    const RtCastJob *job = ctx;
+    uint32_t first = (uint32_t)chunk * RT_CAST_CHUNK;
+    uint32_t end = job->n - first < RT_CAST_CHUNK ? job->n : first + RT_CAST_CHUNK;
+    for (uint32_t i = first; i < end; i++) {
+        RtHit h;
+        int hit = job->tree ? rt_kd_closest_hit(job->tree, job->tris, job->rays[i], 0.0f, INFINITY, job->use_woop,
+                                                &h, NULL)
+                            : rt_brute_closest_hit(job->tris, job->rays[i], 0.0f, INFINITY, job->use_woop, NULL,
+                                                   NULL, &h);
+        if (!hit) h.tri = RT_NO_HIT;
+        job->hits[i] = h;
     }
-    return NULL;
 }
 
 RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtKdTree *tree, const RtRay *rays,
@@ -358,26 +325,8 @@ RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtKdTree *tree, const
 {
     if (n == 0) return RT_OK;
     if (!tris || !rays || !hits) return rt_fail(err, RT_ERR_ARG, "RENDER: cast without triangles, rays or hits");
-    RtCastJob job;
-    job.tris = tris;
-    job.tree = tree;
-    job.rays = rays;
-    job.hits = hits;
-    job.n = n;
-    job.use_woop = use_woop;
-    atomic_init(&job.next, 0);
-    int nthreads = threads > 0 ? threads : rt_thread_count();
-    uint32_t chunks = (n + RT_CAST_CHUNK - 1) / RT_CAST_CHUNK;
-    if ((uint32_t)nthreads > chunks) nthreads = (int)chunks;
-    RtCastWorker *workers = calloc((size_t)nthreads, sizeof *workers);
-    if (!workers) return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
-    /* worker 0 is the calling thread, as in rt_render_cpu */
-    for (int i = 0; i < nthreads; i++) workers[i].job = &job;
-    for (int i = 1; i < nthreads; i++)
-        workers[i].started = pthread_create(&workers[i].thread, NULL, cast_worker, &workers[i]) == 0;
-    cast_worker(&workers[0]);
-    for (int i = 1; i < nthreads; i++)
-        if (workers[i].started) pthread_join(workers[i].thread, NULL);
-    free(workers);
+    RtCastJob job = {tris, tree, rays, hits, n, use_woop};
+    size_t chunks = (n + RT_CAST_CHUNK - 1) / RT_CAST_CHUNK;
+    rt_parallel_for(rt_parallel_workers(threads, chunks), chunks, cast_task, &job);
     return RT_OK;
 }
