@@ -50,7 +50,8 @@ struct RtPipeline {
     uint64_t tris_written; /* times the animate stage rewrote the device triangles */
     /* the diffuse pass */
     DiffuseBufs diffuse;
-    RtTriArrays host_tris;  /* GPU: the device triangles' vertices, copied for making diffuse rays */
+    RtTriArrays host_tris;  /* GPU: the device triangles (vertices, Woop rows) on the host, for making
+                               diffuse rays and for the validator */
     uint64_t host_tris_of;  /* GPU: tris_written when host_tris was copied */
 };
 
@@ -451,8 +452,9 @@ static RtStatus gpu_cast(RtPipeline *p, const RtTraceParams *tp, const RtRay *ra
     return s;
 }
 
-/* GPU: the device triangles on the host, copied again only after the
- * animate stage rewrote them (a static scene's: once). */
+/* GPU: the device triangles on the host (exactly what the builder saw),
+ * copied again only after the animate stage rewrote them (a static scene's:
+ * once). */
 static RtStatus gpu_host_tris(RtPipeline *p, RtError *err)
 {
     if (p->host_tris.verts && p->host_tris_of == p->tris_written) return RT_OK;
@@ -461,10 +463,15 @@ static RtStatus gpu_host_tris(RtPipeline *p, RtError *err)
     if (!p->host_tris.verts || p->host_tris.count != d.count) {
         rt_tri_arrays_free(&p->host_tris);
         p->host_tris.verts = malloc(bytes ? bytes : 1);
-        if (!p->host_tris.verts) return rt_fail(err, RT_ERR_OOM, "APP: out of memory for %u triangles", d.count);
+        p->host_tris.woop = malloc(bytes ? bytes : 1);
+        if (!p->host_tris.verts || !p->host_tris.woop) {
+            rt_tri_arrays_free(&p->host_tris);
+            return rt_fail(err, RT_ERR_OOM, "APP: out of memory for %u triangles", d.count);
+        }
     }
     p->host_tris.count = d.count;
     RtStatus s = rt_gpu_memcpy(p->host_tris.verts, d.verts, bytes, RT_COPY_TO_HOST, err);
+    if (s == RT_OK) s = rt_gpu_memcpy(p->host_tris.woop, d.woop, bytes, RT_COPY_TO_HOST, err);
     if (s == RT_OK) p->host_tris_of = p->tris_written;
     return s;
 }
@@ -587,22 +594,6 @@ RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFra
     return RT_OK;
 }
 
-/* The device triangles of the last frame, copied to the host (exactly what
- * the GPU builder saw). */
-static RtStatus download_tris(RtPipeline *p, RtTriArrays *h, RtError *err)
-{
-    RtTriArrays d = rt_gpu_scene_tris(p->gscene);
-    size_t bytes = 3 * (size_t)d.count * sizeof(RtFloat4);
-    memset(h, 0, sizeof *h);
-    h->count = d.count;
-    h->verts = malloc(bytes ? bytes : 1);
-    h->woop = malloc(bytes ? bytes : 1);
-    if (!h->verts || !h->woop) return rt_fail(err, RT_ERR_OOM, "APP: out of memory for %u triangles", d.count);
-    RtStatus st = rt_gpu_memcpy(h->verts, d.verts, bytes, RT_COPY_TO_HOST, err);
-    if (st == RT_OK) st = rt_gpu_memcpy(h->woop, d.woop, bytes, RT_COPY_TO_HOST, err);
-    return st;
-}
-
 RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err)
 {
     RtKdTree h;
@@ -614,11 +605,8 @@ RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err)
         return rt_kd_validate(&h, &p->tris, err);
     }
     if (what) *what = "rt_kd_validate_flags(LOOSE_REFS) on the downloaded tree and triangles";
-    RtTriArrays tris;
-    s = download_tris(p, &tris, err);
-    if (s == RT_OK) s = rt_kd_validate_flags(&h, &tris, RT_KD_VALIDATE_LOOSE_REFS, err);
-    free(tris.verts);
-    free(tris.woop);
+    s = gpu_host_tris(p, err);
+    if (s == RT_OK) s = rt_kd_validate_flags(&h, &p->host_tris, RT_KD_VALIDATE_LOOSE_REFS, err);
     rt_kd_tree_free(&h);
     return s;
 }
