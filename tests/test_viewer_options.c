@@ -107,7 +107,7 @@ static void variants_every_value_round_trips(void **state)
     for (int i = 0; i < RT_VAR_COUNT; i++) {
         for (const RtVariantValue *t = rt_variants[i].values; t && t->name; t++) {
             RtPipelineParams p = rt_pipeline_params_default();
-            assert_int_equal(rt_variant_parse(&p, (RtVariantId)i, t->name, &err), RT_OK);
+            assert_int_equal(rt_variant_parse(&p, (RtVariantId)i, t->name, NULL, &err), RT_OK);
             if (rt_variant_get(&p, (RtVariantId)i) != t->value)
                 fail_msg("%s=%s reads back as %g", rt_variants[i].key, t->name, rt_variant_get(&p, (RtVariantId)i));
             char text[64];
@@ -134,7 +134,7 @@ static void variants_defaults_are_the_stages(void **state)
         char text[64];
         rt_variant_format(&o.pipe, (RtVariantId)i, text, sizeof text);
         RtPipelineParams q = o.pipe;
-        if (rt_variant_parse(&q, (RtVariantId)i, text, &err) != RT_OK)
+        if (rt_variant_parse(&q, (RtVariantId)i, text, NULL, &err) != RT_OK)
             fail_msg("default of %s ('%s') does not parse: %s", rt_variants[i].key, text, err.msg);
         assert_memory_equal(&q, &o.pipe, sizeof q);
     }

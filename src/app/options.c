@@ -166,14 +166,7 @@ static RtStatus parse_float(const char *opt, const char *s, float lo, float hi, 
 /* A shading flag (--no-shadows, --isect mt, ...): the registry's row. */
 static RtStatus set_variant(RtOptions *o, const char *opt, RtVariantId id, const char *text, RtError *err)
 {
-    RtStatus st = rt_variant_parse(&o->pipe, id, text, err);
-    if (st != RT_OK) {
-        /* the registry's message names --trace KEY=; the user typed opt */
-        char msg[RT_ERROR_MAX];
-        snprintf(msg, sizeof msg, "%s", err->msg);
-        return rt_fail(err, RT_ERR_ARG, "CLI: %s %s: %s", opt, text ? text : "", msg + (strncmp(msg, "CLI: ", 5) ? 0 : 5));
-    }
-    return RT_OK;
+    return rt_variant_parse(&o->pipe, id, text, opt, err);
 }
 
 RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)

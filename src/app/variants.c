@@ -159,7 +159,8 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
     [RT_VAR_DATAFLOW] = {"flow", "large schedule", RT_SCOPE_BUILD, RT_VK_INT, BUILD(large_dataflow), 1, 0, 2, kFlow, 0, 1,
                          "persistent large stage: barrier per level, dataflow, or auto"},
     [RT_VAR_CHUNK] = {"chunk", "chunk", RT_SCOPE_BUILD, RT_VK_UINT, BUILD(large_chunk), 1, 0, 2048, NULL, 0, 1,
-                      "refs per large-stage chunk: 0 (auto) or a multiple of 128"},
+                      "refs per large-stage chunk: 0 (auto) or a multiple of 128 (a block sorts 128 at a time)",
+                      .step = 128},
     [RT_VAR_MAX_DEPTH] = {"depth", "max depth", RT_SCOPE_BUILD, RT_VK_INT, BUILD(max_depth), 1, 0, 100, NULL, 0, 1,
                           "deepest level of the GPU tree, 0 = by the triangle count"},
     [RT_VAR_TIMED] = {"timed", "timed", RT_SCOPE_BUILD, RT_VK_INT, BUILD(timed), 1, 0, 1, NULL, 0, 1,
@@ -293,10 +294,10 @@ static void valid_values(const RtVariant *v, char *buf, size_t n)
     }
 }
 
-RtStatus rt_variant_parse(RtPipelineParams *pp, RtVariantId id, const char *text, RtError *err)
+RtStatus rt_variant_parse(RtPipelineParams *pp, RtVariantId id, const char *text, const char *opt,
+                          RtError *err)
 {
     const RtVariant *v = &rt_variants[id];
-    const char *opt = v->scope == RT_SCOPE_BUILD ? "--build" : "--trace";
     for (const RtVariantValue *t = v->values; text && t && t->name; t++)
         if (!strcmp(text, t->name)) {
             set_value(pp, id, t->value);
@@ -308,13 +309,14 @@ RtStatus rt_variant_parse(RtPipelineParams *pp, RtVariantId id, const char *text
     int ok = text && *text && end && !*end && !errno && isfinite(x);
     if (ok && !takes_numbers(v)) ok = rt_variant_value_name(id, x) != NULL; /* a named value's number */
     else if (ok) ok = x >= v->lo && x <= v->hi && (v->kind == RT_VK_FLOAT || x == floor(x));
-    /* a chunk is whole blocks of 128 refs (the large stage sorts 128 at a time) */
-    if (ok && id == RT_VAR_CHUNK && fmod(x, 128) != 0) ok = 0;
+    if (ok && v->step && fmod(x, v->step) != 0) ok = 0;
     if (!ok) {
-        char valid[256];
+        char valid[256], step[48] = "";
         valid_values(v, valid, sizeof valid);
-        return rt_fail(err, RT_ERR_ARG, "CLI: %s %s=%s: expected %s%s", opt, v->key, text ? text : "", valid,
-                       id == RT_VAR_CHUNK ? " (a multiple of 128)" : "");
+        if (v->step) snprintf(step, sizeof step, " (a multiple of %d)", v->step);
+        if (opt) return rt_fail(err, RT_ERR_ARG, "CLI: %s %s: expected %s%s", opt, text ? text : "", valid, step);
+        return rt_fail(err, RT_ERR_ARG, "CLI: %s %s=%s: expected %s%s", v->scope == RT_SCOPE_BUILD ? "--build" : "--trace",
+                       v->key, text ? text : "", valid, step);
     }
     set_value(pp, id, x);
     return RT_OK;
@@ -344,7 +346,7 @@ RtStatus rt_variant_parse_list(RtPipelineParams *pp, RtVariantScope scope, const
             return rt_fail(err, RT_ERR_ARG, "CLI: %s: unknown key '%s' (valid: %s; --help describes them)", opt, kv,
                            keys);
         }
-        RtStatus st = rt_variant_parse(pp, (RtVariantId)id, eq + 1, err);
+        RtStatus st = rt_variant_parse(pp, (RtVariantId)id, eq + 1, NULL, err);
         if (st != RT_OK) return st;
     }
     return RT_OK;

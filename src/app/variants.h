@@ -78,6 +78,7 @@ typedef struct RtVariant {
     const char *description;
     int numeric;                 /* with values: any number in lo..hi is accepted too, not only the
                                     named ones (bounces=7); rows without values always take numbers */
+    int step;                    /* numbers must be multiples of this (0: any) */
 } RtVariant;
 
 extern const RtVariant rt_variants[RT_VAR_COUNT];
@@ -96,8 +97,10 @@ const char *rt_variant_value_name(RtVariantId id, double value);
 void rt_variant_format(const RtPipelineParams *pp, RtVariantId id, char *buf, size_t n);
 
 /* Sets the row from text: a name of its table or a number in lo..hi.
- * RT_ERR_ARG names the option and the valid values. */
-RtStatus rt_variant_parse(RtPipelineParams *pp, RtVariantId id, const char *text, RtError *err);
+ * RT_ERR_ARG names the option and the valid values: `opt` as the user typed
+ * it (e.g. "--isect"), or NULL for "--build KEY=" / "--trace KEY=". */
+RtStatus rt_variant_parse(RtPipelineParams *pp, RtVariantId id, const char *text, const char *opt,
+                          RtError *err);
 /* "k=v[,k=v...]" of one scope, as --build / --trace take it. */
 RtStatus rt_variant_parse_list(RtPipelineParams *pp, RtVariantScope scope, const char *list, RtError *err);
 /* The hotkey: the next (dir > 0) or previous value of the row's table,
