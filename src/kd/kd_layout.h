@@ -96,6 +96,12 @@ RT_HD void kd_child_cells(RtAabb cell, RtKdNode n, RtAabb *l, RtAabb *r)
     v3_set(&r->lo, kd_axis(n), kd_split(n));
 }
 
+/* A node on a walk's stack, with its depth and cell (kd_child_cells). */
+typedef struct RtKdFrame {
+    uint32_t node, depth;
+    RtAabb cell;
+} RtKdFrame;
+
 /* A tree in host or device memory (the pointers say which; the struct is the
  * same). Capacities let a builder reuse the arrays frame after frame. */
 typedef struct RtKdTree {

@@ -13,10 +13,6 @@ static double area_d(RtAabb b)
     return 2.0 * (x * y + y * z + z * x);
 }
 
-typedef struct KdFrame {
-    uint32_t node, depth;
-    RtAabb cell;
-} KdFrame;
 
 /* SAH cost (docs/kdtree.md): sum over interior nodes of C_trav * SA(cell) /
  * SA(root) plus sum over leaves of C_isect * count * SA(cell) / SA(root).
@@ -30,12 +26,12 @@ void rt_kd_tree_stats(const RtKdTree *tree, float c_trav, float c_isect, RtKdSta
     if (!tree || tree->node_count == 0 || !tree->nodes) return;
     double root = area_d(tree->bounds);
     double inv = root > 0.0 ? 1.0 / root : 0.0;
-    KdFrame stack[RT_KD_CPU_MAX_DEPTH + 2];
+    RtKdFrame stack[RT_KD_CPU_MAX_DEPTH + 2];
     int sp = 0;
-    stack[sp++] = (KdFrame){0, 0, tree->bounds};
+    stack[sp++] = (RtKdFrame){0, 0, tree->bounds};
     uint32_t full = 0;
     while (sp > 0 && stats->nodes < tree->node_count) {
-        KdFrame f = stack[--sp];
+        RtKdFrame f = stack[--sp];
         if (f.node >= tree->node_count) continue;
         RtKdNode n = tree->nodes[f.node];
         double p = inv > 0.0 ? area_d(f.cell) * inv : 1.0;
@@ -54,8 +50,8 @@ void rt_kd_tree_stats(const RtKdTree *tree, float c_trav, float c_isect, RtKdSta
         if (sp + 2 > (int)(sizeof stack / sizeof stack[0])) continue;
         RtAabb l, r;
         kd_child_cells(f.cell, n, &l, &r);
-        stack[sp++] = (KdFrame){kd_right(n), f.depth + 1, r};
-        stack[sp++] = (KdFrame){kd_left(n), f.depth + 1, l};
+        stack[sp++] = (RtKdFrame){kd_right(n), f.depth + 1, r};
+        stack[sp++] = (RtKdFrame){kd_left(n), f.depth + 1, l};
     }
     stats->avg_tris_per_leaf = full ? (double)stats->references / full : 0.0;
 }

@@ -92,10 +92,6 @@ int rt_tri_box_overlap(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box)
     return overlap_d(tv, c, h);
 }
 
-typedef struct KdFrame {
-    uint32_t node, depth;
-    RtAabb cell;
-} KdFrame;
 
 /* ---- validation ------------------------------------------------------------------ */
 
@@ -334,7 +330,7 @@ static RtStatus check_leaf(const KdCheck *c, RtError *err, uint32_t node, RtAabb
 }
 
 typedef struct KdLeafBatch {
-    const KdFrame *leaf; /* in walk order */
+    const RtKdFrame *leaf; /* in walk order */
     size_t n;
 } KdLeafBatch;
 
@@ -352,7 +348,7 @@ static void leaf_task(KdWorker *w, size_t task)
 }
 
 /* check_leaf on a batch of leaves in parallel: the first failure in walk order. */
-static RtStatus check_leaves(const KdCheck *c, const KdFrame *leaf, size_t n, RtError *err)
+static RtStatus check_leaves(const KdCheck *c, const RtKdFrame *leaf, size_t n, RtError *err)
 {
     KdLeafBatch b = {leaf, n};
     return run_tasks(c, leaf_task, &b, (n + KD_LEAVES_PER_TASK - 1) / KD_LEAVES_PER_TASK, err);
@@ -368,9 +364,9 @@ static RtStatus check_structure(const KdCheck *c, RtError *err)
 {
     const RtKdTree *t = c->t;
     uint8_t *node_seen = calloc(t->node_count, 1), *leaf_seen = calloc(t->leaf_count + 1, 1);
-    KdFrame *stack = malloc((RT_KD_CPU_MAX_DEPTH + 3) * sizeof *stack);
+    RtKdFrame *stack = malloc((RT_KD_CPU_MAX_DEPTH + 3) * sizeof *stack);
     size_t nb = 0, batch_cap = t->node_count < KD_LEAF_BATCH ? t->node_count : KD_LEAF_BATCH;
-    KdFrame *batch = malloc(batch_cap * sizeof *batch);
+    RtKdFrame *batch = malloc(batch_cap * sizeof *batch);
     RtError walk = {0}; /* the walk's own fault, reported after the leaves before it */
     RtStatus st = RT_OK;
     if (!node_seen || !leaf_seen || !stack || !batch) {
@@ -378,9 +374,9 @@ static RtStatus check_structure(const KdCheck *c, RtError *err)
         goto out;
     }
     int sp = 0;
-    stack[sp++] = (KdFrame){0, 0, t->bounds};
+    stack[sp++] = (RtKdFrame){0, 0, t->bounds};
     while (sp > 0) {
-        KdFrame f = stack[--sp];
+        RtKdFrame f = stack[--sp];
         if (node_seen[f.node]) {
             rt_fail(&walk, RT_ERR_PARSE,
                     "KD: node %u is reached twice from the root (cycle or shared child)", f.node);
@@ -425,8 +421,8 @@ static RtStatus check_structure(const KdCheck *c, RtError *err)
         }
         RtAabb lc, rc;
         kd_child_cells(f.cell, n, &lc, &rc);
-        stack[sp++] = (KdFrame){l + 1, f.depth + 1, rc};
-        stack[sp++] = (KdFrame){l, f.depth + 1, lc};
+        stack[sp++] = (RtKdFrame){l + 1, f.depth + 1, rc};
+        stack[sp++] = (RtKdFrame){l, f.depth + 1, lc};
     }
     st = check_leaves(c, batch, nb, err);
     if (st == RT_OK && walk.status != RT_OK) {
@@ -470,7 +466,7 @@ static void cover_task(KdWorker *w, size_t task)
 {
     const KdCheck *c = w->run->c;
     const RtKdTree *t = c->t;
-    KdFrame stack[RT_KD_CPU_MAX_DEPTH + 3];
+    RtKdFrame stack[RT_KD_CPU_MAX_DEPTH + 3];
     uint32_t tri, end;
     tri_range(c, task, &tri, &end);
     for (; tri < end && !beaten(w, tri); tri++) {
@@ -478,9 +474,9 @@ static void cover_task(KdWorker *w, size_t task)
         KdTri tr = kd_tri(c->tris, tri);
         if (!tri_meets(&tr, t->bounds, -c->tol)) continue;
         int sp = 0;
-        stack[sp++] = (KdFrame){0, 0, t->bounds};
+        stack[sp++] = (RtKdFrame){0, 0, t->bounds};
         while (sp > 0) {
-            KdFrame f = stack[--sp];
+            RtKdFrame f = stack[--sp];
             RtKdNode n = t->nodes[f.node];
             if (kd_is_leaf(n)) {
                 if (leaf_lists(c, kd_leaf_id(n), tri)) continue;
@@ -497,7 +493,7 @@ static void cover_task(KdWorker *w, size_t task)
             kd_child_cells(f.cell, n, &kid[0], &kid[1]);
             for (int s = 1; s >= 0; s--) /* the left child on top: visited first */
                 if (tri_meets(&tr, kid[s], -c->tol))
-                    stack[sp++] = (KdFrame){kd_left(n) + (uint32_t)s, 0, kid[s]};
+                    stack[sp++] = (RtKdFrame){kd_left(n) + (uint32_t)s, 0, kid[s]};
         }
     }
 }
