@@ -1,0 +1,57 @@
+/* lbvh_gpu.h — the GPU LBVH builder (stage "build", structure lbvh):
+ * Karras 2012 (seed 002) as src/bvh/lbvh.h writes it, every step a kernel
+ * on the builder's stream, no host round trip: boxes and scene box, Morton
+ * codes, CUB's radix sort of (code, id) pairs, the radix tree, bottom-up
+ * boxes and SAH leaf collapse with atomic flags. The tree equals
+ * rt_lbvh_build_cpu's bit for bit (tests/test_gpu_bvh.c).
+ *
+ * Plain C, opaque handle, never exits; buffers are allocated at the first
+ * build and grown only when the triangle count grows. */
+#ifndef RT_LBVH_GPU_H
+#define RT_LBVH_GPU_H
+
+#include "bvh/lbvh.h"
+#include "bvh/bvh_cpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct RtLbvhGpu RtLbvhGpu;
+
+typedef struct RtLbvhGpuStats {
+    double ms;             /* the whole build, GPU time (events) */
+    double morton_ms;      /* boxes, scene box and codes */
+    double sort_ms;        /* CUB radix sort */
+    double tree_ms;        /* radix tree (Karras Fig. 4) */
+    double bottom_up_ms;   /* boxes and leaf collapse */
+    uint32_t launches;
+    uint32_t triangles, valid; /* input triangles; non-degenerate ones (read back) */
+} RtLbvhGpuStats;
+
+/* Needs a CUDA device; RT_ERR_NO_DEVICE without one. */
+RtStatus rt_lbvh_gpu_create(RtLbvhGpu **out, RtError *err);
+void rt_lbvh_gpu_destroy(RtLbvhGpu *b);
+
+/* Queues the build over tri_count triangles (d_verts, d_woop: device, 3
+ * float4 per triangle; d_woop's all-zero rows mark degenerate triangles
+ * as rt_tri_arrays_make does) on the builder's stream, ordered after the
+ * caller's earlier work on the default stream and before its later work
+ * there, and returns at once. d_bvh then holds device pointers owned by b
+ * (valid until the next build or destroy) and d_bounds, the device copy of
+ * the root box; its node_count and index_count are the arrays' lengths
+ * (tri_count - 1 nodes at least one, tri_count indices). stats (may be
+ * NULL) waits for the build and reads its timings and counts. */
+RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *p, const RtFloat4 *d_verts,
+                           const RtFloat4 *d_woop, uint32_t tri_count, RtBvh *d_bvh,
+                           RtLbvhGpuStats *stats, RtError *err);
+
+/* Copies a device BVH to host arrays (free with rt_bvh_free); waits for the
+ * build. The valid triangle count decides the reachable part; the copy
+ * holds node_count nodes and index_count indices as on the device. */
+RtStatus rt_lbvh_gpu_download(const RtLbvhGpu *b, const RtBvh *d_bvh, RtBvh *h_bvh, RtError *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

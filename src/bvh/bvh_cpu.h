@@ -1,0 +1,57 @@
+/* bvh_cpu.h — the CPU side of the BVH family: the oracle's LBVH builder
+ * (lbvh.h's steps as loops: the very tree the GPU builder makes), the
+ * validator, the statistics (SAH with the kd-tree's constants, so the two
+ * structures' costs compare) and a CPU traversal of the shared layout
+ * (bvh_layout.h) for the reference renderer and the tests. */
+#ifndef RT_BVH_CPU_H
+#define RT_BVH_CPU_H
+
+#include "bvh/lbvh.h"
+#include "kd/kd_cpu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Defaults as lbvh.h documents them. */
+RtLbvhParams rt_lbvh_params_default(void);
+/* RT_OK, or RT_ERR_ARG naming the field out of range. */
+RtStatus rt_lbvh_params_check(const RtLbvhParams *p, RtError *err);
+
+/* Builds Karras's LBVH over tris (host arrays) into bvh, whose arrays are
+ * host memory it owns (rt_bvh_free; a bvh from an earlier build is reused).
+ * Degenerate triangles are left out. stats may be NULL. */
+RtStatus rt_lbvh_build_cpu(const RtLbvhParams *p, const RtTriArrays *tris, RtBvh *bvh,
+                           RtBvhStats *stats, RtError *err);
+void rt_bvh_free(RtBvh *bvh);
+
+/* The statistics that depend on the tree alone (reachable nodes and leaves,
+ * depth, references, SAH cost with c_trav, c_isect; triangles and
+ * degenerate from tris when not NULL). Any builder's tree, in host memory. */
+void rt_bvh_tree_stats(const RtBvh *bvh, const RtTriArrays *tris, float c_trav, float c_isect,
+                       RtBvhStats *stats);
+
+/* Checks the invariants of bvh_layout.h: indices in range, no node reached
+ * twice, depth <= RT_BVH_MAX_DEPTH, leaf counts <= RT_BVH_MAX_LEAF, every
+ * child box inside its parent's box (the root's: bounds), every leaf's
+ * triangles inside its box, every non-degenerate triangle referenced
+ * exactly once and no degenerate one. RT_OK, or RT_ERR_PARSE naming the
+ * first violation. */
+RtStatus rt_bvh_validate(const RtBvh *bvh, const RtTriArrays *tris, RtError *err);
+
+/* Closest hit in [tmin, tmax] (the tie rules of bvh_layout.h: ties go to
+ * the lower triangle id, so the hits equal the kd-tree's and the brute
+ * force's). use_woop: Woop (1) or Moller-Trumbore (0); filter (may be NULL)
+ * rejects hits (map_d cut-outs); steps (may be NULL) += nodes visited.
+ * Returns 1 on a hit. */
+int rt_bvh_closest_hit(const RtBvh *bvh, const RtTriArrays *tris, RtRay ray, float tmin,
+                       float tmax, int use_woop, RtHitFilter filter, const void *ctx, RtHit *hit,
+                       uint32_t *steps);
+/* Any hit in [tmin, tmax] (shadow rays), with the same filter. */
+int rt_bvh_any_hit(const RtBvh *bvh, const RtTriArrays *tris, RtRay ray, float tmin, float tmax,
+                   int use_woop, RtHitFilter filter, const void *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

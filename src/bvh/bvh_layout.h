@@ -1,0 +1,125 @@
+/* bvh_layout.h — THE BVH layout that the BVH builders (the CPU oracle's
+ * LBVH, cuda/bvh's GPU LBVH) write and every BVH tracer (the CPU
+ * traversal, the GPU kernels, their host emulation) reads. Included by C
+ * and CUDA alike; docs/bvh.md shows the byte layout and the algorithms.
+ *
+ * A binary BVH in the layout of Aila & Laine 2009 ("Understanding the
+ * efficiency of ray traversal on GPUs"): a node holds the boxes of BOTH
+ * its children, so a traversal step is one 64-byte node load and two slab
+ * tests, and the parent's box is never loaded.
+ *
+ * Arrays (all indices are uint32_t):
+ *   nodes[]      RtBvhNode, 64 bytes. The root is nodes[0] and is never a
+ *                leaf itself (a scene of one triangle has a root whose
+ *                second child is an empty leaf). Builders may leave nodes
+ *                that no path reaches (the LBVH's collapsed subtrees);
+ *                node_count is the array's length, not the reachable count.
+ *   tri_index[]  triangle ids; a leaf is a range [first, first + count) of
+ *                it. Every non-degenerate triangle (kd_clip.h's
+ *                rt_kd_tri_degenerate) is referenced exactly once; a
+ *                degenerate one never.
+ * Triangle arrays: RtTriArrays (kd_layout.h), indexed by triangle id.
+ *
+ * Tie rules, followed by every BVH tracer: a child is entered when the ray's
+ * interval meets its box (closed, widened by the tracer's eps as the kd
+ * tracers widen theirs); the closest hit wins, ties to the lower triangle
+ * id, so a BVH and a kd-tree over the same triangles give the same hits. */
+#ifndef RT_BVH_LAYOUT_H
+#define RT_BVH_LAYOUT_H
+
+#include "kd/kd_layout.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* count[k]'s top bit: child k is a leaf. */
+#define RT_BVH_LEAF 0x80000000u
+/* Most triangles in one leaf (the builders' collapse never goes beyond;
+ * the tracers' leaf loop may rely on it). */
+#define RT_BVH_MAX_LEAF 16u
+/* Deepest path any builder makes: the LBVH's 30-bit Morton codes plus
+ * 32 bits of index tie-break (Karras 2012) bound it by 62 + 1; the
+ * tracers' stacks hold this many entries, so a walk never overflows. */
+#define RT_BVH_MAX_DEPTH 64
+
+typedef struct RtBvhNode {
+    /* children's boxes as Aila & Laine lay them out: three float4 loads
+     *   b[0] = (l.lo.x, l.hi.x, l.lo.y, l.hi.y)
+     *   b[1] = (r.lo.x, r.hi.x, r.lo.y, r.hi.y)
+     *   b[2] = (l.lo.z, l.hi.z, r.lo.z, r.hi.z) */
+    RtFloat4 b[3];
+    /* child k: interior (count[k] == 0): node index child[k];
+     * leaf (count[k] & RT_BVH_LEAF): tri_index[child[k] ..] of
+     * count[k] & ~RT_BVH_LEAF triangles (0: an empty leaf, never entered) */
+    uint32_t child[2];
+    uint32_t count[2];
+} RtBvhNode;
+
+#ifdef __cplusplus
+static_assert(sizeof(RtBvhNode) == 64, "RtBvhNode must stay 64 bytes (four float4 loads)");
+#else
+_Static_assert(sizeof(RtBvhNode) == 64, "RtBvhNode must stay 64 bytes (four float4 loads)");
+#endif
+
+RT_HD RtAabb bvh_child_box(const RtBvhNode *n, int k)
+{
+    RtAabb b;
+    const RtFloat4 xy = n->b[k];
+    b.lo = v3(xy.x, xy.z, k ? n->b[2].z : n->b[2].x);
+    b.hi = v3(xy.y, xy.w, k ? n->b[2].w : n->b[2].y);
+    return b;
+}
+RT_HD int bvh_child_is_leaf(const RtBvhNode *n, int k) { return (n->count[k] & RT_BVH_LEAF) != 0; }
+RT_HD uint32_t bvh_child_count(const RtBvhNode *n, int k) { return n->count[k] & ~RT_BVH_LEAF; }
+
+/* Sets child k: box, and either an interior node (leaf = 0, index = node)
+ * or a leaf (index = first entry of tri_index, count triangles). */
+RT_HD void bvh_set_child(RtBvhNode *n, int k, RtAabb box, int leaf, uint32_t index, uint32_t count)
+{
+    n->b[k] = f4(box.lo.x, box.hi.x, box.lo.y, box.hi.y);
+    if (k) {
+        n->b[2].z = box.lo.z;
+        n->b[2].w = box.hi.z;
+    } else {
+        n->b[2].x = box.lo.z;
+        n->b[2].y = box.hi.z;
+    }
+    n->child[k] = index;
+    n->count[k] = leaf ? (RT_BVH_LEAF | count) : 0u;
+}
+
+/* A BVH in host or device memory (the pointers say which; the struct is
+ * the same). Capacities let a builder reuse the arrays frame after frame. */
+typedef struct RtBvh {
+    RtBvhNode *nodes;
+    uint32_t *tri_index;
+    uint32_t node_count, index_count; /* host-known counts (0 before a GPU build is read back) */
+    uint32_t node_cap, index_cap;
+    RtAabb bounds;          /* the root's box: bounds of all non-degenerate triangles */
+    const RtAabb *d_bounds; /* device copy of `bounds` (GPU builder; NULL otherwise): the tracer
+                               reads it, so a frame need not wait for the build's sizes */
+} RtBvh;
+
+/* What every BVH builder reports (the HUD, --stats, benchmarks). SAH cost
+ * with the kd-tree's C_trav and C_i (kd_cpu.h's defaults), so the two
+ * structures' costs compare: cost = sum over reachable interior nodes of
+ * C_trav * A(node) / A(root) + sum over leaves of C_i * count * A(leaf) /
+ * A(root), A = surface area (the root counts as interior). */
+typedef struct RtBvhStats {
+    uint32_t nodes;           /* reachable interior nodes (the root included) */
+    uint32_t leaves;          /* reachable non-empty leaves */
+    uint32_t depth;           /* deepest leaf, the root at depth 0 */
+    uint32_t max_leaf;        /* most triangles in a leaf */
+    uint64_t references;      /* sum of leaf counts (a BVH: the non-degenerate triangles) */
+    uint32_t triangles;       /* input triangles */
+    uint32_t degenerate;      /* left out (kd_clip.h's rule) */
+    double avg_tris_per_leaf;
+    double sah_cost;
+    double build_ms;
+} RtBvhStats;
+
+#ifdef __cplusplus
+}
+#endif
+#endif
