@@ -74,12 +74,12 @@ static void gpu_trace_rejects_bad_params(void **state)
     p.stack_size = 0;
     void *img;
     assert_int_equal(rt_gpu_malloc(&img, 16, &err), RT_OK);
-    assert_int_equal(rt_trace_gpu(f.gs, &f.dtree, &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
+    assert_int_equal(rt_trace_gpu(f.gs, RT_ACCEL_OF_KD(&f.dtree), &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
                      RT_ERR_ARG);
     assert_non_null(strstr(err.msg, "stack_size"));
     p = rt_trace_params_default();
     p.traversal = 7;
-    assert_int_equal(rt_trace_gpu(f.gs, &f.dtree, &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
+    assert_int_equal(rt_trace_gpu(f.gs, RT_ACCEL_OF_KD(&f.dtree), &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
                      RT_ERR_ARG);
     rt_gpu_free(img);
     fixture_free(&f);
@@ -234,13 +234,14 @@ static double compare_render(Fixture *f, const RtTraceParams *tp, int w, int h, 
     rp.shade.max_bounces = tp->shade.max_bounces;
     rp.use_woop = tp->isect == RT_ISECT_WOOP;
     RtRenderStats cs;
-    assert_int_equal(rt_render_cpu(&f->s, &f->tris, &f->tree, &f->s.camera, &rp, &cpu, ids_c, &cs,
-                                   &err), RT_OK);
+    /* the CPU walks the host copy of the structure the GPU walks */
+    const RtAccel host = f->walk_bvh ? rt_accel_bvh(&f->bvh) : rt_accel_kd(&f->tree), dev = fixture_accel(f);
+    assert_int_equal(rt_render_cpu(&f->s, &f->tris, &host, &f->s.camera, &rp, &cpu, ids_c, &cs, &err), RT_OK);
     void *d_img, *d_ids;
     assert_int_equal(rt_gpu_malloc(&d_img, (size_t)w * h * 4, &err), RT_OK);
     assert_int_equal(rt_gpu_malloc(&d_ids, (size_t)w * h * 4, &err), RT_OK);
     RtTraceStats gst;
-    RtStatus st = rt_trace_gpu(f->gs, &f->dtree, &f->s.camera, tp, d_img, w, h, d_ids, &gst, &err);
+    RtStatus st = rt_trace_gpu(f->gs, &dev, &f->s.camera, tp, d_img, w, h, d_ids, &gst, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
     assert_int_equal(rt_gpu_memcpy(gpu.rgba, d_img, (size_t)w * h * 4, RT_COPY_TO_HOST, &err), RT_OK);
@@ -261,9 +262,9 @@ static double compare_render(Fixture *f, const RtTraceParams *tp, int w, int h, 
     }
     double frac = (double)close / n;
     *id_match = (double)same_id / n;
-    print_message("  %s %dx%d: %.3f%% of pixels within %d/255, mean |diff| %.3f, worst %d, ids "
+    print_message("  %s %s %dx%d: %.3f%% of pixels within %d/255, mean |diff| %.3f, worst %d, ids "
                   "%.3f%% equal; rays cpu %llu/%llu/%llu gpu %llu/%llu/%llu (primary/shadow/"
-                  "reflection), gpu %.3f ms\n", f->name, w, h, 100 * frac, PIXEL_TOL, sum / (4.0 * n),
+                  "reflection), gpu %.3f ms\n", f->name, f->walk_bvh ? "lbvh" : "kd", w, h, 100 * frac, PIXEL_TOL, sum / (4.0 * n),
                   worst, 100 * *id_match, (unsigned long long)cs.primary_rays,
                   (unsigned long long)cs.shadow_rays, (unsigned long long)cs.reflection_rays,
                   (unsigned long long)gst.primary_rays, (unsigned long long)gst.shadow_rays,
@@ -299,8 +300,13 @@ static int check_images(Fixture *f)
     p.isect = RT_ISECT_MT;
     p.ray_map = RT_RAYMAP_ROWS;
     double b = compare_render(f, &p, 320, 240, &ids2);
-    return a >= PIXEL_MIN && b >= PIXEL_MIN && c >= PIXEL_MIN && ids >= 0.999 && ids2 >= 0.999 &&
-           ids3 >= 0.999;
+    /* the BVH: the GPU's LBVH against the CPU renderer's walk of the CPU's */
+    double ids4;
+    f->walk_bvh = 1;
+    double d = compare_render(f, &p, 320, 240, &ids4);
+    f->walk_bvh = 0;
+    return a >= PIXEL_MIN && b >= PIXEL_MIN && c >= PIXEL_MIN && d >= PIXEL_MIN && ids >= 0.999 &&
+           ids2 >= 0.999 && ids3 >= 0.999 && ids4 >= 0.999;
 }
 
 static void gpu_trace_default_scene_image_matches_cpu(void **state)
@@ -372,10 +378,10 @@ static double bench_cast(Fixture *f, const RtTraceParams *p, void *d_rays, void 
     enum { RUNS = 7 };
     double ms[RUNS];
     RtError err = {0};
+    const RtAccel a = fixture_accel(f);
     for (int i = 0; i < 2 + RUNS; i++) {
         double t = 0;
-        assert_int_equal(rt_trace_gpu_rays(f->gs, &f->dtree, p, d_rays, d_hits, NULL, n, width, any,
-                                           &t, &err), RT_OK);
+        assert_int_equal(rt_trace_gpu_rays(f->gs, &a, p, d_rays, d_hits, NULL, n, width, any, &t, &err), RT_OK);
         if (i >= 2) ms[i - 2] = t;
     }
     qsort(ms, RUNS, sizeof ms[0], cmp_double);
@@ -400,7 +406,8 @@ static void bench_variant(Fixture *f, const RtCamera *cam, const RtTraceParams *
     double frame[5];
     for (int k = 0; k < 7; k++) {
         RtTraceStats st;
-        assert_int_equal(rt_trace_gpu(f->gs, &f->dtree, cam, v, d_img, w, h, NULL, &st, &err), RT_OK);
+        const RtAccel a = fixture_accel(f);
+        assert_int_equal(rt_trace_gpu(f->gs, &a, cam, v, d_img, w, h, NULL, &st, &err), RT_OK);
         if (k >= 2) frame[k - 2] = st.ms;
     }
     qsort(frame, 5, sizeof frame[0], cmp_double);
@@ -424,7 +431,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name)
     /* secondary rays start at the default variant's primary hits */
     RtTraceParams p = rt_trace_params_default();
     assert_int_equal(rt_gpu_memcpy(d_rays, prim.rays, n * sizeof(RtGpuRay), RT_COPY_TO_DEVICE, &err), RT_OK);
-    assert_int_equal(rt_trace_gpu_rays(f->gs, &f->dtree, &p, d_rays, d_hits, NULL, n, w, 0, NULL,
+    assert_int_equal(rt_trace_gpu_rays(f->gs, RT_ACCEL_OF_KD(&f->dtree), &p, d_rays, d_hits, NULL, n, w, 0, NULL,
                                        &err), RT_OK);
     assert_int_equal(rt_gpu_memcpy(hits, d_hits, n * sizeof *hits, RT_COPY_TO_HOST, &err), RT_OK);
     /* shadow rays per light in pixel order (one light after the other) */
@@ -452,11 +459,11 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name)
                   "shadow (any hit) Mrays/s | reflection Mrays/s | full frame ms |\n");
     RtTraceParams v;
     double r[4];
-    for (int i = 0; variant(i, &v); i++) {
-        if (i >= 32) continue;
+    for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
+        if (i >= 32 && !f->walk_bvh) continue;
         bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
         print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
-                      rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
+                      f->walk_bvh ? "LBVH (stack)" : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
                       rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
                       v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1], r[2],
                       r[3]);

@@ -93,7 +93,7 @@ static void render(const Fixture *f, const RtCamera *cam, const RtRenderParams *
         *ids = malloc((size_t)w * h * sizeof **ids);
         assert_non_null(*ids);
     }
-    RtStatus st = rt_render_cpu(&f->s, &f->tris, p->brute_force ? NULL : &f->tree, cam, p, img,
+    RtStatus st = rt_render_cpu(&f->s, &f->tris, p->brute_force ? NULL : RT_ACCEL_OF_KD(&f->tree), cam, p, img,
                                 ids ? *ids : NULL, stats, &err);
     if (st != RT_OK) print_message("render: %s\n", err.msg);
     assert_int_equal(st, RT_OK);
@@ -1018,7 +1018,7 @@ static void render_rejects_bad_arguments(void **state)
     /* a 0 x 0 image */
     RtImage empty = {0, 0, NULL};
     p.brute_force = 0;
-    assert_int_equal(rt_render_cpu(&f.s, &f.tris, &f.tree, &cam, &p, &empty, NULL, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_render_cpu(&f.s, &f.tris, RT_ACCEL_OF_KD(&f.tree), &cam, &p, &empty, NULL, NULL, &err), RT_ERR_ARG);
     rt_image_free(&img);
     fixture_free(&f);
 }

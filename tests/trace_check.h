@@ -9,6 +9,7 @@
 #include "test_util.h"
 #include "scene/load.h"
 
+#include "bvh/lbvh_gpu.h"
 #include "gpu/gpu.h"
 #include "kd/kd_cpu.h"
 #include "render/render_cpu.h"
@@ -44,8 +45,19 @@ typedef struct Fixture {
     RtTriArrays tris;
     RtKdTree tree;    /* host, CPU oracle */
     RtKdTree dtree;   /* the same, in device memory */
+    RtBvh bvh;        /* host, the CPU's LBVH */
+    RtBvh dbvh;       /* the GPU builder's LBVH of the device triangles (the same tree) */
+    RtLbvhGpu *lbvh;
     RtGpuScene *gs;
+    int walk_bvh;     /* the variant being checked walks the BVH (variant() sets it) */
 } Fixture;
+
+/* The structure the variant being checked walks, host or device. */
+static RtAccel fixture_accel(const Fixture *f)
+{
+    if (f->walk_bvh) return rt_accel_bvh(f->gpu ? &f->dbvh : &f->bvh);
+    return rt_accel_kd(f->gpu ? &f->dtree : &f->tree);
+}
 
 static void fixture_finish(Fixture *f)
 {
@@ -53,13 +65,21 @@ static void fixture_finish(Fixture *f)
     /* the builder reuses a tree's arrays: start from an empty one */
     memset(&f->tree, 0, sizeof f->tree);
     memset(&f->dtree, 0, sizeof f->dtree);
+    memset(&f->bvh, 0, sizeof f->bvh);
+    memset(&f->dbvh, 0, sizeof f->dbvh);
+    f->lbvh = NULL;
     f->gs = NULL;
+    f->walk_bvh = 0;
     RtStatus st = rt_scene_finish(&f->s, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
     assert_int_equal(rt_tri_arrays_make(&f->s, &f->tris, NULL), RT_OK);
     RtKdCpuParams kp = rt_kd_cpu_params_default();
     st = rt_kd_build_cpu(&kp, &f->tris, &f->tree, NULL, &err);
+    if (st != RT_OK) print_message("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    RtLbvhParams lp = rt_lbvh_params_default();
+    st = rt_lbvh_build_cpu(&lp, &f->tris, &f->bvh, NULL, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
     RtAabb b = aabb_empty();
@@ -73,6 +93,11 @@ static void fixture_finish(Fixture *f)
     st = rt_kd_tree_upload(&f->tree, &f->dtree, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
+    RtTriArrays d = rt_gpu_scene_tris(f->gs);
+    st = rt_lbvh_gpu_create(&f->lbvh, &err);
+    if (st == RT_OK) st = rt_lbvh_gpu_build(f->lbvh, &lp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err);
+    if (st != RT_OK) print_message("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
     /* the host's epsilon is the GPU scene's */
     assert_true(fabsf(rt_gpu_scene_epsilon(f->gs) - f->eps) <= 1e-6f * f->eps);
 }
@@ -81,9 +106,11 @@ static void fixture_free(Fixture *f)
 {
     if (f->gpu) {
         rt_kd_tree_free_device(&f->dtree);
+        rt_lbvh_gpu_destroy(f->lbvh);
         rt_gpu_scene_destroy(f->gs);
     }
     rt_kd_tree_free(&f->tree);
+    rt_bvh_free(&f->bvh);
     rt_tri_arrays_free(&f->tris);
     rt_scene_free(&f->s);
 }
@@ -249,9 +276,9 @@ static void gpu_cast(const Fixture *f, const RtTraceParams *p, const RaySet *r, 
                      RtHit *out)
 {
     RtError err = {0};
+    const RtAccel accel = fixture_accel(f);
     if (!f->gpu) {
-        RtStatus est = rt_trace_emulate_rays(&f->tris, &f->tree, p, r->rays, out, NULL, r->n, 97,
-                                             any, &err);
+        RtStatus est = rt_trace_emulate_rays(&f->tris, &accel, p, r->rays, out, NULL, r->n, 97, any, &err);
         if (est != RT_OK) print_message("%s\n", err.msg);
         assert_int_equal(est, RT_OK);
         return;
@@ -261,8 +288,7 @@ static void gpu_cast(const Fixture *f, const RtTraceParams *p, const RaySet *r, 
     assert_int_equal(rt_gpu_malloc(&d_hits, r->n * sizeof(RtHit), &err), RT_OK);
     assert_int_equal(rt_gpu_memcpy(d_rays, r->rays, r->n * sizeof(RtGpuRay), RT_COPY_TO_DEVICE, &err),
                      RT_OK);
-    RtStatus st = rt_trace_gpu_rays(f->gs, &f->dtree, p, d_rays, d_hits, NULL, r->n, 97, any,
-                                    NULL, &err);
+    RtStatus st = rt_trace_gpu_rays(f->gs, &accel, p, d_rays, d_hits, NULL, r->n, 97, any, NULL, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
     assert_int_equal(rt_gpu_memcpy(out, d_hits, r->n * sizeof(RtHit), RT_COPY_TO_HOST, &err), RT_OK);
@@ -312,8 +338,13 @@ static void compare_hits(const char *what, const RaySet *r, const RtHit *ref, co
     }
 }
 
-static const char *variant_name(const RtTraceParams *p, char *buf, size_t n)
+static const char *variant_name(const Fixture *f, const RtTraceParams *p, char *buf, size_t n)
 {
+    if (f->walk_bvh) {
+        snprintf(buf, n, "bvh/%s/%s", rt_variant_value_name(RT_VAR_ISECT, p->isect),
+                 rt_variant_value_name(RT_VAR_RAY_MAP, p->ray_map));
+        return buf;
+    }
     snprintf(buf, n, "%s/%s/%s/%s/%s/stack%d", rt_variant_value_name(RT_VAR_TRAVERSAL, p->traversal),
              rt_variant_value_name(RT_VAR_ISECT, p->isect), p->leaf_skip ? "skip" : "noskip",
              rt_variant_value_name(RT_VAR_RAY_MAP, p->ray_map), rt_variant_value_name(RT_VAR_PACKETS, p->packet),
@@ -322,11 +353,19 @@ static const char *variant_name(const RtTraceParams *p, char *buf, size_t n)
 }
 
 /* Every variant: 2 traversals x 2 tests x leaf skip x 2 ray maps x 2
- * packet modes, plus a 1-entry short stack (restarts all the time). */
-static int variant(int i, RtTraceParams *p)
+ * packet modes, plus a 1-entry short stack (restarts all the time), over
+ * the kd-tree; then the BVH walk with 2 tests x 2 ray maps (*bvh = 1). */
+static int variant(int i, RtTraceParams *p, int *bvh)
 {
     *p = rt_trace_params_default();
-    if (i >= 34) return 0;
+    *bvh = 0;
+    if (i >= 38) return 0;
+    if (i >= 34) {
+        *bvh = 1;
+        p->isect = (i - 34) & 1;
+        p->ray_map = (i - 34) >> 1;
+        return 1;
+    }
     if (i >= 32) {
         p->traversal = RT_TRAV_SHORT_STACK;
         p->stack_size = 1;
@@ -384,9 +423,9 @@ static void check_fixture(Fixture *f, const RaySet *extra)
                   f->name, f->s.tri_count, prim.n, shadow.n, refl.n, eps);
     RtTraceParams p;
     double worst = 1.0, worst_strict = 1.0, worst_one = 1.0;
-    for (int v = 0; variant(v, &p); v++) {
+    for (int v = 0; variant(v, &p, &f->walk_bvh); v++) {
         char name[96];
-        variant_name(&p, name, sizeof name);
+        variant_name(f, &p, name, sizeof name);
         int w = p.isect == RT_ISECT_WOOP;
         Tally tl;
         memset(&tl, 0, sizeof tl);
@@ -404,7 +443,7 @@ static void check_fixture(Fixture *f, const RaySet *extra)
          * is printed and held to STRICT_MIN. */
         double frac = (double)(tl.equal + tl.tie) / (double)(tl.rays ? tl.rays : 1);
         double strict = (double)tl.equal / (double)(tl.rays ? tl.rays : 1);
-        if (f->one_entry_limited && p.stack_size < 2) {
+        if (f->one_entry_limited && p.stack_size < 2 && !f->walk_bvh) {
             worst_one = frac < worst_one ? frac : worst_one;
             print_message("  %s %s: %.5f%% agree (one-entry stack, held to %.2f%%)\n", f->name,
                           name, 100 * frac, 100 * ONE_ENTRY_MIN);
@@ -496,7 +535,7 @@ static void check_axis_rays_on_split_planes(void **state)
     float eps = f.eps;
     RtTraceParams p;
     int bad = 0;
-    for (int v = 0; variant(v, &p); v++) {
+    for (int v = 0; variant(v, &p, &f.walk_bvh); v++) {
         Tally tl;
         memset(&tl, 0, sizeof tl);
         gpu_cast(&f, &p, &r, 0, got);
@@ -504,7 +543,7 @@ static void check_axis_rays_on_split_planes(void **state)
         char name[96];
         if (tl.equal != tl.rays || v == 0)
             print_message("  axis %-40s %llu/%llu equal; shared edge %llu, hit/miss %llu, other "
-                          "%llu\n", variant_name(&p, name, sizeof name),
+                          "%llu\n", variant_name(&f, &p, name, sizeof name),
                           (unsigned long long)tl.equal, (unsigned long long)tl.rays,
                           (unsigned long long)tl.tie, (unsigned long long)tl.miss,
                           (unsigned long long)tl.other);
@@ -520,7 +559,7 @@ static void check_axis_rays_on_split_planes(void **state)
          * restarts whenever a second entry is pending, 174 in the host
          * emulation; a per-ray short stack of 2+ entries none.
          * docs/trace_gpu.md, "Known limit". */
-        int stackless = p.traversal == RT_TRAV_RESTART || p.packet || p.stack_size < 2;
+        int stackless = !f.walk_bvh && (p.traversal == RT_TRAV_RESTART || p.packet || p.stack_size < 2);
         double need = stackless ? 0.85 : 0.99;
         if ((double)(tl.equal + tl.tie) < need * (double)tl.rays) bad++;
     }
@@ -564,17 +603,18 @@ static void check_one_triangle_and_empty_batches(void **state)
     fixture_finish(&f);
     RtError err = {0};
     RtTraceParams p = rt_trace_params_default();
-    assert_int_equal(f.gpu ? rt_trace_gpu_rays(f.gs, &f.dtree, &p, NULL, NULL, NULL, 0, 1, 0, NULL,
-                                                &err)
-                           : rt_trace_emulate_rays(&f.tris, &f.tree, &p, NULL, NULL, NULL, 0, 1, 0,
-                                                   &err),
-                     RT_OK);
+    for (f.walk_bvh = 0; f.walk_bvh <= 1; f.walk_bvh++) {
+        const RtAccel a = fixture_accel(&f);
+        assert_int_equal(f.gpu ? rt_trace_gpu_rays(f.gs, &a, &p, NULL, NULL, NULL, 0, 1, 0, NULL, &err)
+                               : rt_trace_emulate_rays(&f.tris, &a, &p, NULL, NULL, NULL, 0, 1, 0, &err),
+                         RT_OK);
+    }
     RaySet r = {0};
     rays_push(&r, v3(0.25f, 0.25f, 1), v3(0, 0, -1), 0.0f, INFINITY);  /* hit at t = 1 */
     rays_push(&r, v3(0.75f, 0.75f, 1), v3(0, 0, -1), 0.0f, INFINITY);  /* miss */
     rays_push(&r, v3(0.25f, 0.25f, 1), v3(0, 0, -1), 0.0f, 0.5f);      /* hit beyond tmax */
     RtHit got[3];
-    for (int v = 0; variant(v, &p); v++) {
+    for (int v = 0; variant(v, &p, &f.walk_bvh); v++) {
         gpu_cast(&f, &p, &r, 0, got);
         assert_int_equal(got[0].tri, 0);
         assert_true(fabsf(got[0].t - 1.0f) < 1e-6f);
@@ -609,7 +649,7 @@ static void check_parallel_rays_never_hit_at_infinity(void **state)
     }
     RtHit got[128];
     RtTraceParams p = rt_trace_params_default();
-    for (int v = 0; variant(v, &p); v++) {
+    for (int v = 0; variant(v, &p, &f.walk_bvh); v++) {
         for (int any = 0; any <= 1; any++) {
             gpu_cast(&f, &p, &r, any, got);
             for (int k = 0; k < 128; k++)

@@ -17,6 +17,7 @@
 #include "trace/trace.h"
 #define RT_TRACE_FN __device__
 #include "trace/trace_ray.cuh"
+#include "trace/trace_bvh.cuh"
 
 /* ---- constants ------------------------------------------------------------ */
 
@@ -106,6 +107,48 @@ struct DevPrims {
         RtKdLeaf l = {x.x, x.y};
         return l;
     }
+    __device__ RtBvhNode bvh_node(const RtBvhNode *p) const
+    {
+        const float4 *q = (const float4 *)p;
+        float4 a = __ldg(&q[0]), b = __ldg(&q[1]), c = __ldg(&q[2]);
+        uint4 e = __ldg((const uint4 *)&q[3]);
+        RtBvhNode n;
+        n.b[0] = f4(a.x, a.y, a.z, a.w);
+        n.b[1] = f4(b.x, b.y, b.z, b.w);
+        n.b[2] = f4(c.x, c.y, c.z, c.w);
+        n.child[0] = e.x;
+        n.child[1] = e.y;
+        n.count[0] = e.z;
+        n.count[1] = e.w;
+        return n;
+    }
+};
+
+/* ---- the structure a kernel walks ---------------------------------------- */
+
+/* A kernel is instantiated per walk: the kd-tree loop with its variants
+ * (trace_ray.cuh), or the BVH loop (trace_bvh.cuh). Tree is what the
+ * kernel receives by value; trace() is the one call the shading makes. */
+template <int kTrav, int kIsect, bool kPacket>
+struct KdWalk {
+    typedef TraceTree Tree;
+    static const bool packet = kPacket;
+    __device__ static RtHit trace(const DevPrims &pr, const Tree &tr, RtVec3 o, RtVec3 d, float tmin,
+                                  float tmax, bool live, bool any, uint32_t *steps)
+    {
+        return trace_ray<kTrav, kIsect, kPacket>(pr, tr, pr.cfg, o, d, tmin, tmax, live, any, steps);
+    }
+};
+
+template <int kIsect>
+struct BvhWalk {
+    typedef TraceBvh Tree;
+    static const bool packet = false;
+    __device__ static RtHit trace(const DevPrims &pr, const Tree &bv, RtVec3 o, RtVec3 d, float tmin,
+                                  float tmax, bool live, bool any, uint32_t *steps)
+    {
+        return trace_bvh<kIsect>(pr, bv, o, d, tmin, tmax, live, any, steps);
+    }
 };
 
 /* ---- shading (render/shade.h) -------------------------------------------- */
@@ -147,8 +190,8 @@ typedef struct RenderArgs {
 /* One pixel per thread: shade.h's Whitted chain (render_cpu.c's
  * trace_pixel), unrolled with warp-uniform trip counts (every lane calls
  * trace_ray the same number of times, as packets need), then sRGB out. */
-template <int kTrav, int kIsect, bool kPacket>
-__global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, TraceTree tr,
+template <class Walk>
+__global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
                                                         TraceCfg cfg, RenderArgs ra,
                                                         RtGpuTraceCounters *cnt)
 {
@@ -162,8 +205,8 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, Trace
     uint32_t id = RT_NO_HIT, steps = 0, n_shadow = 0, n_refl = 0;
     for (int depth = 0; depth <= ra.shade.max_bounces; depth++) {
         if (depth > 0 && alive) n_refl++;
-        RtHit hit = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, ray.o, ray.d, 0.0f, INFINITY,
-                                                      alive, false, depth == 0 ? &steps : NULL);
+        RtHit hit = Walk::trace(DevPrims{sc, cfg}, tr, ray.o, ray.d, 0.0f, INFINITY, alive, false,
+                                depth == 0 ? &steps : NULL);
         if (alive && hit.tri == RT_NO_HIT) {
             rt_shade_path_miss(&path, &ra.shade);
             alive = false;
@@ -187,8 +230,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, Trace
                 float tmax;
                 bool cast = rt_shade_shadow_ray(&ld, sc.eps, &tmax);
                 n_shadow += ld.lit;
-                RtHit sh = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, origin, ld.L, 0.0f, tmax,
-                                                             cast, true, NULL);
+                RtHit sh = Walk::trace(DevPrims{sc, cfg}, tr, origin, ld.L, 0.0f, tmax, cast, true, NULL);
                 if (cast && sh.tri != RT_NO_HIT) ld.lit = 0;
             }
             if (ld.lit)
@@ -212,8 +254,8 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, Trace
 }
 
 /* Ray casting for tests and benchmarks: ray i is pixel (i % width, i / width). */
-template <int kTrav, int kIsect, bool kPacket>
-__global__ void __launch_bounds__(kBlock) cast_kernel(RtGpuSceneView sc, TraceTree tr,
+template <class Walk>
+__global__ void __launch_bounds__(kBlock) cast_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
                                                       TraceCfg cfg, const RtGpuRay *rays,
                                                       RtHit *hits, uint32_t *steps_out, uint32_t n,
                                                       int width, int ray_map, int any)
@@ -237,8 +279,7 @@ __global__ void __launch_bounds__(kBlock) cast_kernel(RtGpuSceneView sc, TraceTr
         r.tmin = r.tmax = 0.0f;
     }
     uint32_t steps = 0;
-    RtHit h = trace_ray<kTrav, kIsect, kPacket>(DevPrims{sc, cfg}, tr, cfg, r.o, r.d, r.tmin, r.tmax, valid,
-                                                any != 0, &steps);
+    RtHit h = Walk::trace(DevPrims{sc, cfg}, tr, r.o, r.d, r.tmin, r.tmax, valid, any != 0, &steps);
     if (!valid) return;
     hits[i] = h;
     if (steps_out) steps_out[i] = steps;
@@ -261,19 +302,41 @@ static TraceTree trace_tree(const RtKdTree *t)
     return tr;
 }
 
-/* The one place a variant becomes a kernel instantiation. */
-#define RT_TRACE_DISPATCH(kernel, p, ...)                                                  \
-    ((p)->traversal == RT_TRAV_RESTART                                                      \
-         ? ((p)->isect == RT_ISECT_WOOP                                                     \
-                ? ((p)->packet ? kernel<RT_TRAV_RESTART, RT_ISECT_WOOP, true>               \
-                               : kernel<RT_TRAV_RESTART, RT_ISECT_WOOP, false>)             \
-                : ((p)->packet ? kernel<RT_TRAV_RESTART, RT_ISECT_MT, true>                 \
-                               : kernel<RT_TRAV_RESTART, RT_ISECT_MT, false>))              \
-         : ((p)->isect == RT_ISECT_WOOP                                                     \
-                ? ((p)->packet ? kernel<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, true>           \
-                               : kernel<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, false>)         \
-                : ((p)->packet ? kernel<RT_TRAV_SHORT_STACK, RT_ISECT_MT, true>             \
-                               : kernel<RT_TRAV_SHORT_STACK, RT_ISECT_MT, false>)))
+static TraceBvh trace_bvh_of(const RtBvh *b)
+{
+    TraceBvh bv;
+    bv.nodes = b->nodes;
+    bv.index = b->tri_index;
+    bv.bounds = b->bounds;
+    bv.d_bounds = b->d_bounds;
+    bv.node_count = b->d_bounds ? 1u : (aabb_is_empty(b->bounds) ? 0u : b->node_count);
+    return bv;
+}
+
+/* The one place a variant becomes a kernel instantiation: the kd-tree's
+ * traversal x test x packets, the BVH's test. */
+#define RT_KD_DISPATCH(kernel, p)                                                                \
+    ((p)->traversal == RT_TRAV_RESTART                                                          \
+         ? ((p)->isect == RT_ISECT_WOOP                                                         \
+                ? ((p)->packet ? kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_WOOP, true>>           \
+                               : kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_WOOP, false>>)         \
+                : ((p)->packet ? kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_MT, true>>             \
+                               : kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_MT, false>>))          \
+         : ((p)->isect == RT_ISECT_WOOP                                                         \
+                ? ((p)->packet ? kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, true>>       \
+                               : kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, false>>)     \
+                : ((p)->packet ? kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_MT, true>>         \
+                               : kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_MT, false>>)))
+#define RT_BVH_DISPATCH(kernel, p)                                                               \
+    ((p)->isect == RT_ISECT_WOOP ? kernel<BvhWalk<RT_ISECT_WOOP>> : kernel<BvhWalk<RT_ISECT_MT>>)
+
+static RtStatus accel_check(const RtAccel *a, RtError *err)
+{
+    if (!a || (a->kind == RT_ACCEL_KD && !a->kd) || (a->kind == RT_ACCEL_BVH && !a->bvh) ||
+        (a->kind != RT_ACCEL_KD && a->kind != RT_ACCEL_BVH))
+        return rt_fail(err, RT_ERR_ARG, "TRACE: no acceleration structure given");
+    return RT_OK;
+}
 
 static TraceCfg trace_cfg(const RtTraceParams *p)
 {
@@ -295,14 +358,15 @@ static RtStatus kernel_ms(RtLaunchLog *log, const char *name, double *ms, RtErro
     return RT_OK;
 }
 
-extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const RtCamera *cam,
+extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtCamera *cam,
                                  const RtTraceParams *p, uint8_t *d_rgba, int w, int h,
                                  uint32_t *d_ids, RtTraceStats *stats, RtError *err)
 {
     RtTraceParams params = p ? *p : rt_trace_params_default();
-    if (!gs || !d_tree || !cam || !d_rgba || w <= 0 || h <= 0)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: missing scene, tree, camera or image (%dx%d)", w, h);
-    RtStatus st = rt_trace_params_check(&params, err);
+    if (!gs || !cam || !d_rgba || w <= 0 || h <= 0)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: missing scene, camera or image (%dx%d)", w, h);
+    RtStatus st = accel_check(accel, err);
+    if (st == RT_OK) st = rt_trace_params_check(&params, err);
     if (st != RT_OK) return st;
     RtLaunchLog *log = rt_gpu_scene_launch_log(gs);
     if (log->pending > RT_LAUNCH_MAX_TIMED / 2) rt_launch_log_reset(log);
@@ -317,11 +381,14 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const R
     ra.shade = params.shade;
     ra.rgba = d_rgba;
     ra.ids = d_ids;
-    uint32_t threads = thread_count(params.ray_map, w, h);
+    uint32_t threads = thread_count(ra.ray_map, w, h);
     dim3 grid((threads + kBlock - 1) / kBlock);
-    st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0,
-                   RT_TRACE_DISPATCH(render_kernel, &params), err, rt_gpu_scene_view(gs),
-                   trace_tree(d_tree), trace_cfg(&params), ra, cnt);
+    if (accel->kind == RT_ACCEL_BVH)
+        st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0, RT_BVH_DISPATCH(render_kernel, &params),
+                       err, rt_gpu_scene_view(gs), trace_bvh_of(accel->bvh), trace_cfg(&params), ra, cnt);
+    else
+        st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0, RT_KD_DISPATCH(render_kernel, &params),
+                       err, rt_gpu_scene_view(gs), trace_tree(accel->kd), trace_cfg(&params), ra, cnt);
     if (st != RT_OK || !stats) return st;
     RtGpuTraceCounters c;
     CUDA_CHECK(err, cudaMemcpy(&c, cnt, sizeof c, cudaMemcpyDeviceToHost));
@@ -333,27 +400,33 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const R
     return kernel_ms(log, "trace_render", &stats->ms, err);
 }
 
-extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree,
+extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel,
                                       const RtTraceParams *p, const RtGpuRay *d_rays,
                                       RtHit *d_hits, uint32_t *d_steps, uint32_t n, int width,
                                       int any_hit, double *ms, RtError *err)
 {
     RtTraceParams params = p ? *p : rt_trace_params_default();
-    if (!gs || !d_tree || (n && (!d_rays || !d_hits)) || width <= 0)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs a scene, a tree, rays and hits");
-    RtStatus st = rt_trace_params_check(&params, err);
+    if (!gs || (n && (!d_rays || !d_hits)) || width <= 0)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs a scene, rays and hits");
+    RtStatus st = accel_check(accel, err);
+    if (st == RT_OK) st = rt_trace_params_check(&params, err);
     if (st != RT_OK) return st;
     if (ms) *ms = 0.0;
     if (n == 0) return RT_OK;
     RtLaunchLog *log = rt_gpu_scene_launch_log(gs);
     if (log->pending > RT_LAUNCH_MAX_TIMED / 2) rt_launch_log_reset(log);
     int height = (int)((n + (uint32_t)width - 1) / (uint32_t)width);
-    uint32_t threads = thread_count(params.ray_map, width, height);
+    int ray_map = params.ray_map;
+    uint32_t threads = thread_count(ray_map, width, height);
     dim3 grid((threads + kBlock - 1) / kBlock);
-    st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0,
-                   RT_TRACE_DISPATCH(cast_kernel, &params), err, rt_gpu_scene_view(gs),
-                   trace_tree(d_tree), trace_cfg(&params), d_rays, d_hits, d_steps, n, width,
-                   params.ray_map, any_hit);
+    if (accel->kind == RT_ACCEL_BVH)
+        st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0, RT_BVH_DISPATCH(cast_kernel, &params), err,
+                       rt_gpu_scene_view(gs), trace_bvh_of(accel->bvh), trace_cfg(&params), d_rays, d_hits,
+                       d_steps, n, width, ray_map, any_hit);
+    else
+        st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0, RT_KD_DISPATCH(cast_kernel, &params), err,
+                       rt_gpu_scene_view(gs), trace_tree(accel->kd), trace_cfg(&params), d_rays, d_hits,
+                       d_steps, n, width, ray_map, any_hit);
     if (st != RT_OK || !ms) return st;
     return kernel_ms(log, "trace_cast", ms, err);
 }

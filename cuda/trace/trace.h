@@ -14,6 +14,7 @@
 #include "core/camera.h"
 #include "core/isect.h"
 #include "gpu/gpu_scene.h"
+#include "render/accel.h"
 #include "render/shade.h"
 /* the benchmark's diffuse rays, cast with rt_trace_gpu_rays (RT_HD, so it
  * also compiles for the device) */
@@ -68,11 +69,14 @@ typedef struct RtTraceStats {
 } RtTraceStats;
 
 /* Renders the camera's view into d_rgba (device memory, w*h*4 bytes, row 0
- * = top, sRGB, alpha 255). d_tree holds device pointers (rt_kd_tree_upload
- * or the GPU builder) over rt_gpu_scene_tris(gs). d_ids (device, optional)
+ * = top, sRGB, alpha 255). accel's structure holds device pointers
+ * (rt_kd_tree_upload, a GPU builder) over rt_gpu_scene_tris(gs): a kd-tree
+ * is walked with the variant p names, a BVH with trace_bvh.cuh's loop
+ * (p's intersection test and ray map; traversal, stack, leaf skip and
+ * packets are the kd-tree's, a BVH traces single rays with a full stack). d_ids (device, optional)
  * receives the primary hit's triangle id per pixel (RT_NO_HIT for none).
  * stats (optional) synchronises to read the counters. */
-RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const RtCamera *cam,
+RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtCamera *cam,
                       const RtTraceParams *p, uint8_t *d_rgba, int w, int h, uint32_t *d_ids,
                       RtTraceStats *stats, RtError *err);
 
@@ -86,11 +90,11 @@ typedef struct RtGpuRay {
 
 /* Casts n rays (device arrays) with the tracer's traversal: closest hit
  * (any_hit = 0) or any hit (shadow rays; hits[i].tri = the occluder or
- * RT_NO_HIT). The ray map treats ray i as pixel (i % width, i / width), so
+ * RT_NO_HIT), through accel (as rt_trace_gpu). The ray map treats ray i as pixel (i % width, i / width), so
  * rays stored in row-major pixel order get the 4x8 tiles. With textures on,
  * map_d cutouts are skipped as in rendering. steps (device, optional)
  * receives the nodes visited per ray. ms (optional) = kernel GPU time. */
-RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree, const RtTraceParams *p,
+RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
                            const RtGpuRay *d_rays, RtHit *d_hits, uint32_t *d_steps,
                            uint32_t n, int width, int any_hit, double *ms, RtError *err);
 
@@ -99,8 +103,9 @@ RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree, const RtTrace
  * (packets included) can be checked against the brute force, and a missed
  * hit debugged, without a GPU. Host arrays: tris (with Woop rows), a tree
  * from rt_kd_build_cpu, rays, hits, steps (optional). map_d cut-outs are
- * not applied. A build without CUDA returns RT_ERR_NO_DEVICE. */
-RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtKdTree *tree,
+ * not applied. A build without CUDA returns RT_ERR_NO_DEVICE. accel: a
+ * host kd-tree (rt_kd_build_cpu) or BVH (rt_lbvh_build_cpu). */
+RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel *accel,
                                const RtTraceParams *p, const RtGpuRay *rays, RtHit *hits,
                                uint32_t *steps, uint32_t n, int width, int any_hit, RtError *err);
 

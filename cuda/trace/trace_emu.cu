@@ -27,6 +27,7 @@
 #include "trace/trace.h"
 #define RT_TRACE_FN __host__
 #include "trace/trace_ray.cuh"
+#include "trace/trace_bvh.cuh"
 
 enum { kLanes = 32, kLaneStack = 256 * 1024 };
 
@@ -48,7 +49,9 @@ struct EmuWarp {
 /* One cast: what every lane reads. */
 struct EmuJob {
     const RtTriArrays *tris;
+    int kind;      /* RtAccelKind: which of tree, bvh is walked */
     TraceTree tree;
+    TraceBvh bvh;
     TraceCfg cfg;
     const RtGpuRay *rays;
     RtHit *hits;
@@ -109,6 +112,7 @@ struct HostPrims {
     uint32_t index(const uint32_t *p) const { return *p; }
     RtKdNode node(const RtKdNode *p) const { return *p; }
     RtKdLeaf leaf(const RtKdLeaf *p) const { return *p; }
+    RtBvhNode bvh_node(const RtBvhNode *p) const { return *p; }
 };
 
 /* cast_kernel's body for thread tid (trace.cu), on the host. */
@@ -124,8 +128,10 @@ static void emu_thread(const EmuJob *job, EmuWarp *w, uint32_t tid)
     if (valid) r = job->rays[i];
     uint32_t steps = 0;
     HostPrims pr = {job->tris, w};
-    RtHit h = trace_ray<kTrav, kIsect, kPacket>(pr, job->tree, job->cfg, r.o, r.d, r.tmin, r.tmax,
-                                                valid, job->any != 0, &steps);
+    RtHit h = job->kind == RT_ACCEL_BVH
+                  ? trace_bvh<kIsect>(pr, job->bvh, r.o, r.d, r.tmin, r.tmax, valid, job->any != 0, &steps)
+                  : trace_ray<kTrav, kIsect, kPacket>(pr, job->tree, job->cfg, r.o, r.d, r.tmin, r.tmax,
+                                                      valid, job->any != 0, &steps);
     if (!valid) return;
     job->hits[i] = h;
     if (job->steps) job->steps[i] = steps;
@@ -227,25 +233,38 @@ static RtStatus emu_cast(const EmuJob *job, uint32_t threads, RtError *err)
     return RT_OK;
 }
 
-extern "C" RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtKdTree *tree,
+extern "C" RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel *accel,
                                           const RtTraceParams *p, const RtGpuRay *rays,
                                           RtHit *hits, uint32_t *steps, uint32_t n, int width,
                                           int any_hit, RtError *err)
 {
     RtTraceParams params = p ? *p : rt_trace_params_default();
-    if (!tris || !tree || (n && (!rays || !hits)) || width <= 0)
+    const RtKdTree *tree = accel && accel->kind == RT_ACCEL_KD ? accel->kd : NULL;
+    const RtBvh *bvh = accel && accel->kind == RT_ACCEL_BVH ? accel->bvh : NULL;
+    if (!tris || (!tree && !bvh) || (n && (!rays || !hits)) || width <= 0)
         return rt_fail(err, RT_ERR_ARG, "TRACE: emulation needs triangles, a tree, rays and hits");
     RtStatus st = rt_trace_params_check(&params, err);
     if (st != RT_OK || n == 0) return st;
     EmuJob job;
+    memset(&job, 0, sizeof job);
     job.tris = tris;
-    job.tree.nodes = tree->nodes;
-    job.tree.leaves = tree->leaves;
-    job.tree.boxes = tree->leaf_boxes;
-    job.tree.index = tree->tri_index;
-    job.tree.bounds = tree->bounds;
-    job.tree.d_bounds = NULL;
-    job.tree.node_count = aabb_is_empty(tree->bounds) ? 0u : tree->node_count;
+    job.kind = accel->kind;
+    if (tree) {
+        job.tree.nodes = tree->nodes;
+        job.tree.leaves = tree->leaves;
+        job.tree.boxes = tree->leaf_boxes;
+        job.tree.index = tree->tri_index;
+        job.tree.bounds = tree->bounds;
+        job.tree.d_bounds = NULL;
+        job.tree.node_count = aabb_is_empty(tree->bounds) ? 0u : tree->node_count;
+    } else {
+        job.bvh.nodes = bvh->nodes;
+        job.bvh.index = bvh->tri_index;
+        job.bvh.bounds = bvh->bounds;
+        job.bvh.d_bounds = NULL;
+        job.bvh.node_count = aabb_is_empty(bvh->bounds) ? 0u : bvh->node_count;
+        params.packet = RT_PACKET_OFF; /* a BVH traces single rays (trace.h) */
+    }
     job.cfg.leaf_skip = params.leaf_skip;
     job.cfg.stack_size = params.stack_size;
     job.cfg.textures = 0;

@@ -11,29 +11,29 @@ static RtStatus no_cuda(RtError *err)
                    "TRACE: this rtviewer was built without CUDA (no nvcc found at build time)");
 }
 
-RtStatus rt_trace_gpu(RtGpuScene *gs, const RtKdTree *d_tree, const RtCamera *cam,
+RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtCamera *cam,
                       const RtTraceParams *p, uint8_t *d_rgba, int w, int h, uint32_t *d_ids,
                       RtTraceStats *stats, RtError *err)
 {
-    (void)gs; (void)d_tree; (void)cam; (void)p; (void)d_rgba; (void)w; (void)h; (void)d_ids;
+    (void)gs; (void)accel; (void)cam; (void)p; (void)d_rgba; (void)w; (void)h; (void)d_ids;
     (void)stats;
     return no_cuda(err);
 }
 
-RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtKdTree *d_tree, const RtTraceParams *p,
+RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
                            const RtGpuRay *d_rays, RtHit *d_hits, uint32_t *d_steps, uint32_t n,
                            int width, int any_hit, double *ms, RtError *err)
 {
-    (void)gs; (void)d_tree; (void)p; (void)d_rays; (void)d_hits; (void)d_steps; (void)n;
+    (void)gs; (void)accel; (void)p; (void)d_rays; (void)d_hits; (void)d_steps; (void)n;
     (void)width; (void)any_hit; (void)ms;
     return no_cuda(err);
 }
 
-RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtKdTree *tree,
+RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel *accel,
                                const RtTraceParams *p, const RtGpuRay *rays, RtHit *hits,
                                uint32_t *steps, uint32_t n, int width, int any_hit, RtError *err)
 {
-    (void)tris; (void)tree; (void)p; (void)rays; (void)hits; (void)steps; (void)n; (void)width;
+    (void)tris; (void)accel; (void)p; (void)rays; (void)hits; (void)steps; (void)n; (void)width;
     (void)any_hit;
     return no_cuda(err);
 }

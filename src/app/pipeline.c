@@ -32,11 +32,13 @@ struct RtPipeline {
     RtBackend backend;
     const RtScene *scene;
     int has_frame;        /* a frame ran: its tree and triangles are there */
+    int built;            /* RtStructure of the tree held now (the last frame's) */
     RtFrameStats last;    /* the last frame's counts (tree stats are filled in here too) */
     /* CPU backend */
     RtSceneFrame frame;   /* the scene at t (also the GPU's host fallback of the animate stage) */
     RtTriArrays tris;     /* frame.view flattened; GPU: the host fallback's upload */
-    RtKdTree tree;        /* host tree (empty with brute_force) */
+    RtKdTree tree;        /* host kd-tree (empty with brute_force) */
+    RtBvh bvh;            /* host BVH (structure lbvh) */
     /* GPU backend */
     RtGpu *gpu;
     RtGpuScene *gscene;
@@ -44,6 +46,8 @@ struct RtPipeline {
     RtKdGpu *kd;
     RtKdTree d_tree;      /* device pointers owned by kd */
     RtKdGpuStats kd_stats;
+    RtLbvhGpu *lbvh;      /* created at the first lbvh frame */
+    RtBvh d_bvh;          /* device pointers owned by lbvh */
     uint8_t *d_rgba;      /* w*h*4, grown on demand: the frame when the caller gives no device buffer */
     size_t rgba_bytes;
     int animated;         /* the device holds a frame's triangles */
@@ -62,6 +66,7 @@ RtPipelineParams rt_pipeline_params_default(void)
     p.structure = RT_STRUCT_KD;
     p.build = rt_kd_gpu_params_default();
     p.kd_cpu = rt_kd_cpu_params_default();
+    p.lbvh = rt_lbvh_params_default();
     p.trace = rt_trace_params_default();
     return p;
 }
@@ -164,11 +169,13 @@ void rt_pipeline_destroy(RtPipeline *p)
     rt_gpu_free(p->d_rgba);
     rt_gpu_anim_destroy(p->anim);
     rt_kd_gpu_destroy(p->kd);
+    rt_lbvh_gpu_destroy(p->lbvh);
     rt_gpu_scene_destroy(p->gscene);
     rt_gpu_destroy(p->gpu);
     rt_scene_frame_free(&p->frame);
     rt_tri_arrays_free(&p->tris);
     rt_kd_tree_free(&p->tree);
+    rt_bvh_free(&p->bvh);
     free(p);
 }
 
@@ -190,6 +197,34 @@ void rt_pipeline_describe(const RtPipeline *p, char *buf, size_t n)
              (i->runtime_version % 1000) / 10);
 }
 
+/* ---- the structure in the slot ------------------------------------------------- */
+
+/* The tree held now as the tracers take it (render/accel.h): host memory on
+ * the CPU backend, device memory on the GPU's. */
+static RtAccel frame_accel(const RtPipeline *p)
+{
+    const int gpu = p->backend == RT_BACKEND_GPU;
+    if (p->built == RT_STRUCT_LBVH) return rt_accel_bvh(gpu ? &p->d_bvh : &p->bvh);
+    return rt_accel_kd(gpu ? &p->d_tree : &p->tree);
+}
+
+/* A BVH's statistics in the fields the two structures share (pipeline.h). */
+static RtKdStats tree_stats_of_bvh(const RtBvhStats *b)
+{
+    RtKdStats k;
+    memset(&k, 0, sizeof k);
+    k.nodes = b->nodes;
+    k.leaves = b->leaves;
+    k.depth = b->depth;
+    k.references = b->references;
+    k.triangles = b->triangles;
+    k.degenerate = b->degenerate;
+    k.avg_tris_per_leaf = b->avg_tris_per_leaf;
+    k.sah_cost = b->sah_cost;
+    k.build_ms = b->build_ms;
+    return k;
+}
+
 /* ---- the CPU backend ----------------------------------------------------------- */
 
 static RtStatus cpu_trace(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
@@ -198,7 +233,8 @@ static RtStatus cpu_trace(RtPipeline *p, const RtPipelineParams *pp, const RtCam
     if (!target->img) return rt_fail(err, RT_ERR_ARG, "APP: the CPU backend renders into a host image");
     RtRenderParams rp = render_params(pp);
     double t0 = rt_now_ms();
-    RtStatus st = rt_render_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &p->tree, cam, &rp,
+    RtAccel accel = frame_accel(p);
+    RtStatus st = rt_render_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &accel, cam, &rp,
                                 target->img, NULL, rs, err);
     *ms = rt_now_ms() - t0;
     return st;
@@ -229,6 +265,13 @@ static RtStatus cpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
             st->tree_full = 1;
             break;
         }
+        case RT_STRUCT_LBVH: {
+            RtBvhStats bs;
+            if ((s = rt_lbvh_build_cpu(&pp->lbvh, &p->tris, &p->bvh, &bs, err)) != RT_OK) return s;
+            st->tree = tree_stats_of_bvh(&bs);
+            st->tree_full = 1;
+            break;
+        }
         default: return rt_fail(err, RT_ERR_ARG, "APP: unknown structure %d", pp->structure);
         }
     }
@@ -236,6 +279,7 @@ static RtStatus cpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
     st->tree.degenerate = degenerate;
     st->build_ms = rt_now_ms() - t1;
     p->has_frame = 1;
+    p->built = pp->structure;
 
     /* trace */
     RtRenderStats rs;
@@ -318,43 +362,68 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
     /* animate: the scene at time t -> device vertices and Woop rows */
     if ((s = gpu_animate(p, t, st, err)) != RT_OK) return s;
 
-    /* build: queued without waiting for it (no host round trip) */
-    if (pp->structure != RT_STRUCT_KD) return rt_fail(err, RT_ERR_ARG, "APP: unknown structure %d", pp->structure);
     RtTriArrays d_tris = rt_gpu_scene_tris(p->gscene);
-    s = rt_kd_gpu_build_async(p->kd, &pp->build, d_tris.verts, d_tris.woop, d_tris.count, &p->d_tree, err);
-    if (s != RT_OK) return s;
-
-    /* trace: queued behind the build; then the build's sizes (and overflow
-     * bits), which arrived behind it. A build that overflowed a buffer was
-     * redone with larger ones: trace again. */
     RtTraceStats ts;
     memset(&ts, 0, sizeof ts);
-    int rebuilt = 0;
-    s = rt_trace_gpu(p->gscene, &p->d_tree, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
-    RtStatus fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &p->kd_stats, &rebuilt, err);
-    if (s != RT_OK) return s;
-    if (fs != RT_OK) return fs;
-    if (rebuilt &&
-        (s = rt_trace_gpu(p->gscene, &p->d_tree, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err)) != RT_OK)
-        return s;
+    switch (pp->structure) {
+    case RT_STRUCT_KD: {
+        /* build: queued without waiting for it (no host round trip) */
+        s = rt_kd_gpu_build_async(p->kd, &pp->build, d_tris.verts, d_tris.woop, d_tris.count, &p->d_tree, err);
+        if (s != RT_OK) return s;
+        p->built = RT_STRUCT_KD;
+        /* trace: queued behind the build; then the build's sizes (and
+         * overflow bits), which arrived behind it. A build that overflowed
+         * a buffer was redone with larger ones: trace again. */
+        int rebuilt = 0;
+        RtAccel accel = frame_accel(p);
+        s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+        RtStatus fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &p->kd_stats, &rebuilt, err);
+        if (s != RT_OK) return s;
+        if (fs != RT_OK) return fs;
+        if (rebuilt &&
+            (s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err)) != RT_OK)
+            return s;
+        const RtKdGpuStats *k = &p->kd_stats;
+        st->build_ms = k->gpu_ms > 0 ? k->gpu_ms : k->build_ms;
+        st->build_large_ms = k->large_ms;
+        st->build_small_ms = k->small_ms;
+        st->launches = k->launches;
+        st->round_trips = k->round_trips;
+        st->rebuilds = k->rebuilds;
+        st->tree.nodes = k->nodes;
+        st->tree.leaves = k->leaves;
+        st->tree.references = k->references;
+        st->tree.triangles = k->triangles;
+        st->tree.degenerate = k->triangles - k->valid_triangles;
+        st->kd_gpu = k;
+        break;
+    }
+    case RT_STRUCT_LBVH: {
+        if (!p->lbvh && (s = rt_lbvh_gpu_create(&p->lbvh, err)) != RT_OK) return s;
+        /* the build's timings are read before the trace is queued: one wait */
+        RtLbvhGpuStats ls;
+        memset(&ls, 0, sizeof ls);
+        s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d_tris.verts, d_tris.woop, d_tris.count, &p->d_bvh, &ls, err);
+        if (s != RT_OK) return s;
+        p->built = RT_STRUCT_LBVH;
+        RtAccel accel = frame_accel(p);
+        s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+        if (s != RT_OK) return s;
+        st->build_ms = ls.ms;
+        st->launches = ls.launches;
+        st->round_trips = 1;
+        st->tree.nodes = ls.valid > 1 ? ls.valid - 1 : ls.valid; /* all interior nodes; reachable: tree_stats */
+        st->tree.references = ls.valid;
+        st->tree.triangles = ls.triangles;
+        st->tree.degenerate = ls.triangles - ls.valid;
+        break;
+    }
+    default: return rt_fail(err, RT_ERR_ARG, "APP: unknown structure %d", pp->structure);
+    }
     p->has_frame = 1;
     if ((s = gpu_readback(p, target, dst, &st->readback_ms, err)) != RT_OK) return s;
-
-    const RtKdGpuStats *k = &p->kd_stats;
-    st->build_ms = k->gpu_ms > 0 ? k->gpu_ms : k->build_ms;
-    st->build_large_ms = k->large_ms;
-    st->build_small_ms = k->small_ms;
-    st->launches = k->launches;
-    st->round_trips = k->round_trips;
-    st->rebuilds = k->rebuilds;
     st->has_tree = 1;
-    st->tree.nodes = k->nodes;
-    st->tree.leaves = k->leaves;
-    st->tree.references = k->references;
-    st->tree.triangles = k->triangles;
-    st->tree.degenerate = k->triangles - k->valid_triangles;
     st->tree.sah_cost = NAN;
-    st->kd_gpu = k;
     st->trace_ms = ts.ms;
     st->primary_rays = ts.primary_rays;
     st->shadow_rays = ts.shadow_rays;
@@ -371,6 +440,7 @@ RtStatus rt_pipeline_frame(RtPipeline *p, const RtPipelineParams *pp, float t, c
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
     st->backend = p->backend;
+    st->structure = pp->structure;
     st->t = t;
     st->build_large_ms = st->build_small_ms = NAN;
     double t0 = rt_now_ms();
@@ -395,7 +465,8 @@ RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const Rt
     if (s != RT_OK) return s;
     RtTraceStats ts;
     memset(&ts, 0, sizeof ts);
-    s = rt_trace_gpu(p->gscene, &p->d_tree, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+    RtAccel accel = frame_accel(p);
+    s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
     *trace_ms = ts.ms;
     return s;
 }
@@ -447,7 +518,8 @@ static RtStatus gpu_cast(RtPipeline *p, const RtTraceParams *tp, const RtRay *ra
         b->staging[i] = g;
     }
     RtStatus s = rt_gpu_memcpy(b->d_rays, b->staging, n * sizeof *b->staging, RT_COPY_TO_DEVICE, err);
-    if (s == RT_OK) s = rt_trace_gpu_rays(p->gscene, &p->d_tree, tp, b->d_rays, b->d_hits, NULL, n, width, 0, ms, err);
+    RtAccel accel = frame_accel(p);
+    if (s == RT_OK) s = rt_trace_gpu_rays(p->gscene, &accel, tp, b->d_rays, b->d_hits, NULL, n, width, 0, ms, err);
     if (s == RT_OK) s = rt_gpu_memcpy(hits, b->d_hits, n * sizeof *hits, RT_COPY_TO_HOST, err);
     return s;
 }
@@ -500,7 +572,8 @@ RtStatus rt_pipeline_cast_diffuse(RtPipeline *p, const RtPipelineParams *pp, con
     if (s != RT_OK) return s;
     DiffuseBufs *b = &p->diffuse;
     const RtTriArrays *tris = gpu ? &p->host_tris : &p->tris;
-    const RtKdTree *tree = p->last.has_tree ? &p->tree : NULL;
+    RtAccel accel = frame_accel(p);
+    const RtAccel *tree = p->last.has_tree ? &accel : NULL;
     /* geometry only: without textures the GPU skips no map_d cut-out, as
      * rt_render_cast_cpu */
     RtTraceParams tp = pp->trace;
@@ -557,11 +630,9 @@ RtStatus rt_pipeline_cast_diffuse(RtPipeline *p, const RtPipelineParams *pp, con
     return RT_OK;
 }
 
-/* The last frame's host tree: the CPU's own, or a download of the GPU's. */
+/* The last frame's host kd-tree: the CPU's own, or a download of the GPU's. */
 static RtStatus host_tree(RtPipeline *p, RtKdTree *h, int *owned, RtError *err)
 {
-    if (!p->has_frame || !p->last.has_tree)
-        return rt_fail(err, RT_ERR_ARG, "APP: no tree yet (no frame, or --brute)");
     *owned = p->backend == RT_BACKEND_GPU;
     if (!*owned) {
         *h = p->tree;
@@ -571,6 +642,25 @@ static RtStatus host_tree(RtPipeline *p, RtKdTree *h, int *owned, RtError *err)
     return rt_kd_gpu_download(&p->d_tree, h, err);
 }
 
+/* The last frame's host BVH, likewise. */
+static RtStatus host_bvh(RtPipeline *p, RtBvh *h, int *owned, RtError *err)
+{
+    *owned = p->backend == RT_BACKEND_GPU;
+    if (!*owned) {
+        *h = p->bvh;
+        return RT_OK;
+    }
+    memset(h, 0, sizeof *h);
+    return rt_lbvh_gpu_download(p->lbvh, &p->d_bvh, h, err);
+}
+
+static RtStatus need_tree(const RtPipeline *p, RtError *err)
+{
+    if (!p->has_frame || !p->last.has_tree)
+        return rt_fail(err, RT_ERR_ARG, "APP: no tree yet (no frame, or --brute)");
+    return RT_OK;
+}
+
 RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFrameStats *st, RtError *err)
 {
     if (p->backend == RT_BACKEND_CPU) {
@@ -578,35 +668,56 @@ RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFra
         st->tree_full = p->last.tree_full;
         return RT_OK;
     }
-    RtKdTree h;
-    int owned = 0;
-    RtStatus s = host_tree(p, &h, &owned, err);
+    RtStatus s = need_tree(p, err);
     if (s != RT_OK) return s;
+    int owned = 0;
     RtKdStats ks;
     memset(&ks, 0, sizeof ks);
-    rt_kd_tree_stats(&h, pp->build.c_trav, pp->build.c_isect, &ks);
+    if (p->built == RT_STRUCT_LBVH) {
+        RtBvh h;
+        if ((s = host_bvh(p, &h, &owned, err)) != RT_OK) return s;
+        RtBvhStats bs;
+        rt_bvh_tree_stats(&h, NULL, pp->lbvh.c_trav, pp->lbvh.c_isect, &bs);
+        ks = tree_stats_of_bvh(&bs);
+        if (owned) rt_bvh_free(&h);
+    } else {
+        RtKdTree h;
+        if ((s = host_tree(p, &h, &owned, err)) != RT_OK) return s;
+        rt_kd_tree_stats(&h, pp->build.c_trav, pp->build.c_isect, &ks);
+        if (owned) rt_kd_tree_free(&h);
+    }
     ks.triangles = st->tree.triangles;
     ks.degenerate = st->tree.degenerate;
     ks.build_ms = st->tree.build_ms;
     st->tree = ks;
     st->tree_full = 1;
-    if (owned) rt_kd_tree_free(&h);
     return RT_OK;
 }
 
 RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err)
 {
-    RtKdTree h;
-    int owned = 0;
-    RtStatus s = host_tree(p, &h, &owned, err);
+    RtStatus s = need_tree(p, err);
     if (s != RT_OK) return s;
+    const int gpu = p->backend == RT_BACKEND_GPU;
+    if (gpu && (s = gpu_host_tris(p, err)) != RT_OK) return s;
+    const RtTriArrays *tris = gpu ? &p->host_tris : &p->tris;
+    int owned = 0;
+    if (p->built == RT_STRUCT_LBVH) {
+        RtBvh h;
+        if ((s = host_bvh(p, &h, &owned, err)) != RT_OK) return s;
+        if (what) *what = gpu ? "rt_bvh_validate on the downloaded BVH and triangles" : "rt_bvh_validate";
+        s = rt_bvh_validate(&h, tris, err);
+        if (owned) rt_bvh_free(&h);
+        return s;
+    }
+    RtKdTree h;
+    if ((s = host_tree(p, &h, &owned, err)) != RT_OK) return s;
     if (!owned) {
         if (what) *what = "rt_kd_validate";
-        return rt_kd_validate(&h, &p->tris, err);
+        return rt_kd_validate(&h, tris, err);
     }
     if (what) *what = "rt_kd_validate_flags(LOOSE_REFS) on the downloaded tree and triangles";
-    s = gpu_host_tris(p, err);
-    if (s == RT_OK) s = rt_kd_validate_flags(&h, &p->host_tris, RT_KD_VALIDATE_LOOSE_REFS, err);
+    s = rt_kd_validate_flags(&h, tris, RT_KD_VALIDATE_LOOSE_REFS, err);
     rt_kd_tree_free(&h);
     return s;
 }

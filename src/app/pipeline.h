@@ -5,15 +5,17 @@
  * JSON/CSV and the logs.
  *
  * The acceleration structure is a slot: RtPipelineParams.structure picks
- * it, and each backend builds and traces what it picks. Today the slot holds
- * the kd-tree (the CPU oracle's SAH builder, the GPU's Zhou/Chang builder);
- * a new structure adds an RtStructure value, a registry value (variants.c)
- * and one case per backend in pipeline.c. */
+ * it, and each backend builds and traces what it picks: the kd-tree (the
+ * CPU oracle's SAH builder, the GPU's Zhou/Chang builder) or Karras's LBVH
+ * (the same tree on both backends). A new structure adds an RtStructure
+ * value, a registry value (variants.c) and one case per backend in
+ * pipeline.c; the tracers walk it through render/accel.h. */
 #ifndef RT_PIPELINE_H
 #define RT_PIPELINE_H
 
 #include "core/image.h"
 #include "kd/kd_cpu.h"
+#include "bvh/lbvh_gpu.h"
 #include "kd/kd_gpu.h"
 #include "render/render_cpu.h"
 #include "trace/trace.h"
@@ -25,7 +27,8 @@ typedef enum RtBackend {
 
 /* The acceleration-structure slot. */
 typedef enum RtStructure {
-    RT_STRUCT_KD = 0, /* kd-tree: SAH on the CPU, Zhou et al. 2008 / Chang et al. on the GPU */
+    RT_STRUCT_KD = 0,   /* kd-tree: SAH on the CPU, Zhou et al. 2008 / Chang et al. on the GPU */
+    RT_STRUCT_LBVH = 1, /* BVH: Karras 2012's LBVH with SAH leaf collapse (src/bvh/lbvh.h), both backends */
     RT_STRUCT_COUNT
 } RtStructure;
 
@@ -35,6 +38,7 @@ typedef struct RtPipelineParams {
     int structure;        /* RtStructure; default kd */
     RtKdGpuParams build;  /* the GPU builder (defaults: rt_kd_gpu_params_default) */
     RtKdCpuParams kd_cpu; /* the CPU oracle's builder (defaults: rt_kd_cpu_params_default) */
+    RtLbvhParams lbvh;    /* the LBVH builder, both backends (defaults: rt_lbvh_params_default) */
     RtTraceParams trace;  /* tracing and shading, both backends: the CPU renderer reads the shading
                              fields and `isect` (defaults: rt_trace_params_default) */
     int threads;          /* CPU backend: threads, 0 = rt_thread_count() */
@@ -47,6 +51,7 @@ RtPipelineParams rt_pipeline_params_default(void);
  * (e.g. the GPU build's stages on the CPU). */
 typedef struct RtFrameStats {
     int backend;          /* RtBackend that ran the frame */
+    int structure;        /* RtStructure the frame built and traced */
     float t;              /* animation time */
     double animate_ms;    /* GPU: CUDA events; CPU: rt_scene_frame_at + flattening, wall */
     double build_ms;      /* GPU: events around the whole build; CPU: wall */
@@ -60,7 +65,10 @@ typedef struct RtFrameStats {
     uint64_t primary_rays, shadow_rays, reflection_rays; /* reflection includes refraction */
     /* The tree: counts always; depth, empty leaves and SAH cost when
      * tree_full (the CPU backend always; the GPU backend after
-     * rt_pipeline_tree_stats, which downloads the tree). */
+     * rt_pipeline_tree_stats, which downloads the tree). A BVH fills the
+     * fields the two structures share (nodes = reachable interior nodes,
+     * leaves, depth, references, SAH with the same C_trav and C_i; empty
+     * leaves 0). */
     RtKdStats tree;
     int has_tree;         /* 0 with brute_force */
     int tree_full;
@@ -133,8 +141,8 @@ RtStatus rt_pipeline_cast_diffuse(RtPipeline *p, const RtPipelineParams *pp, con
  * tree for it. */
 RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFrameStats *st, RtError *err);
 
-/* The validator (kd_cpu.h) over the last frame's tree and the triangles it
- * was built from (downloaded from the GPU). The GPU builder may reference a
+/* The validator (kd_cpu.h's, or bvh_cpu.h's for a BVH) over the last
+ * frame's tree and the triangles it was built from (downloaded from the GPU). The GPU builder may reference a
  * triangle whose box, not the triangle itself, meets a leaf's cell, so its
  * tree is checked with RT_KD_VALIDATE_LOOSE_REFS. *what (optional) names
  * the check that ran. */

@@ -11,6 +11,7 @@
 
 static const RtVariantValue kStructures[] = {
     {"kd", RT_STRUCT_KD, "kd-tree: SAH (CPU oracle), Zhou et al. 2008 / Chang et al. (GPU)"},
+    {"lbvh", RT_STRUCT_LBVH, "BVH: Karras 2012's LBVH with SAH leaf collapse (the same tree on both backends)"},
     {NULL, 0, NULL},
 };
 static const RtVariantValue kOnOff[] = {
@@ -123,7 +124,9 @@ _Static_assert(sizeof(RtKdGpuSmallMode) == sizeof(int), "enum fields are read as
 
 const RtVariant rt_variants[RT_VAR_COUNT] = {
     [RT_VAR_STRUCTURE] = {"structure", "structure", RT_SCOPE_BUILD, RT_VK_INT, offsetof(RtPipelineParams, structure), 1,
-                          0, RT_STRUCT_COUNT - 1, kStructures, 0, 0, "the acceleration structure built and traced every frame"},
+                          0, RT_STRUCT_COUNT - 1, kStructures, 'X', 0, "the acceleration structure built and traced every frame"},
+    [RT_VAR_BVH_LEAF] = {"bvhleaf", "BVH leaf", RT_SCOPE_BUILD, RT_VK_INT, offsetof(RtPipelineParams, lbvh.max_leaf), 1, 1,
+                         RT_BVH_MAX_LEAF, NULL, 0, 0, "most triangles the LBVH's SAH collapse puts in one leaf"},
     [RT_VAR_LADDER] = {"ladder", "Chang's ladder", RT_SCOPE_BUILD, RT_VK_LADDER, offsetof(RtPipelineParams, build), 1, 0, 5,
                        kLadder, '1', 1, "Chang et al.'s optimisation steps [A]-[E], cumulatively"},
     [RT_VAR_CHANG_A] = {"a", "[A]", RT_SCOPE_BUILD, RT_VK_INT, BUILD(chang_a), 1, 0, 1, NULL, 0, 1,

@@ -6,6 +6,7 @@
 #include "display/hud.h"
 
 #include <stdarg.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,8 +304,11 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
         add(l, kText, "tris %u  nodes %u  leaves %u  refs %u  levels %u+%u", g->triangles, g->nodes,
             g->leaves, g->references, g->large_levels, g->small_levels);
     } else if (in->kd) {
-        add(l, kText, "tris %u  nodes %u  leaves %u  SAH %.2f", in->triangles, in->kd->nodes,
-            in->kd->leaves, in->kd->sah_cost);
+        char structure[48], sah[24] = "n/a (GPU)";
+        rt_variant_format(in->params, RT_VAR_STRUCTURE, structure, sizeof structure);
+        if (!isnan(in->kd->sah_cost)) snprintf(sah, sizeof sah, "%.2f", in->kd->sah_cost);
+        add(l, kText, "%s: tris %u  nodes %u  leaves %u  refs %llu  SAH %s", structure, in->triangles,
+            in->kd->nodes, in->kd->leaves, (unsigned long long)in->kd->references, sah);
     } else {
         add(l, kText, "tris %u  no tree (--brute)", in->triangles);
     }

@@ -37,7 +37,7 @@ RtRenderParams rt_render_params_default(void)
 typedef struct RtRenderJob {
     const RtScene *scene;
     const RtTriArrays *tris;
-    const RtKdTree *tree;
+    RtAccel accel;           /* unused with brute_force */
     RtRenderParams p;
     RtCameraBasis cam;
     RtImage *img;
@@ -99,13 +99,21 @@ static RtHitFilter job_filter(const RtRenderJob *job)
     return job->p.shade.textures ? alpha_filter : NULL;
 }
 
+/* Closest hit through the structure (NULL: brute force). */
+static int accel_closest_hit(const RtAccel *a, const RtTriArrays *tris, RtRay ray, float tmax,
+                             int use_woop, RtHitFilter filter, const void *ctx, RtHit *hit,
+                             uint32_t *steps)
+{
+    if (!a) return rt_brute_closest_hit(tris, ray, 0.0f, tmax, use_woop, filter, ctx, hit);
+    if (a->kind == RT_ACCEL_BVH)
+        return rt_bvh_closest_hit(a->bvh, tris, ray, 0.0f, tmax, use_woop, filter, ctx, hit, steps);
+    return rt_kd_closest_hit_filtered(a->kd, tris, ray, 0.0f, tmax, use_woop, filter, ctx, hit, steps);
+}
+
 static int closest_hit(const RtRenderJob *job, RtRay ray, RtHit *hit, uint32_t *steps)
 {
-    if (job->p.brute_force)
-        return rt_brute_closest_hit(job->tris, ray, 0.0f, INFINITY, job->p.use_woop,
-                                    job_filter(job), job, hit);
-    return rt_kd_closest_hit_filtered(job->tree, job->tris, ray, 0.0f, INFINITY, job->p.use_woop,
-                                      job_filter(job), job, hit, steps);
+    return accel_closest_hit(job->p.brute_force ? NULL : &job->accel, job->tris, ray, INFINITY,
+                             job->p.use_woop, job_filter(job), job, hit, steps);
 }
 
 static int occluded(const RtRenderJob *job, RtRay ray, float tmax)
@@ -115,7 +123,10 @@ static int occluded(const RtRenderJob *job, RtRay ray, float tmax)
         return rt_brute_closest_hit(job->tris, ray, 0.0f, tmax, job->p.use_woop, job_filter(job),
                                     job, &h);
     }
-    return rt_kd_any_hit(job->tree, job->tris, ray, 0.0f, tmax, job_filter(job), job);
+    if (job->accel.kind == RT_ACCEL_BVH)
+        return rt_bvh_any_hit(job->accel.bvh, job->tris, ray, 0.0f, tmax, job->p.use_woop,
+                              job_filter(job), job);
+    return rt_kd_any_hit(job->accel.kd, job->tris, ray, 0.0f, tmax, job_filter(job), job);
 }
 
 /* ---- shading (shade.h) ------------------------------------------------- */
@@ -237,7 +248,7 @@ static uint8_t *mask_channels(const RtScene *s)
     return uses_alpha;
 }
 
-RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKdTree *tree,
+RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
                        const RtCamera *cam, const RtRenderParams *p, RtImage *img,
                        uint32_t *ids, RtRenderStats *stats, RtError *err)
 {
@@ -245,8 +256,10 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
     RtRenderParams params = p ? *p : rt_render_params_default();
     if (!scene || !tris || !cam || !img || !img->rgba || img->w <= 0 || img->h <= 0)
         return rt_fail(err, RT_ERR_ARG, "RENDER: missing scene, triangles, camera or image");
-    if (!tree && !params.brute_force)
-        return rt_fail(err, RT_ERR_ARG, "RENDER: no kd-tree given (NULL) and brute_force is off");
+    if (!accel && !params.brute_force)
+        return rt_fail(err, RT_ERR_ARG, "RENDER: no acceleration structure given (NULL) and brute_force is off");
+    if (accel && !(accel->kind == RT_ACCEL_KD ? accel->kd != NULL : accel->kind == RT_ACCEL_BVH && accel->bvh))
+        return rt_fail(err, RT_ERR_ARG, "RENDER: the acceleration structure (kind %d) has no tree", accel->kind);
     if (tris->count != scene->tri_count)
         return rt_fail(err, RT_ERR_ARG,
                        "RENDER: triangle arrays hold %u triangles but the scene has %u "
@@ -257,7 +270,7 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
     if (!job) return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
     job->scene = scene;
     job->tris = tris;
-    job->tree = tree;
+    if (accel) job->accel = *accel;
     job->p = params;
     job->cam = rt_camera_basis(*cam, img->w, img->h);
     job->img = img;
@@ -296,7 +309,7 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKd
 
 typedef struct RtCastJob {
     const RtTriArrays *tris;
-    const RtKdTree *tree; /* NULL: brute force */
+    const RtAccel *accel; /* NULL: brute force */
     const RtRay *rays;
     RtHit *hits;
     uint32_t n;
@@ -311,21 +324,19 @@ static void cast_task(void *ctx, int worker, size_t chunk)
     uint32_t end = job->n - first < RT_CAST_CHUNK ? job->n : first + RT_CAST_CHUNK;
     for (uint32_t i = first; i < end; i++) {
         RtHit h;
-        int hit = job->tree ? rt_kd_closest_hit(job->tree, job->tris, job->rays[i], 0.0f, INFINITY, job->use_woop,
-                                                &h, NULL)
-                            : rt_brute_closest_hit(job->tris, job->rays[i], 0.0f, INFINITY, job->use_woop, NULL,
-                                                   NULL, &h);
+        int hit = accel_closest_hit(job->accel, job->tris, job->rays[i], INFINITY, job->use_woop, NULL, NULL,
+                                    &h, NULL);
         if (!hit) h.tri = RT_NO_HIT;
         job->hits[i] = h;
     }
 }
 
-RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtKdTree *tree, const RtRay *rays,
+RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtAccel *accel, const RtRay *rays,
                             uint32_t n, int use_woop, int threads, RtHit *hits, RtError *err)
 {
     if (n == 0) return RT_OK;
     if (!tris || !rays || !hits) return rt_fail(err, RT_ERR_ARG, "RENDER: cast without triangles, rays or hits");
-    RtCastJob job = {tris, tree, rays, hits, n, use_woop};
+    RtCastJob job = {tris, accel, rays, hits, n, use_woop};
     size_t chunks = (n + RT_CAST_CHUNK - 1) / RT_CAST_CHUNK;
     rt_parallel_for(rt_parallel_workers(threads, chunks), chunks, cast_task, &job);
     return RT_OK;

@@ -9,7 +9,9 @@
 
 #include "core/camera.h"
 #include "core/image.h"
+#include "bvh/bvh_cpu.h"
 #include "kd/kd_cpu.h"
+#include "render/accel.h"
 #include "render/shade.h"
 
 typedef struct RtRenderParams {
@@ -26,19 +28,19 @@ typedef struct RtRenderStats {
     double ms;
 } RtRenderStats;
 
-/* Renders into img (allocated by the caller to the wanted size). tree may be
- * NULL only with brute_force. ids (may be NULL) receives the primary hit's
+/* Renders into img (allocated by the caller to the wanted size) through
+ * accel, a host kd-tree or BVH; NULL only with brute_force. ids (may be NULL) receives the primary hit's
  * triangle id per pixel (RT_NO_HIT for background), for tests. */
-RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtKdTree *tree,
+RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
                        const RtCamera *cam, const RtRenderParams *p, RtImage *img,
                        uint32_t *ids, RtRenderStats *stats, RtError *err);
 
 /* Casts n rays closest-hit over [0, inf), geometry only (no map_d cut-outs):
- * the kd traversal of tree (kd_cpu.h), or brute force when tree is NULL, on
+ * the traversal of accel's kd-tree or BVH, or brute force when accel is NULL, on
  * `threads` threads (0 = rt_thread_count()) pulling chunks of rays as
  * rt_render_cpu pulls tiles. hits[i].tri = RT_NO_HIT for a miss; the hits
  * do not depend on the thread count. The benchmark's diffuse pass. */
-RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtKdTree *tree, const RtRay *rays,
+RtStatus rt_render_cast_cpu(const RtTriArrays *tris, const RtAccel *accel, const RtRay *rays,
                             uint32_t n, int use_woop, int threads, RtHit *hits, RtError *err);
 
 /* The secondary rays' offset of the renderer: rt_shade_ray_eps of tris'

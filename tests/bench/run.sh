@@ -116,6 +116,12 @@ sname() { case $1 in default) echo default ;; *) basename "$1" | sed 's/\.[^.]*$
 # ---- the matrix ----------------------------------------------------------------
 for s in $SCENES; do bench "scene_$(sname "$s")" "$s"; done
 for n in $RUNNERS; do bench "runners_$n" "$MAIN" --runners "$n"; done
+# the other structures of the slot (kd is the scene_* and runners_* runs)
+STRUCTS="lbvh"
+for st in $STRUCTS; do
+    for s in $SCENES; do bench "struct_${st}_$(sname "$s")" "$s" --structure "$st"; done
+    for n in $RUNNERS; do bench "runners_${st}_$n" "$MAIN" --runners "$n" --structure "$st"; done
+done
 CONSTRUCT="inclusion:box=inclusion clipping:box=clipping ssah:small=ssah nolower:small=none levels:fused=0"
 TRACES="restart:traversal=restart shortstack:traversal=shortstack rows:map=rows noskip:skip=0 packets:packet=warp"
 # --build and --trace select GPU variants: the CPU path has none to compare
@@ -164,6 +170,33 @@ for s in $SCENES; do n=scene_$(sname "$s")
     echo "| $(sname "$s") | $(js $n triangles) | $(fmt $(med $n animate_ms)) | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $(fmt $(med $n frame_ms)) | $(fmt $(med $n mrays_per_s)) | $(fmt $(med $n diffuse_mrays_per_s)) | $(med $n nodes) | $(jt $n depth) | $(fmt $(jt $n sah_cost)) | $(js $n peak_gpu_mem_mb | sed s/null/-/) |"
 done
 echo
+echo "### Structures per scene (default parameters)"
+echo
+echo "Per frame: build + trace (primary, shadow, reflection: the frame) + the diffuse cast, medians;"
+echo "the shortest per scene in bold. kd: the Zhou/Chang kd-tree (GPU) or the SAH kd-tree (CPU path);"
+echo "lbvh: Karras's LBVH with SAH leaf collapse, traced with the BVH loop (same shading)."
+echo
+echo "| scene | structure | build | primary | shadow | reflection | diffuse | build + trace + diffuse | nodes | SAH |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for s in $SCENES; do
+    rows=""; best=""; bestv=""
+    for st in kd $STRUCTS; do
+        n=scene_$(sname "$s"); [ $st = kd ] || n=struct_${st}_$(sname "$s")
+        tot=$(awk -v b="$(med $n build_ms)" -v t="$(med $n trace_ms)" -v d="$(med $n trace_diffuse_ms)" \
+            'BEGIN { if (b == "-" || t == "-") print "-"; else printf "%.2f", b + t + (d == "-" ? 0 : d) }')
+        if [ "$tot" != "-" ] && { [ -z "$bestv" ] || awk -v a="$tot" -v b="$bestv" 'BEGIN { exit !(a < b) }'; }; then
+            best=$st; bestv=$tot
+        fi
+        rows="$rows$st $n $tot
+"
+    done
+    while read -r st n tot; do
+        [ -n "$st" ] || continue
+        [ "$st" = "$best" ] && tot="**$tot**"
+        echo "| $(sname "$s") | $st | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $tot | $(med $n nodes) | $(fmt $(jt $n sah_cost)) |"
+    done <<<"$rows"
+done
+echo
 echo "### Build time vs triangle count ($(sname "$MAIN") + N runners)"
 echo
 echo "| runners | triangles | build | large | small | launches | round trips | frame |"
@@ -210,7 +243,7 @@ echo "| | animate | build | trace | frame |"
 echo "|---|---|---|---|---|"
 echo "| median | $(fmt $(med anim animate_ms)) | $(fmt $(med anim build_ms)) | $(fmt $(med anim trace_ms)) | $(fmt $(med anim frame_ms)) |"
 echo
-PLOTS="build_vs_triangles frame_time"; [ $MODE = gpu ] && PLOTS="build_vs_triangles ladder build_trace frame_time"
+PLOTS="build_vs_triangles structures frame_time"; [ $MODE = gpu ] && PLOTS="build_vs_triangles structures ladder build_trace frame_time"
 for p in $PLOTS; do
     echo "![$p](img/bench_$p.png)"
 done
@@ -223,6 +256,14 @@ if command -v gnuplot >/dev/null 2>&1; then
     mkdir -p "$OUT/plot" && rm -f "$OUT"/plot/bench_*.png
     for r in $RUNNERS; do echo "$(js runners_$r triangles) $(med runners_$r build_ms) $(med runners_$r build_large_ms) $(med runners_$r build_small_ms)"; done |
         awk '$1 != "-" && $2 != "-"' >"$OUT/plot/tris.dat"
+    # build + trace per structure vs triangles: one column per structure
+    for r in $RUNNERS; do
+        line="$(js runners_$r triangles) $(awk -v b="$(med runners_$r build_ms)" -v t="$(med runners_$r trace_ms)" 'BEGIN { if (b == "-" || t == "-") print "-"; else print b + t }')"
+        for st in $STRUCTS; do
+            line="$line $(awk -v b="$(med runners_${st}_$r build_ms)" -v t="$(med runners_${st}_$r trace_ms)" 'BEGIN { if (b == "-" || t == "-") print "-"; else print b + t }')"
+        done
+        echo "$line"
+    done | awk '$1 != "-"' >"$OUT/plot/structs.dat"
     for k in 0 1 2 3 4 5; do echo "$k \"${names[$k]}\" $(med ladder_$k build_large_ms) $(med ladder_$k build_small_ms) $(med ladder_$k build_ms)"; done >"$OUT/plot/ladder.dat"
     for v in $CONSTRUCT; do n=build_${v%%:*}; echo "\"${v%%:*}\" $(med $n build_ms) $(med $n trace_ms)"; done >"$OUT/plot/construct.dat"
     [ -f "$OUT/anim.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -238,6 +279,10 @@ set title "kd-tree build time vs triangles ($(sname "$MAIN") + runners), $label"
 set xlabel "triangles"; set ylabel "ms (median)"
 plot "$OUT/plot/tris.dat" using 1:2 with linespoints lw 2 title "build", \\
      "" using 1:3 with linespoints title "large-node stage", "" using 1:4 with linespoints title "small-node stage"
+set output "$OUT/plot/bench_structures.png"
+set title "build + trace per frame vs triangles, per structure ($(sname "$MAIN") + runners), $label"
+set xlabel "triangles"; set ylabel "ms (median)"
+plot "$OUT/plot/structs.dat" using 1:2 with linespoints lw 2 title "kd", $(k=3; for st in $STRUCTS; do printf '"" using 1:%d with linespoints lw 2 title "%s", ' $k $st; k=$((k + 1)); done | sed 's/, $//')
 set output "$OUT/plot/bench_frame_time.png"
 set title "frame time over the animation ($(sname "$ANIM") $ANIM_ARGS), $label"
 set xlabel "animation time (s)"; set ylabel "ms"

@@ -1,0 +1,147 @@
+/* trace_bvh.cuh — the BVH traversal loop of the GPU tracer (bvh_layout.h),
+ * shared by the kernels (trace.cu) and the host emulation (trace_emu.cu),
+ * beside trace_ray.cuh's kd-tree loop. Include it after trace_ray.cuh (it
+ * uses its RT_TRACE_FN, TRACE_EPS_SCALE, TRACE_MAX_VISITS and Prims).
+ *
+ * Aila & Laine 2009's traversal of their node layout: one 64-byte node
+ * gives both children's boxes, both are slab-tested, a leaf child is
+ * searched at once (its hits shorten the ray before the other child is
+ * entered), the nearer interior child is taken and the farther pushed with
+ * its entry distance, and a popped entry that starts beyond the best hit
+ * is dropped. The stack holds RT_BVH_MAX_DEPTH entries: one per level at
+ * most, and no builder goes deeper, so nothing is ever lost.
+ *
+ * Exactness: every box test is widened by eps (the kd tracer's, 2^-16 of
+ * the largest coordinate over |d|), a child is entered while its entry is
+ * at most the best hit's t, and hits follow the layout's tie rule (closest,
+ * then the lower triangle id), so the hits equal the brute force's and the
+ * kd tracer's (tests/test_trace_emu.c, tests/test_gpu_trace.c). */
+#ifndef RT_TRACE_BVH_CUH
+#define RT_TRACE_BVH_CUH
+
+#include "bvh/bvh_layout.h"
+
+/* The BVH as the kernels read it (by value). */
+typedef struct TraceBvh {
+    const RtBvhNode *nodes;
+    const uint32_t *index;
+    RtAabb bounds;
+    const RtAabb *d_bounds; /* the GPU builder's root box on the device (bounds is then unknown) */
+    uint32_t node_count;    /* 0: an empty tree */
+} TraceBvh;
+
+/* Slab test of both children of node n: entry distances t[k] (a miss:
+ * t[k] = INFINITY). Empty leaves are never entered. */
+RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 o, RtVec3 inv, float eps,
+                                          float tmin, float tmax, float t[2])
+{
+    const float ox = -o.x * inv.x, oy = -o.y * inv.y, oz = -o.z * inv.z;
+    /* (x - o) / d as x * (1/d) - o/d: one FMA per plane, Aila & Laine's form */
+    float x0 = fmaf(n.b[0].x, inv.x, ox), x1 = fmaf(n.b[0].y, inv.x, ox);
+    float y0 = fmaf(n.b[0].z, inv.y, oy), y1 = fmaf(n.b[0].w, inv.y, oy);
+    float z0 = fmaf(n.b[2].x, inv.z, oz), z1 = fmaf(n.b[2].y, inv.z, oz);
+    float lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin)) - eps;
+    float hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax)) + eps;
+    t[0] = lo <= hi && !(n.count[0] == RT_BVH_LEAF) ? lo : INFINITY;
+    x0 = fmaf(n.b[1].x, inv.x, ox), x1 = fmaf(n.b[1].y, inv.x, ox);
+    y0 = fmaf(n.b[1].z, inv.y, oy), y1 = fmaf(n.b[1].w, inv.y, oy);
+    z0 = fmaf(n.b[2].z, inv.z, oz), z1 = fmaf(n.b[2].w, inv.z, oz);
+    lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin)) - eps;
+    hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax)) + eps;
+    t[1] = lo <= hi && !(n.count[1] == RT_BVH_LEAF) ? lo : INFINITY;
+}
+
+/* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. steps
+ * (may be NULL) += nodes visited. */
+template <int kIsect, class Prims>
+RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o, RtVec3 d,
+                                   float tmin, float tmax, bool live, bool any, uint32_t *steps)
+{
+    RtHit best;
+    best.t = tmax;
+    best.u = best.v = 0.0f;
+    best.tri = RT_NO_HIT;
+    const RtAabb bounds = bv.d_bounds ? *bv.d_bounds : bv.bounds;
+    float dlen = v3_len(d);
+    if (!live || !(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) ||
+        !(tmin <= tmax) || bv.node_count == 0 || aabb_is_empty(bounds))
+        return best;
+    float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
+                        fmaxf(fmaxf(fmaxf(fabsf(bounds.lo.x), fabsf(bounds.lo.y)),
+                                    fabsf(bounds.lo.z)),
+                              fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
+                                    fabsf(bounds.hi.z))));
+    const float eps = TRACE_EPS_SCALE * scale / dlen;
+    /* A zero direction component would make 0 * inf = NaN for an origin on
+     * a slab plane; a tiny one keeps the slab test's signs and never NaN. */
+    const float tiny = 1e-30f;
+    const RtVec3 inv = v3(1.0f / (fabsf(d.x) > tiny ? d.x : copysignf(tiny, d.x)),
+                          1.0f / (fabsf(d.y) > tiny ? d.y : copysignf(tiny, d.y)),
+                          1.0f / (fabsf(d.z) > tiny ? d.z : copysignf(tiny, d.z)));
+    /* the scene box first: most rays that miss everything stop here */
+    float r0 = tmin, r1 = tmax;
+    if (!clip_box(bounds, o, d, inv, eps, &r0, &r1)) return best;
+
+    uint32_t stk_node[RT_BVH_MAX_DEPTH];
+    float stk_t[RT_BVH_MAX_DEPTH];
+    int sp = 0;
+    uint32_t node = 0, visits = 0;
+    for (;;) {
+        const RtBvhNode n = pr.bvh_node(&bv.nodes[node]);
+        visits++;
+        float t[2];
+        bvh_test_children(n, o, inv, eps, r0, fminf(best.t, r1), t);
+        /* leaf children now: their hits shorten the ray for the rest */
+        for (int k = 0; k < 2; k++) {
+            if (!(n.count[k] & RT_BVH_LEAF) || !(t[k] <= best.t)) continue;
+            uint32_t first = n.child[k], count = n.count[k] & ~RT_BVH_LEAF;
+            for (uint32_t i = 0; i < count; i++) {
+                uint32_t id = pr.index(&bv.index[first + i]);
+                float ht, hu, hv;
+                /* at most the largest float: Woop's test of a ray parallel to
+                 * the triangle's plane gives an infinite t (isect.h) */
+                if (!pr.isect(kIsect, id, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;
+                if (ht == best.t && id > best.tri) continue;
+                if (!pr.alpha(id, hu, hv)) continue;
+                best.t = ht;
+                best.u = hu;
+                best.v = hv;
+                best.tri = id;
+                if (any) break;
+            }
+            t[k] = INFINITY;
+            if (any && best.tri != RT_NO_HIT) break;
+        }
+        if (any && best.tri != RT_NO_HIT) break;
+        /* interior children: the nearer now, the farther on the stack */
+        bool in0 = t[0] <= best.t, in1 = t[1] <= best.t;
+        if (in0 && in1) {
+            int near = t[1] < t[0] ? 1 : 0;
+            if (sp < RT_BVH_MAX_DEPTH) {
+                stk_node[sp] = n.child[1 - near];
+                stk_t[sp] = t[1 - near];
+                sp++;
+            }
+            node = n.child[near];
+        } else if (in0 || in1) {
+            node = n.child[in0 ? 0 : 1];
+        } else {
+            /* pop, dropping entries that start beyond the best hit */
+            bool found = false;
+            while (sp > 0) {
+                sp--;
+                if (stk_t[sp] <= best.t) {
+                    node = stk_node[sp];
+                    found = true;
+                    break;
+                }
+            }
+            if (!found) break;
+        }
+        if (visits > TRACE_MAX_VISITS) break;
+    }
+    if (steps) *steps += visits;
+    return best;
+}
+
+#endif
