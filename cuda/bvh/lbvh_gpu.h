@@ -47,8 +47,10 @@ RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *p, const RtFloat4 *
                            RtLbvhGpuStats *stats, RtError *err);
 
 /* Copies a device BVH to host arrays (free with rt_bvh_free); waits for the
- * build. The valid triangle count decides the reachable part; the copy
- * holds node_count nodes and index_count indices as on the device. */
+ * build. The valid triangle count n (read back) decides the reachable part:
+ * the copy holds the nodes rt_lbvh_build_cpu would (n - 1, 1 for n = 1, none
+ * for n = 0), all index_count indices (the first n referenced) and the
+ * bounds from d_bounds. */
 RtStatus rt_lbvh_gpu_download(const RtLbvhGpu *b, const RtBvh *d_bvh, RtBvh *h_bvh, RtError *err);
 
 #ifdef __cplusplus

@@ -1,0 +1,377 @@
+/* test_gpu_bvh.c — the GPU LBVH builder (cuda/bvh/lbvh_gpu.h) against the
+ * CPU oracle (rt_lbvh_build_cpu, the same lbvh.h arithmetic as loops): on
+ * the default scene, the Cornell box, random soups of sizes 0, 1, 2, 3,
+ * 1000 and 100000, all-degenerate triangles, many identical triangles, NaN
+ * vertices mixed in and Crytek Sponza (when unpacked), with max_leaf 8
+ * (the default), 1 and 16, the downloaded tree equals the oracle's byte for
+ * byte (the nodes, the referenced tri_index entries, the bounds and their
+ * device copy) and passes rt_bvh_validate; builds of other sizes on one
+ * builder reuse or grow its buffers and stay right. Skips with a message
+ * where no GPU is usable. */
+#include "test_util.h"
+
+#include <math.h>
+
+#include "bvh/bvh_cpu.h"
+#include "bvh/lbvh_gpu.h"
+#include "gpu/gpu.h"
+#include "gpu/gpu_scene.h"
+#include "scene/load.h"
+
+typedef struct GpuFixture {
+    RtGpu *gpu;
+    RtLbvhGpu *lbvh;
+} GpuFixture;
+
+static GpuFixture g_fx;
+
+static int gpu_ready(void)
+{
+    if (g_fx.lbvh) return 1;
+    RtError err;
+    if (rt_gpu_create(0, &g_fx.gpu, &err) != RT_OK) {
+        print_message("skip: no GPU: %s\n", err.msg);
+        return 0;
+    }
+    if (rt_lbvh_gpu_create(&g_fx.lbvh, &err) != RT_OK) {
+        print_message("skip: no GPU LBVH builder: %s\n", err.msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* ---- scenes ---------------------------------------------------------------- */
+
+typedef enum {
+    SC_SOUP,      /* random triangles, 2 % degenerate (zero area, NaN, a point) */
+    SC_DEGENERATE,/* every triangle degenerate: zero area, a point, NaN, infinity */
+    SC_IDENTICAL, /* one triangle many times (equal codes: the index tie-break), a few others */
+    SC_NAN,       /* a soup with a NaN or infinite vertex in every fifth triangle */
+} SceneKind;
+
+static void set_tri(RtTriArrays *t, uint32_t i, RtVec3 a, RtVec3 b, RtVec3 c)
+{
+    t->verts[3 * i + 0] = f4(a.x, a.y, a.z, 0);
+    t->verts[3 * i + 1] = f4(b.x, b.y, b.z, 0);
+    t->verts[3 * i + 2] = f4(c.x, c.y, c.z, 0);
+    if (!rt_woop_rows(a, b, c, &t->woop[3 * i])) memset(&t->woop[3 * i], 0, 3 * sizeof(RtFloat4));
+}
+
+static RtVec3 rnd3(RtTestRng *r, float s)
+{
+    return v3(s * rt_test_randf(r), s * rt_test_randf(r), s * rt_test_randf(r));
+}
+
+static RtTriArrays make_scene(SceneKind kind, uint32_t n, uint64_t seed)
+{
+    RtTestRng r = {seed * 2654435761u + 1};
+    RtTriArrays t;
+    memset(&t, 0, sizeof t);
+    t.count = n;
+    t.verts = malloc((3 * (size_t)n + 1) * sizeof *t.verts);
+    t.woop = malloc((3 * (size_t)n + 1) * sizeof *t.woop);
+    assert_non_null(t.verts);
+    assert_non_null(t.woop);
+    const RtVec3 one[3] = {v3(1, 2, 3), v3(1.5f, 2, 3.25f), v3(1, 2.5f, 3)};
+    for (uint32_t i = 0; i < n; i++) {
+        RtVec3 a = rnd3(&r, 10.0f);
+        float s = (rt_test_rand(&r) % 16 == 0) ? 4.0f : 0.6f;
+        RtVec3 b = v3_add(a, v3_sub(rnd3(&r, s), v3(s / 2, s / 2, s / 2)));
+        RtVec3 c = v3_add(a, v3_sub(rnd3(&r, s), v3(s / 2, s / 2, s / 2)));
+        uint32_t odd = rt_test_rand(&r) % 50;
+        if (kind == SC_SOUP) {
+            if (odd == 0) c = b;             /* zero area */
+            if (odd == 1) c = v3(NAN, 0, 0); /* non-finite */
+            if (odd == 2) b = c = a;         /* a point */
+        } else if (kind == SC_DEGENERATE) {
+            if (i % 4 == 0) c = b;
+            if (i % 4 == 1) b = c = a;
+            if (i % 4 == 2) b.y = NAN;
+            if (i % 4 == 3) a.z = INFINITY;
+        } else if (kind == SC_IDENTICAL) {
+            if (odd != 0) a = one[0], b = one[1], c = one[2];
+        } else if (i % 5 == 0) {
+            if (odd % 3 == 0) a.x = NAN;
+            if (odd % 3 == 1) b = v3(NAN, NAN, NAN);
+            if (odd % 3 == 2) c.y = -INFINITY;
+        }
+        set_tri(&t, i, a, b, c);
+    }
+    return t;
+}
+
+static void free_scene(RtTriArrays *t)
+{
+    free(t->verts);
+    free(t->woop);
+    memset(t, 0, sizeof t[0]);
+}
+
+/* ---- the comparison ----------------------------------------------------------- */
+
+/* Non-degenerate triangles by the shared rule (kd_clip.h): the nodes and
+ * references the tree must hold. */
+static uint32_t valid_count(const RtTriArrays *t)
+{
+    uint32_t n = 0;
+    for (uint32_t i = 0; i < t->count; i++) n += !rt_kd_tri_degenerate(t, i);
+    return n;
+}
+
+static void print_node(const char *who, const RtBvhNode *n)
+{
+    print_message("  %s: b %a %a %a %a | %a %a %a %a | %a %a %a %a  child %u %u  count 0x%x 0x%x\n", who,
+                  n->b[0].x, n->b[0].y, n->b[0].z, n->b[0].w, n->b[1].x, n->b[1].y, n->b[1].z, n->b[1].w,
+                  n->b[2].x, n->b[2].y, n->b[2].z, n->b[2].w, n->child[0], n->child[1], n->count[0],
+                  n->count[1]);
+}
+
+/* The GPU tree of t (device arrays dv, dw) downloaded and compared with the
+ * oracle's byte for byte; returns the device BVH (the builder's arrays). */
+static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const RtFloat4 *dv, const RtFloat4 *dw,
+                            const char *what)
+{
+    RtError err = {0};
+    RtBvh cpu, dev, h;
+    memset(&cpu, 0, sizeof cpu);
+    RtStatus s = rt_lbvh_build_cpu(p, t, &cpu, NULL, &err);
+    if (s != RT_OK) print_message("%s: CPU build failed: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    RtLbvhGpuStats st;
+    s = rt_lbvh_gpu_build(g_fx.lbvh, p, dv, dw, t->count, &dev, &st, &err);
+    if (s != RT_OK) print_message("%s: GPU build failed: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    const uint32_t n = valid_count(t);
+    /* the device BVH before the download: the arrays' lengths, the bounds on the device */
+    assert_int_equal(dev.node_count, t->count > 1 ? t->count - 1 : 1);
+    assert_int_equal(dev.index_count, t->count);
+    assert_non_null(dev.d_bounds);
+    assert_int_equal(st.triangles, t->count);
+    assert_int_equal(st.valid, n);
+
+    assert_int_equal(rt_lbvh_gpu_download(g_fx.lbvh, &dev, &h, &err), RT_OK);
+    assert_null(h.d_bounds);
+    assert_int_equal(h.node_count, n == 0 ? 0 : (n > 1 ? n - 1 : 1));
+    assert_int_equal(h.node_count, cpu.node_count);
+    assert_int_equal(h.index_count, t->count);
+    assert_true(cpu.index_count >= n);
+    for (uint32_t i = 0; i < h.node_count; i++)
+        if (memcmp(&h.nodes[i], &cpu.nodes[i], sizeof(RtBvhNode))) {
+            print_message("%s: node %u of %u differs\n", what, i, h.node_count);
+            print_node("GPU", &h.nodes[i]);
+            print_node("CPU", &cpu.nodes[i]);
+            fail();
+        }
+    if (n) assert_memory_equal(h.tri_index, cpu.tri_index, n * sizeof(uint32_t));
+    assert_memory_equal(&h.bounds, &cpu.bounds, sizeof(RtAabb));
+    RtAabb db;
+    assert_int_equal(rt_gpu_memcpy(&db, dev.d_bounds, sizeof db, RT_COPY_TO_HOST, &err), RT_OK);
+    assert_memory_equal(&db, &cpu.bounds, sizeof db);
+    s = rt_bvh_validate(&h, t, &err);
+    if (s != RT_OK) print_message("%s: invalid tree: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    print_message("%-30s leaf %-2d n=%-7u valid %-7u nodes %-7u GPU %.3f ms (codes %.3f sort %.3f tree %.3f "
+                  "bottom-up %.3f), %u launches\n",
+                  what, p->max_leaf, t->count, n, h.node_count, st.ms, st.morton_ms, st.sort_ms, st.tree_ms,
+                  st.bottom_up_ms, st.launches);
+    rt_bvh_free(&cpu);
+    rt_bvh_free(&h);
+    return dev;
+}
+
+/* Uploads t and compares with max_leaf 8 (the default), 1 and 16. */
+static void check_scene(const RtTriArrays *t, const char *what)
+{
+    RtError err = {0};
+    RtFloat4 *dv = NULL, *dw = NULL;
+    const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
+    assert_int_equal(rt_gpu_malloc((void **)&dv, bytes ? bytes : 16, &err), RT_OK);
+    assert_int_equal(rt_gpu_malloc((void **)&dw, bytes ? bytes : 16, &err), RT_OK);
+    assert_int_equal(rt_gpu_memcpy(dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+    assert_int_equal(rt_gpu_memcpy(dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+    static const int leaf[3] = {0, 1, 16};
+    for (int k = 0; k < 3; k++) {
+        RtLbvhParams p = rt_lbvh_params_default();
+        if (leaf[k]) p.max_leaf = leaf[k];
+        gpu_equals_cpu(&p, t, dv, dw, what);
+    }
+    rt_gpu_free(dv);
+    rt_gpu_free(dw);
+}
+
+/* ---- tests ----------------------------------------------------------------- */
+
+static void gpu_bvh_soups_of_every_size_match_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    static const uint32_t sizes[] = {0, 1, 2, 3, 1000, 100000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        RtTriArrays t = make_scene(SC_SOUP, sizes[i], 10 + i);
+        char name[64];
+        snprintf(name, sizeof name, "soup %u", sizes[i]);
+        check_scene(&t, name);
+        free_scene(&t);
+    }
+    /* a random size */
+    RtTestRng r = {777};
+    uint32_t n = 4 + rt_test_rand(&r) % 5000;
+    RtTriArrays t = make_scene(SC_SOUP, n, 20);
+    check_scene(&t, "soup of a random size");
+    free_scene(&t);
+}
+
+static void gpu_bvh_degenerate_identical_and_nan_match_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    static const struct { SceneKind k; uint32_t n; const char *name; } sc[] = {
+        {SC_DEGENERATE, 1, "one degenerate"},
+        {SC_DEGENERATE, 1000, "all degenerate"},
+        {SC_IDENTICAL, 3000, "3000 nearly all identical"},
+        {SC_IDENTICAL, 2, "two identical"},
+        {SC_NAN, 5000, "NaN vertices mixed in"},
+    };
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        RtTriArrays t = make_scene(sc[i].k, sc[i].n, 30 + i);
+        check_scene(&t, sc[i].name);
+        free_scene(&t);
+    }
+}
+
+static void gpu_bvh_default_scene_matches_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtError err = {0};
+    RtScene s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    RtTriArrays t;
+    assert_int_equal(rt_tri_arrays_make(&s, &t, NULL), RT_OK);
+    check_scene(&t, "default scene");
+    /* the pipeline's own device arrays (Woop rows made on the device) */
+    RtGpuScene *gs = NULL;
+    assert_int_equal(rt_gpu_scene_create(&s, &gs, &err), RT_OK);
+    RtTriArrays dt = rt_gpu_scene_tris(gs);
+    assert_int_equal(dt.count, t.count);
+    RtLbvhParams p = rt_lbvh_params_default();
+    gpu_equals_cpu(&p, &t, dt.verts, dt.woop, "default scene, GPU scene arrays");
+    rt_gpu_scene_destroy(gs);
+    rt_tri_arrays_free(&t);
+    rt_scene_free(&s);
+}
+
+static void gpu_bvh_cornell_matches_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    char path[1024];
+    const char *me = __FILE__, *tail = strstr(me, "tests/test_gpu_bvh.c");
+    snprintf(path, sizeof path, "%.*sscenes/cornell.scene", tail ? (int)(tail - me) : 0, me);
+    RtError err = {0};
+    RtScene s;
+    memset(&s, 0, sizeof s);
+    if (rt_scene_load(path, &s, &err) != RT_OK) {
+        print_message("skip: %s\n", err.msg);
+        skip();
+    }
+    RtTriArrays t;
+    assert_int_equal(rt_tri_arrays_make(&s, &t, NULL), RT_OK);
+    check_scene(&t, "cornell");
+    rt_tri_arrays_free(&t);
+    rt_scene_free(&s);
+}
+
+/* Crytek Sponza (../shared/assets; skipped when absent): a real scene's
+ * flat, axis-aligned walls and floors, many triangles sharing a code. */
+static void gpu_bvh_sponza_matches_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    char buf[1024];
+    if (!rt_test_asset("sponza/sponza.obj", buf)) skip();
+    RtError err = {0};
+    RtScene s;
+    memset(&s, 0, sizeof s);
+    assert_int_equal(rt_scene_load(buf, &s, &err), RT_OK);
+    RtTriArrays t;
+    assert_int_equal(rt_tri_arrays_make(&s, &t, NULL), RT_OK);
+    check_scene(&t, "sponza");
+    rt_tri_arrays_free(&t);
+    rt_scene_free(&s);
+}
+
+/* One builder, sizes up and down: a smaller build keeps the arrays (no
+ * reallocation), a larger one grows them, every tree still the oracle's. */
+static void gpu_bvh_rebuilds_reuse_and_grow_buffers(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtLbvhGpu *own = NULL, *shared = g_fx.lbvh;
+    RtError err = {0};
+    assert_int_equal(rt_lbvh_gpu_create(&own, &err), RT_OK);
+    g_fx.lbvh = own; /* a fresh builder: its first build allocates */
+    RtTriArrays a = make_scene(SC_SOUP, 2000, 40), b = make_scene(SC_SOUP, 20000, 41);
+    RtLbvhParams p = rt_lbvh_params_default();
+    const RtTriArrays *seq[4] = {&a, &b, &a, &b};
+    RtBvh dev[4];
+    for (int k = 0; k < 4; k++) {
+        const RtTriArrays *t = seq[k];
+        const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
+        RtFloat4 *dv = NULL, *dw = NULL;
+        assert_int_equal(rt_gpu_malloc((void **)&dv, bytes, &err), RT_OK);
+        assert_int_equal(rt_gpu_malloc((void **)&dw, bytes, &err), RT_OK);
+        assert_int_equal(rt_gpu_memcpy(dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+        assert_int_equal(rt_gpu_memcpy(dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+        char name[64];
+        snprintf(name, sizeof name, "rebuild %d: %u triangles", k, t->count);
+        dev[k] = gpu_equals_cpu(&p, t, dv, dw, name);
+        rt_gpu_free(dv);
+        rt_gpu_free(dw);
+    }
+    assert_true(dev[1].index_cap >= b.count && dev[1].node_cap >= b.count - 1);
+    /* shrinking keeps the grown arrays; the same size again reuses them */
+    assert_ptr_equal(dev[2].nodes, dev[1].nodes);
+    assert_ptr_equal(dev[2].tri_index, dev[1].tri_index);
+    assert_ptr_equal(dev[3].nodes, dev[1].nodes);
+    assert_int_equal(dev[2].index_cap, dev[1].index_cap);
+    rt_lbvh_gpu_destroy(own);
+    g_fx.lbvh = shared;
+    free_scene(&a);
+    free_scene(&b);
+}
+
+static void gpu_bvh_rejects_bad_params(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtError err = {0};
+    RtBvh dev;
+    RtLbvhParams p = rt_lbvh_params_default();
+    p.max_leaf = 0;
+    assert_int_equal(rt_lbvh_gpu_build(g_fx.lbvh, &p, NULL, NULL, 0, &dev, NULL, &err), RT_ERR_ARG);
+    p.max_leaf = RT_BVH_MAX_LEAF + 1;
+    assert_int_equal(rt_lbvh_gpu_build(g_fx.lbvh, &p, NULL, NULL, 0, &dev, NULL, &err), RT_ERR_ARG);
+    p = rt_lbvh_params_default();
+    assert_int_equal(rt_lbvh_gpu_build(g_fx.lbvh, &p, NULL, NULL, 5, &dev, NULL, &err), RT_ERR_ARG);
+    /* NULL params: the defaults */
+    assert_int_equal(rt_lbvh_gpu_build(g_fx.lbvh, NULL, NULL, NULL, 0, &dev, NULL, &err), RT_OK);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(gpu_bvh_soups_of_every_size_match_cpu),
+        cmocka_unit_test(gpu_bvh_degenerate_identical_and_nan_match_cpu),
+        cmocka_unit_test(gpu_bvh_default_scene_matches_cpu),
+        cmocka_unit_test(gpu_bvh_cornell_matches_cpu),
+        cmocka_unit_test(gpu_bvh_sponza_matches_cpu),
+        cmocka_unit_test(gpu_bvh_rebuilds_reuse_and_grow_buffers),
+        cmocka_unit_test(gpu_bvh_rejects_bad_params),
+    };
+    int rc = cmocka_run_group_tests_name("gpu_bvh", tests, NULL, NULL);
+    if (g_fx.lbvh) rt_lbvh_gpu_destroy(g_fx.lbvh);
+    if (g_fx.gpu) rt_gpu_destroy(g_fx.gpu);
+    return rc;
+}
