@@ -493,6 +493,111 @@ static void bench_cpu_diffuse_zero_and_one_ray(void **state)
     rt_scene_free(&s);
 }
 
+
+/* ---- the structure slot: kd vs lbvh ------------------------------------------------ */
+
+/* One frame of s through the slot's structure on a backend into img; the
+ * validator and the tree statistics of it. 0 (skip) when the backend is
+ * not there (no GPU). */
+static int structure_frame(const RtScene *s, RtBackend backend, int structure, RtImage *img, RtFrameStats *st)
+{
+    RtError err = {0};
+    RtPipeline *p = NULL;
+    RtStatus rs = rt_pipeline_create(s, backend, img->w, img->h, &p, &err);
+    if (rs == RT_ERR_NO_DEVICE) {
+        print_message("skip: no GPU: %s\n", err.msg);
+        return 0;
+    }
+    if (rs != RT_OK) fail_msg("%s", err.msg);
+    RtPipelineParams pp = rt_pipeline_params_default();
+    pp.structure = structure;
+    RtFrameTarget target = {img->w, img->h, NULL, img};
+    if (rt_pipeline_frame(p, &pp, 0.0f, NULL, &target, st, &err) != RT_OK) fail_msg("%s", err.msg);
+    assert_int_equal(st->structure, structure);
+    const char *what = NULL;
+    if (rt_pipeline_validate(p, &what, &err) != RT_OK) fail_msg("%s: %s", what, err.msg);
+    if (rt_pipeline_tree_stats(p, &pp, st, &err) != RT_OK) fail_msg("%s", err.msg);
+    rt_pipeline_destroy(p);
+    return 1;
+}
+
+static double pixels_within(const RtImage *a, const RtImage *b, int tol)
+{
+    size_t n = (size_t)a->w * a->h, close = 0;
+    for (size_t i = 0; i < n; i++) {
+        int ok = 1;
+        for (int k = 0; k < 4; k++)
+            if (abs((int)a->rgba[4 * i + k] - (int)b->rgba[4 * i + k]) > tol) ok = 0;
+        close += ok;
+    }
+    return (double)close / (double)n;
+}
+
+/* The CPU renderer through the LBVH gives the kd-tree's image to the pixel:
+ * both walks are exact and break ties alike (bvh_layout.h, kd_layout.h).
+ * The LBVH references every non-degenerate triangle once, and its SAH cost
+ * (the kd-tree's constants) is a finite positive number. */
+static void pipeline_cpu_lbvh_frame_equals_kd_frame(void **state)
+{
+    (void)state;
+    enum { W = 96, H = 72 };
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    RtImage kd, bvh;
+    assert_int_equal(rt_image_alloc(&kd, W, H), RT_OK);
+    assert_int_equal(rt_image_alloc(&bvh, W, H), RT_OK);
+    RtFrameStats sk, sb;
+    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_KD, &kd, &sk));
+    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_LBVH, &bvh, &sb));
+    print_message("  default scene: kd %u nodes, SAH %.2f; lbvh %u nodes, %u leaves, depth %u, SAH %.2f\n",
+                  sk.tree.nodes, sk.tree.sah_cost, sb.tree.nodes, sb.tree.leaves, sb.tree.depth, sb.tree.sah_cost);
+    assert_memory_equal(kd.rgba, bvh.rgba, (size_t)W * H * 4);
+    assert_int_equal(sb.tree.references, (uint64_t)(sb.tree.triangles - sb.tree.degenerate));
+    assert_true(sb.tree.sah_cost > 0 && isfinite(sb.tree.sah_cost));
+    assert_true(sb.primary_rays == sk.primary_rays && sb.shadow_rays == sk.shadow_rays &&
+                sb.reflection_rays == sk.reflection_rays);
+    rt_image_free(&kd);
+    rt_image_free(&bvh);
+    rt_scene_free(&s);
+}
+
+/* The GPU's LBVH frame against the CPU's: the same tree (lbvh.h), traced by
+ * the two tracers, images within 2/255 on >= 99 % of pixels (as the kd
+ * path, docs/trace_gpu.md), the downloaded tree valid. */
+static void pipeline_gpu_lbvh_frame_matches_cpu(void **state)
+{
+    (void)state;
+    enum { W = 160, H = 120 };
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    RtImage cpu, gpu;
+    assert_int_equal(rt_image_alloc(&cpu, W, H), RT_OK);
+    assert_int_equal(rt_image_alloc(&gpu, W, H), RT_OK);
+    RtFrameStats sc, sg;
+    if (!structure_frame(&s, RT_BACKEND_GPU, RT_STRUCT_LBVH, &gpu, &sg)) {
+        rt_image_free(&cpu);
+        rt_image_free(&gpu);
+        rt_scene_free(&s);
+        skip();
+    }
+    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_LBVH, &cpu, &sc));
+    double f = pixels_within(&cpu, &gpu, 2);
+    print_message("  lbvh gpu vs cpu: %.3f%% of pixels within 2/255; nodes %u / %u, SAH %.4f / %.4f\n",
+                  100 * f, sg.tree.nodes, sc.tree.nodes, sg.tree.sah_cost, sc.tree.sah_cost);
+    assert_true(f >= 0.99);
+    /* the same tree: the same reachable nodes and SAH cost */
+    assert_int_equal(sg.tree.nodes, sc.tree.nodes);
+    assert_int_equal(sg.tree.leaves, sc.tree.leaves);
+    assert_true(sg.tree.sah_cost == sc.tree.sah_cost);
+    rt_image_free(&cpu);
+    rt_image_free(&gpu);
+    rt_scene_free(&s);
+}
+
 /* Frame f of n over the scene's time range: the ends for the first and the
  * last frame, t0 for a single frame, --time everywhere when given. */
 static void bench_frames_advance_through_the_animation(void **state)
@@ -534,6 +639,8 @@ int main(void)
         cmocka_unit_test(bench_gpu_json_has_every_field),
         cmocka_unit_test(bench_cpu_diffuse_hits_match_brute_force),
         cmocka_unit_test(bench_cpu_diffuse_zero_and_one_ray),
+        cmocka_unit_test(pipeline_cpu_lbvh_frame_equals_kd_frame),
+        cmocka_unit_test(pipeline_gpu_lbvh_frame_matches_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -41,12 +41,27 @@ typedef struct RtLbvhParams {
 
 /* ---- step 1: boxes ---------------------------------------------------------- */
 
+/* min/max with a fixed tie rule: fminf(-0, +0) may give either zero, and
+ * the host's and the device's differ, so the two trees would differ in a
+ * sign bit. No NaN reaches these (a degenerate triangle's box is empty). */
+RT_HD float lbvh_min(float a, float b) { return b < a ? b : a; }
+RT_HD float lbvh_max(float a, float b) { return b > a ? b : a; }
+RT_HD RtAabb lbvh_union(RtAabb a, RtAabb b)
+{
+    a.lo = v3(lbvh_min(a.lo.x, b.lo.x), lbvh_min(a.lo.y, b.lo.y), lbvh_min(a.lo.z, b.lo.z));
+    a.hi = v3(lbvh_max(a.hi.x, b.hi.x), lbvh_max(a.hi.y, b.hi.y), lbvh_max(a.hi.z, b.hi.z));
+    return a;
+}
+
 /* Triangle i's box, empty for a degenerate one (rt_kd_tri_degenerate_v). */
 RT_HD RtAabb lbvh_tri_box(const RtFloat4 v[3], const RtFloat4 w[3])
 {
     if (rt_kd_tri_degenerate_v(v, w)) return aabb_empty();
     RtAabb b = aabb_empty();
-    for (int k = 0; k < 3; k++) b = aabb_grow(b, f4_xyz(v[k]));
+    for (int k = 0; k < 3; k++) {
+        RtAabb p = {f4_xyz(v[k]), f4_xyz(v[k])};
+        b = lbvh_union(b, p);
+    }
     return b;
 }
 
@@ -189,7 +204,7 @@ RT_HD RtLbvhSub lbvh_finish_node(uint32_t i, RtLbvhSub l, RtLbvhSub r, const RtL
     bvh_set_child(out, 0, l.box, l.as_leaf, l.as_leaf ? l.first : l.node, l.as_leaf ? l.count : 0u);
     bvh_set_child(out, 1, r.box, r.as_leaf, r.as_leaf ? r.first : r.node, r.as_leaf ? r.count : 0u);
     RtLbvhSub s;
-    s.box = aabb_union(l.box, r.box);
+    s.box = lbvh_union(l.box, r.box);
     s.first = l.first;
     s.count = l.count + r.count;
     s.node = i;
