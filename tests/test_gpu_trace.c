@@ -579,6 +579,7 @@ int main(void)
         cmocka_unit_test(gpu_trace_soup_hits_match_brute_force),
         cmocka_unit_test(gpu_trace_textured_image_matches_cpu),
         cmocka_unit_test(gpu_trace_default_scene_image_matches_cpu),
+        cmocka_unit_test(gpu_trace_benchmark), /* with RT_GPU_BENCH=1 only */
     };
     const char *q = getenv("RT_GPU_QUICK");
     if (q && atoi(q) == 1)
