@@ -26,6 +26,7 @@
  * the incoherent rays, where traversal designs differ most. */
 typedef enum BenchCol {
     BC_T = 0,
+    BC_STRUCTURE,
     BC_ANIMATE, BC_BUILD, BC_BUILD_LARGE, BC_BUILD_SMALL, BC_LAUNCHES, BC_ROUND_TRIPS,
     BC_TRACE, BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL, BC_TRACE_SHADOW, BC_TRACE_REFLECTION,
     BC_TRACE_DIFFUSE, BC_READBACK, BC_FRAME,
@@ -42,8 +43,9 @@ typedef struct BenchColumn {
 
 static const BenchColumn kCols[BC_COUNT] = {
     [BC_T] = {"t", 4, "animation time of the frame (s)"},
+    [BC_STRUCTURE] = {"structure", 0, "the structure the frame built and traced: 0 kd, 1 lbvh (--structure auto picks per frame)"},
     [BC_ANIMATE] = {"animate_ms", 4, "animate stage as the GPU pipeline reports it / rt_scene_frame_at + flattening, wall (CPU)"},
-    [BC_BUILD] = {"build_ms", 4, "kd-tree build: events around the whole build (GPU) / wall (CPU)"},
+    [BC_BUILD] = {"build_ms", 4, "the structure's build: events around the whole build (GPU) / wall (CPU)"},
     [BC_BUILD_LARGE] = {"build_large_ms", 4, "large-node stage (GPU events)"},
     [BC_BUILD_SMALL] = {"build_small_ms", 4, "small-node stage (GPU events)"},
     [BC_LAUNCHES] = {"launches", 0, "kernel launches of the build"},
@@ -63,9 +65,9 @@ static const BenchColumn kCols[BC_COUNT] = {
     [BC_MRAYS] = {"mrays_per_s", 3, "all rays of the frame / trace_ms"},
     [BC_DIFFUSE_RAYS] = {"diffuse_rays", 0, "diffuse rays cast: one per primary hit"},
     [BC_DIFFUSE_MRAYS] = {"diffuse_mrays_per_s", 3, "diffuse_rays / trace_diffuse_ms"},
-    [BC_NODES] = {"nodes", 0, "kd-tree nodes"},
-    [BC_LEAVES] = {"leaves", 0, "kd-tree leaves"},
-    [BC_DEPTH] = {"depth", 0, "kd-tree depth (rt_kd_tree_stats on the host copy; GPU: validated frame, every frame with --stats)"},
+    [BC_NODES] = {"nodes", 0, "tree nodes (a BVH: interior nodes)"},
+    [BC_LEAVES] = {"leaves", 0, "tree leaves"},
+    [BC_DEPTH] = {"depth", 0, "tree depth (rt_kd_tree_stats on the host copy; GPU: validated frame, every frame with --stats)"},
     [BC_REFS] = {"references", 0, "triangle references in leaves"},
     [BC_SAH] = {"sah_cost", 3, "SAH cost (rt_kd_tree_stats, the builder's C_trav and C_i; GPU: as depth)"},
     [BC_GPU_MEM] = {"gpu_mem_mb", 1, "device memory in use after the frame (cudaMemGetInfo, MiB)"},
@@ -222,6 +224,7 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
     RtFrameStats fs;
     RtStatus st = rt_pipeline_frame(b->pipe, &o->pipe, t, rt_app_camera(o), &target, &fs, err);
     if (st != RT_OK) return st;
+    r->v[BC_STRUCTURE] = fs.structure;
     r->v[BC_ANIMATE] = fs.animate_ms;
     r->v[BC_BUILD] = fs.build_ms;
     r->v[BC_BUILD_LARGE] = fs.build_large_ms;

@@ -54,6 +54,16 @@ struct RtPipeline {
     uint64_t tris_written; /* times the animate stage rewrote the device triangles */
     /* the diffuse pass */
     DiffuseBufs diffuse;
+    /* RT_STRUCT_AUTO (rt_pipeline_frame) */
+    struct {
+        double cost[RT_STRUCT_AUTO];   /* last build + trace ms of each candidate; NAN: not yet */
+        int measured[RT_STRUCT_AUTO];  /* times measured */
+        int current;                   /* the choice */
+        uint64_t frame, probed;        /* frames run; the frame of the last probe */
+        RtCamera cam;                  /* the view at the last probe */
+        float diag;                    /* the scene's diagonal (its vertices as loaded); < 0: not yet */
+        char note[160];
+    } auto_;
     RtTriArrays host_tris;  /* GPU: the device triangles (vertices, Woop rows) on the host, for making
                                diffuse rays and for the validator */
     uint64_t host_tris_of;  /* GPU: tris_written when host_tris was copied */
@@ -139,6 +149,7 @@ RtStatus rt_pipeline_create(const RtScene *scene, RtBackend backend, int width, 
     if (!p) return rt_fail(err, RT_ERR_OOM, "APP: out of host memory");
     p->backend = backend;
     p->scene = scene;
+    p->auto_.diag = -1.0f;
     RtStatus st = backend == RT_BACKEND_GPU ? gpu_open(p, width, height, err) : RT_OK;
     if (st != RT_OK) {
         rt_pipeline_destroy(p);
@@ -433,20 +444,85 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
 
 /* ---- the frame ----------------------------------------------------------------- */
 
+static const char *structure_name(int s) { return s == RT_STRUCT_LBVH ? "lbvh" : "kd"; }
+
+/* RT_STRUCT_AUTO: the view moved or turned enough since the last probe. */
+static int auto_view_changed(RtPipeline *p, const RtCamera *cam)
+{
+    if (p->auto_.diag < 0) {
+        RtAabb b = aabb_empty();
+        for (uint32_t i = 0; i < p->scene->vert_count; i++) b = aabb_grow(b, p->scene->verts[i].p);
+        p->auto_.diag = aabb_is_empty(b) ? 0.0f : v3_len(v3_sub(b.hi, b.lo));
+    }
+    const RtCamera *a = &p->auto_.cam;
+    RtVec3 da = v3_norm(v3_sub(a->look, a->pos)), db = v3_norm(v3_sub(cam->look, cam->pos));
+    float turn = acosf(fminf(1.0f, fmaxf(-1.0f, v3_dot(da, db)))) * (180.0f / 3.14159265f);
+    return v3_len(v3_sub(a->pos, cam->pos)) > RT_AUTO_MOVE * p->auto_.diag || turn > RT_AUTO_TURN ||
+           fabsf(a->fov_y - cam->fov_y) > RT_AUTO_TURN;
+}
+
+/* RT_STRUCT_AUTO: the structure of this frame. */
+static int auto_pick(RtPipeline *p, const RtCamera *cam)
+{
+    for (int k = 0; k < 2; k++)
+        for (int s = 0; s < RT_STRUCT_AUTO; s++)
+            if (p->auto_.measured[s] <= k) return s; /* each twice: the first pays its allocations */
+    int other = p->auto_.current == RT_STRUCT_KD ? RT_STRUCT_LBVH : RT_STRUCT_KD;
+    if (p->auto_.frame - p->auto_.probed >= RT_AUTO_REPROBE || auto_view_changed(p, cam))
+        return other;
+    return p->auto_.current;
+}
+
+/* RT_STRUCT_AUTO: a frame of structure s cost ms; the choice and its note. */
+static void auto_learn(RtPipeline *p, int s, double ms, const RtCamera *cam)
+{
+    int probe = s != p->auto_.current || p->auto_.measured[s] < 2;
+    p->auto_.cost[s] = ms;
+    p->auto_.measured[s]++;
+    if (probe) {
+        p->auto_.probed = p->auto_.frame;
+        p->auto_.cam = *cam;
+    }
+    int cur = p->auto_.current, other = cur == RT_STRUCT_KD ? RT_STRUCT_LBVH : RT_STRUCT_KD;
+    int ready = p->auto_.measured[RT_STRUCT_KD] >= 2 && p->auto_.measured[RT_STRUCT_LBVH] >= 2;
+    if (ready && p->auto_.cost[other] < (1.0 - RT_AUTO_MARGIN) * p->auto_.cost[cur]) p->auto_.current = other;
+    cur = p->auto_.current;
+    other = cur == RT_STRUCT_KD ? RT_STRUCT_LBVH : RT_STRUCT_KD;
+    if (!ready)
+        snprintf(p->auto_.note, sizeof p->auto_.note, "auto: measuring (%s %.2f ms)", structure_name(s), ms);
+    else
+        snprintf(p->auto_.note, sizeof p->auto_.note, "auto: %s %.2f ms vs %s %.2f ms build+trace (probed %llu frames ago)",
+                 structure_name(cur), p->auto_.cost[cur], structure_name(other), p->auto_.cost[other],
+                 (unsigned long long)(p->auto_.frame - p->auto_.probed));
+    p->auto_.frame++;
+}
+
 RtStatus rt_pipeline_frame(RtPipeline *p, const RtPipelineParams *pp, float t, const RtCamera *cam,
                            const RtFrameTarget *target, RtFrameStats *st, RtError *err)
 {
     RtFrameStats local;
     if (!st) st = &local;
     memset(st, 0, sizeof *st);
+    RtPipelineParams chosen = *pp;
+    const int is_auto = pp->structure == RT_STRUCT_AUTO;
+    RtCamera view;
+    if (is_auto) {
+        RtStatus vs = cam ? (view = *cam, RT_OK) : rt_scene_camera_at(p->scene, t, &view, err);
+        if (vs != RT_OK) return vs;
+        chosen.structure = auto_pick(p, &view);
+    }
     st->backend = p->backend;
-    st->structure = pp->structure;
+    st->structure = chosen.structure;
     st->t = t;
     st->build_large_ms = st->build_small_ms = NAN;
     double t0 = rt_now_ms();
-    RtStatus s = p->backend == RT_BACKEND_GPU ? gpu_frame(p, pp, t, cam, target, st, err)
-                                              : cpu_frame(p, pp, t, cam, target, st, err);
+    RtStatus s = p->backend == RT_BACKEND_GPU ? gpu_frame(p, &chosen, t, cam, target, st, err)
+                                              : cpu_frame(p, &chosen, t, cam, target, st, err);
     st->frame_ms = rt_now_ms() - t0;
+    if (is_auto && s == RT_OK && !pp->brute_force) {
+        auto_learn(p, chosen.structure, st->build_ms + st->trace_ms, &view);
+        st->auto_note = p->auto_.note;
+    }
     p->last = *st;
     return s;
 }

@@ -29,6 +29,8 @@ typedef enum RtBackend {
 typedef enum RtStructure {
     RT_STRUCT_KD = 0,   /* kd-tree: SAH on the CPU, Zhou et al. 2008 / Chang et al. on the GPU */
     RT_STRUCT_LBVH = 1, /* BVH: Karras 2012's LBVH with SAH leaf collapse (src/bvh/lbvh.h), both backends */
+    RT_STRUCT_AUTO = 2, /* each frame one of the above: the one whose build + trace measured shorter
+                           (rt_pipeline_frame: probes, hysteresis) */
     RT_STRUCT_COUNT
 } RtStructure;
 
@@ -51,7 +53,9 @@ RtPipelineParams rt_pipeline_params_default(void);
  * (e.g. the GPU build's stages on the CPU). */
 typedef struct RtFrameStats {
     int backend;          /* RtBackend that ran the frame */
-    int structure;        /* RtStructure the frame built and traced */
+    int structure;        /* RtStructure the frame built and traced (never RT_STRUCT_AUTO) */
+    const char *auto_note; /* with RT_STRUCT_AUTO: what it chose and why (owned by the pipeline,
+                              valid until the next frame); NULL otherwise */
     float t;              /* animation time */
     double animate_ms;    /* GPU: CUDA events; CPU: rt_scene_frame_at + flattening, wall */
     double build_ms;      /* GPU: events around the whole build; CPU: wall */
@@ -101,7 +105,20 @@ void rt_pipeline_describe(const RtPipeline *p, char *buf, size_t n);
  * when it has one, else its static camera. */
 RtStatus rt_scene_camera_at(const RtScene *scene, float t, RtCamera *cam, RtError *err);
 
-/* One frame at time t seen from cam (NULL: the scene's camera at t). */
+/* One frame at time t seen from cam (NULL: the scene's camera at t).
+ *
+ * pp->structure = RT_STRUCT_AUTO: the frame uses the structure whose
+ * build + trace (GPU events on the GPU, wall time on the CPU) measured
+ * shorter. Each candidate is measured twice at the start (the first frame
+ * of a structure pays its allocations), then the other one is measured
+ * again every RT_AUTO_REPROBE frames (an animated scene changes what is
+ * faster) or when the view changed enough (RT_AUTO_MOVE of the scene's diagonal, RT_AUTO_TURN
+ * degrees); the choice switches only to one at least RT_AUTO_MARGIN faster,
+ * so two close candidates do not flicker. */
+#define RT_AUTO_REPROBE 120
+#define RT_AUTO_MOVE 0.1f
+#define RT_AUTO_TURN 20.0f
+#define RT_AUTO_MARGIN 0.1
 RtStatus rt_pipeline_frame(RtPipeline *p, const RtPipelineParams *pp, float t, const RtCamera *cam,
                            const RtFrameTarget *target, RtFrameStats *st, RtError *err);
 

@@ -313,6 +313,8 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
         add(l, kText, "tris %u  no tree (--brute)", in->triangles);
     }
 
+    if (in->auto_note) add(l, kText, "%s", in->auto_note);
+
     /* the available variant groups by name, wrapped */
     char line[HUD_LINE_CHARS] = "";
     for (int i = 0; i < RT_VAR_COUNT; i++) {

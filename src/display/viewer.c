@@ -523,6 +523,7 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             .triangles = v->scene.tri_count,
             .kd = v->fs.has_tree ? &v->fs.tree : NULL,
             .kd_gpu = v->use_gpu ? v->fs.kd_gpu : NULL,
+            .auto_note = v->fs.auto_note,
             .gpu_variants = v->use_gpu,
             .anim = anim,
             .params = &v->opt.pipe,
