@@ -598,6 +598,62 @@ static void pipeline_gpu_lbvh_frame_matches_cpu(void **state)
     rt_scene_free(&s);
 }
 
+/* --structure auto on the CPU: kd and lbvh measured twice each first, then
+ * the cheaper by the last measurements (within the 10 % margin), re-probed
+ * after RT_AUTO_REPROBE frames and when the camera turns; every frame's
+ * image is the same (both structures are exact), and the note says why. */
+static void pipeline_auto_measures_both_then_keeps_the_faster(void **state)
+{
+    (void)state;
+    enum { W = 48, H = 36 };
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    RtPipeline *p = NULL;
+    assert_int_equal(rt_pipeline_create(&s, RT_BACKEND_CPU, W, H, &p, &err), RT_OK);
+    RtPipelineParams pp = rt_pipeline_params_default();
+    pp.structure = RT_STRUCT_AUTO;
+    RtImage img, first;
+    assert_int_equal(rt_image_alloc(&img, W, H), RT_OK);
+    assert_int_equal(rt_image_alloc(&first, W, H), RT_OK);
+    RtFrameTarget target = {W, H, NULL, &img};
+    RtCamera cam;
+    assert_int_equal(rt_scene_camera_at(&s, 0.0f, &cam, &err), RT_OK);
+    RtFrameStats st;
+    int seen[2] = {0, 0};
+    double cost[2] = {0, 0};
+    for (int f = 0; f < 4 + RT_AUTO_REPROBE + 2; f++) {
+        if (rt_pipeline_frame(p, &pp, 0.0f, &cam, &target, &st, &err) != RT_OK) fail_msg("%s", err.msg);
+        assert_true(st.structure == RT_STRUCT_KD || st.structure == RT_STRUCT_LBVH);
+        assert_non_null(st.auto_note);
+        rt_test_assert_contains(st.auto_note, "auto:");
+        if (f < 4) assert_int_equal(st.structure, f % 2 ? RT_STRUCT_LBVH : RT_STRUCT_KD);
+        /* the first choice: lbvh only when its second frame was 10 % cheaper */
+        if (f == 4)
+            assert_int_equal(st.structure, cost[RT_STRUCT_LBVH] < 0.9 * cost[RT_STRUCT_KD] ? RT_STRUCT_LBVH
+                                                                                              : RT_STRUCT_KD);
+        if (f == 0) memcpy(first.rgba, img.rgba, (size_t)W * H * 4);
+        else assert_memory_equal(first.rgba, img.rgba, (size_t)W * H * 4);
+        seen[st.structure]++;
+        cost[st.structure] = st.build_ms + st.trace_ms;
+    }
+    print_message("  auto: kd %d frames, lbvh %d frames; %s\n", seen[0], seen[1], st.auto_note);
+    /* each measured twice, and the one not chosen probed again after RT_AUTO_REPROBE frames */
+    assert_true(seen[0] >= 3 && seen[1] >= 3);
+    /* a turned camera: the very next frame probes the structure not in use */
+    if (rt_pipeline_frame(p, &pp, 0.0f, &cam, &target, &st, &err) != RT_OK) fail_msg("%s", err.msg);
+    int cur = st.structure;
+    RtCamera turned = cam;
+    turned.look = v3_add(cam.pos, v3_sub(cam.pos, cam.look)); /* looking back */
+    if (rt_pipeline_frame(p, &pp, 0.0f, &turned, &target, &st, &err) != RT_OK) fail_msg("%s", err.msg);
+    assert_int_not_equal(st.structure, cur);
+    rt_image_free(&img);
+    rt_image_free(&first);
+    rt_pipeline_destroy(p);
+    rt_scene_free(&s);
+}
+
 /* Frame f of n over the scene's time range: the ends for the first and the
  * last frame, t0 for a single frame, --time everywhere when given. */
 static void bench_frames_advance_through_the_animation(void **state)
@@ -641,6 +697,7 @@ int main(void)
         cmocka_unit_test(bench_cpu_diffuse_zero_and_one_ray),
         cmocka_unit_test(pipeline_cpu_lbvh_frame_equals_kd_frame),
         cmocka_unit_test(pipeline_gpu_lbvh_frame_matches_cpu),
+        cmocka_unit_test(pipeline_auto_measures_both_then_keeps_the_faster),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
