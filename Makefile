@@ -116,7 +116,7 @@ $(BUILD)/cuda/%.o: cuda/%.cu
 # the host emulation switches lane stacks with _longjmp (cuda/trace/trace_emu.cu)
 $(BUILD)/cuda/trace/trace_emu.o: NVFLAGS += -Xcompiler -U_FORTIFY_SOURCE
 
-$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/trace_check.h $(BUILD)/librt.a $(GPU_LIB)
+$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/trace_check.h tests/soup.h $(BUILD)/librt.a $(GPU_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LINK_RT) $(GPU_LIBS) -lcmocka $(LDLIBS)
 

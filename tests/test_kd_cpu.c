@@ -3,55 +3,12 @@
  * brute force (same triangle, same t, Woop and Moller-Trumbore), any-hit and
  * filters, determinism across thread counts, the SAH cost, and the
  * validator itself on broken trees (the same message on any thread count). */
-#include "test_util.h"
+#include "soup.h"
 #include "scene/load.h"
 
-#include <math.h>
-
-#include "kd/kd_cpu.h"
 #include "scene/scene.h"
 
 /* ---- triangle soups ---------------------------------------------------- */
-
-typedef struct Soup {
-    RtTriArrays t;
-    uint32_t cap;
-} Soup;
-
-static void soup_add(Soup *s, RtVec3 a, RtVec3 b, RtVec3 c)
-{
-    if (s->t.count == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->t.verts = realloc(s->t.verts, 3 * (size_t)s->cap * sizeof *s->t.verts);
-        s->t.woop = realloc(s->t.woop, 3 * (size_t)s->cap * sizeof *s->t.woop);
-        assert_non_null(s->t.verts);
-        assert_non_null(s->t.woop);
-    }
-    RtFloat4 *v = &s->t.verts[3 * (size_t)s->t.count], *w = &s->t.woop[3 * (size_t)s->t.count];
-    v[0] = f4(a.x, a.y, a.z, 0);
-    v[1] = f4(b.x, b.y, b.z, 0);
-    v[2] = f4(c.x, c.y, c.z, 0);
-    /* As rt_tri_arrays_make: zero rows mark a degenerate triangle. */
-    if (!rt_woop_rows(a, b, c, w)) memset(w, 0, 3 * sizeof *w);
-    s->t.count++;
-}
-
-static void soup_free(Soup *s)
-{
-    free(s->t.verts);
-    free(s->t.woop);
-    memset(s, 0, sizeof *s);
-}
-
-static RtVec3 rnd_vec(RtTestRng *r) { return v3(rt_test_randf(r), rt_test_randf(r), rt_test_randf(r)); }
-static RtVec3 rnd_dir(RtTestRng *r)
-{
-    for (;;) {
-        RtVec3 d = v3_sub(v3_scale(rnd_vec(r), 2.0f), v3(1, 1, 1));
-        float l = v3_dot(d, d);
-        if (l > 1e-4f && l <= 1.0f) return v3_scale(d, 1.0f / sqrtf(l));
-    }
-}
 
 /* A triangle of about the given size around c. */
 static void add_near(Soup *s, RtTestRng *r, RtVec3 c, float size)
@@ -174,21 +131,6 @@ static int collect_splits(const RtKdTree *tree, Split *out, int max)
         }
     }
     return m;
-}
-
-static RtVec3 point_in(RtTestRng *r, RtAabb b)
-{
-    RtVec3 u = rnd_vec(r);
-    return v3(b.lo.x + u.x * (b.hi.x - b.lo.x), b.lo.y + u.y * (b.hi.y - b.lo.y),
-              b.lo.z + u.z * (b.hi.z - b.lo.z));
-}
-
-/* Alpha cutouts in the tests: odd triangles with u > 0.3 are holes. */
-static int filter_odd(const void *ctx, uint32_t tri, float u, float v)
-{
-    (void)ctx;
-    (void)v;
-    return !(tri & 1u) || u <= 0.3f;
 }
 
 static uint64_t g_rays; /* rays compared with brute force, all tests */
@@ -564,22 +506,6 @@ static void kd_huge_and_tiny_coordinates(void **state)
 }
 
 /* ---- filters, any-hit ----------------------------------------------------- */
-
-static int reject_all(const void *ctx, uint32_t tri, float u, float v)
-{
-    (void)tri;
-    (void)u;
-    (void)v;
-    (*(int *)ctx)++;
-    return 0;
-}
-
-static int reject_below(const void *ctx, uint32_t tri, float u, float v)
-{
-    (void)u;
-    (void)v;
-    return tri >= *(const uint32_t *)ctx;
-}
 
 static void kd_filter_rejects_and_search_goes_on(void **state)
 {

@@ -70,6 +70,24 @@ RT_HD int rt_isect_mt(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtVec3 o, RtVec3 d, float
     return 1;
 }
 
+/* Triangle id of host arrays (kd_layout.h's RtTriArrays) by Woop's test
+ * (use_woop 1, its rows) or Moller-Trumbore's (0, its vertices), as every
+ * CPU tracer and the brute-force oracle call it, so their hits agree bit for
+ * bit. A hit needs a finite t: with tmax = INFINITY, Woop's test takes a ray
+ * parallel to a triangle's plane (dz = 0, oz != 0) for a hit at t = inf. */
+RT_HD int rt_isect_tri(const RtTriArrays *tris, uint32_t id, int use_woop, RtVec3 o, RtVec3 d,
+                       float tmin, float tmax, float *t, float *u, float *v)
+{
+    int hit;
+    if (use_woop) {
+        hit = rt_isect_woop(&tris->woop[3 * (size_t)id], o, d, tmin, tmax, t, u, v);
+    } else {
+        const RtFloat4 *p = &tris->verts[3 * (size_t)id];
+        hit = rt_isect_mt(f4_xyz(p[0]), f4_xyz(p[1]), f4_xyz(p[2]), o, d, tmin, tmax, t, u, v);
+    }
+    return hit && *t < INFINITY;
+}
+
 /* One slab of the slab test. A ray parallel to the slab whose origin lies ON
  * one of its planes gives 0 * inf = NaN: it is inside the closed slab for
  * its whole length, so the slab does not limit it. */

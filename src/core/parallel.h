@@ -19,4 +19,16 @@ int rt_parallel_workers(int threads, size_t tasks);
 typedef void (*RtTaskFn)(void *ctx, int worker, size_t task);
 void rt_parallel_for(int workers, size_t tasks, RtTaskFn fn, void *ctx);
 
+/* Items 0..items-1 cut into tasks of `per` (the last may hold fewer): how
+ * many tasks, and the items [*lo, *end) of task `task`. */
+static inline size_t rt_parallel_chunks(size_t items, size_t per)
+{
+    return (items + per - 1) / per;
+}
+static inline void rt_parallel_chunk(size_t task, size_t per, size_t items, size_t *lo, size_t *end)
+{
+    *lo = task * per;
+    *end = *lo + per < items ? *lo + per : items;
+}
+
 #endif

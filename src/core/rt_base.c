@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -147,6 +148,30 @@ RtStatus rt_read_file(const char *path, const char *tag, size_t max_bytes, char 
     *data = buf;
     *size = n;
     return RT_OK;
+}
+
+void rt_advise_huge(void *p, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
+    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
+
+int rt_reserve_array(void **arr, uint32_t *cap, uint32_t need, size_t elem)
+{
+    if (need == 0) need = 1;
+    if (*arr && *cap >= need) return 1;
+    void *q = realloc(*arr, (size_t)need * elem);
+    if (!q) return 0;
+    rt_advise_huge(q, (size_t)need * elem);
+    *arr = q;
+    *cap = need;
+    return 1;
 }
 
 int rt_grow_array(void **arr, size_t *cap, size_t need, size_t elem)

@@ -90,6 +90,19 @@ const char *rt_file_kind(unsigned mode);
  * as it was). */
 int rt_grow_array(void **arr, size_t *cap, size_t need, size_t elem);
 
+/* Asks for transparent huge pages over the whole 2 MB pages inside
+ * [p, p + bytes): a builder's big arrays are written once, front to back,
+ * and a huge page turns 512 page faults into one (a fault costs
+ * microseconds, more in a virtual machine). A hint only: nothing changes
+ * where THP is off. */
+void rt_advise_huge(void *p, size_t bytes);
+
+/* A structure's output array (a tree's nodes, its triangle index) of
+ * exactly need items (at least 1) on huge pages, unless *cap already holds
+ * need: a builder reuses its last frame's arrays. 1 on success, 0 when the
+ * allocation fails (*arr is then left as it was). */
+int rt_reserve_array(void **arr, uint32_t *cap, uint32_t need, size_t elem);
+
 /* Line cursor over a text buffer: rt_next_line returns the next line as a
  * C string, cut in place (the newline, and a CR before it, become NUL), or
  * NULL at the end. line is the 1-based number of the line last returned and

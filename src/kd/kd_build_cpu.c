@@ -22,7 +22,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 /* The traversal stack (kd_traverse_cpu.c) and the layout pass hold one entry
  * per level; W&H trees of millions of triangles stay below 40 levels. */
@@ -38,21 +37,6 @@
 #define KD_TASK_MIN_TRIS 256u
 /* Tasks per thread the top of the tree is cut into, for load balance. */
 #define KD_TASKS_PER_THREAD 16u
-
-/* The build's big arrays are written once, front to back; transparent huge
- * pages turn 512 page faults into one (a fault costs microseconds, more in
- * a virtual machine). A hint only: nothing changes where THP is off. */
-static void advise_huge(void *p, size_t bytes)
-{
-#ifdef MADV_HUGEPAGE
-    const uintptr_t huge = (uintptr_t)2 << 20;
-    uintptr_t a = ((uintptr_t)p + huge - 1) & ~(huge - 1), e = ((uintptr_t)p + bytes) & ~(huge - 1);
-    if (e > a) madvise((void *)a, e - a, MADV_HUGEPAGE);
-#else
-    (void)p;
-    (void)bytes;
-#endif
-}
 
 RtKdCpuParams rt_kd_cpu_params_default(void)
 {
@@ -253,7 +237,7 @@ static void *arena_alloc(KdArena *a, size_t size)
         b->mem = malloc(bs);
         b->size = b->mem ? bs : 0;
         if (!b->mem) return NULL;
-        advise_huge(b->mem, bs);
+        rt_advise_huge(b->mem, bs);
     }
     a->cur = next;
     a->used = size;
@@ -370,7 +354,7 @@ static int grow(void **p, uint32_t *cap, uint64_t need, size_t elem)
     if (c > 0xffffffffu) c = 0xffffffffu;
     void *q = realloc(*p, (size_t)c * elem);
     if (!q) return 0;
-    advise_huge(q, (size_t)c * elem);
+    rt_advise_huge(q, (size_t)c * elem);
     *p = q;
     *cap = (uint32_t)c;
     return 1;
@@ -618,7 +602,7 @@ static RtStatus partition(KdWorker *w, const KdSet *s, const KdSplit *sp, KdSet 
             }
             return RT_ERR_OOM;
         }
-        advise_huge(buf[c], total * sizeof(KdEvent));
+        rt_advise_huge(buf[c], total * sizeof(KdEvent));
     }
     if (!lists[0] && !lists[1]) return RT_OK;
 
@@ -870,7 +854,7 @@ static RtStatus root_set(const RtTriArrays *tris, int threads, KdSet *s, void **
     /* Room for every triangle; degenerate ones leave theirs unused. */
     KdEvent *ev = *mem = malloc(6 * (size_t)tris->count * sizeof *ev + 1);
     if (!ev) return RT_ERR_OOM;
-    advise_huge(ev, 6 * (size_t)tris->count * sizeof *ev);
+    rt_advise_huge(ev, 6 * (size_t)tris->count * sizeof *ev);
     memset(s, 0, sizeof *s);
     s->leaf = UINT32_MAX;
     for (int a = 0; a < 3; a++) s->ev[a] = ev + 2 * (size_t)tris->count * a;
@@ -921,18 +905,6 @@ static RtStatus root_set(const RtTriArrays *tris, int threads, KdSet *s, void **
 
 /* ---- canonical layout ------------------------------------------------------ */
 
-static int reserve(void **p, uint32_t *cap, uint32_t need, size_t elem)
-{
-    if (need == 0) need = 1;
-    if (*p && *cap >= need) return 1;
-    void *q = realloc(*p, (size_t)need * elem);
-    if (!q) return 0;
-    advise_huge(q, (size_t)need * elem);
-    *p = q;
-    *cap = need;
-    return 1;
-}
-
 /* Depth-first, left before right, both children placed when their parent is
  * visited: the order a single-threaded recursive build would produce. */
 static RtStatus lay_out(const KdBuilder *b, const KdWorker *ws, int nw, RtKdTree *tree,
@@ -950,15 +922,15 @@ static RtStatus lay_out(const KdBuilder *b, const KdWorker *ws, int nw, RtKdTree
                        "at most %u nodes)",
                        (unsigned long long)nodes, (unsigned long long)refs, RT_KD_MAX_INDEX);
     /* The arrays of a previous build are reused when large enough. */
-    int ok = reserve((void **)&tree->nodes, &tree->node_cap, (uint32_t)nodes, sizeof *tree->nodes) &&
-             reserve((void **)&tree->tri_index, &tree->index_cap, (uint32_t)refs,
+    int ok = rt_reserve_array((void **)&tree->nodes, &tree->node_cap, (uint32_t)nodes, sizeof *tree->nodes) &&
+             rt_reserve_array((void **)&tree->tri_index, &tree->index_cap, (uint32_t)refs,
                      sizeof *tree->tri_index);
     if (ok && (!tree->leaves || !tree->leaf_boxes || tree->leaf_cap < leaves)) {
         uint32_t cap = leaves ? (uint32_t)leaves : 1;
         RtKdLeaf *lv = realloc(tree->leaves, (size_t)cap * sizeof *lv);
-        if (lv) tree->leaves = lv, advise_huge(lv, (size_t)cap * sizeof *lv);
+        if (lv) tree->leaves = lv, rt_advise_huge(lv, (size_t)cap * sizeof *lv);
         RtAabb *bx = realloc(tree->leaf_boxes, (size_t)cap * sizeof *bx);
-        if (bx) tree->leaf_boxes = bx, advise_huge(bx, (size_t)cap * sizeof *bx);
+        if (bx) tree->leaf_boxes = bx, rt_advise_huge(bx, (size_t)cap * sizeof *bx);
         ok = lv && bx;
         if (ok) tree->leaf_cap = cap;
     }

@@ -55,6 +55,26 @@ int rt_kd_closest_hit_filtered(const RtKdTree *tree, const RtTriArrays *tris, Rt
 int rt_kd_any_hit(const RtKdTree *tree, const RtTriArrays *tris, RtRay ray, float tmin,
                   float tmax, RtHitFilter filter, const void *ctx);
 
+/* A CPU tracer's leaf step, the tie rule written once for the kd and BVH
+ * traversals: triangle id against the best hit so far (best->t: the
+ * search's tmax; best->tri: RT_NO_HIT before the first). Replaces *best
+ * and returns 1 when the triangle is hit closer, or as close with a lower
+ * id, and the filter (may be NULL) accepts the hit. */
+static inline int rt_hit_closer(const RtTriArrays *tris, uint32_t id, int use_woop, RtVec3 o,
+                                RtVec3 d, float tmin, RtHitFilter filter, const void *ctx,
+                                RtHit *best)
+{
+    float t, u, v;
+    if (!rt_isect_tri(tris, id, use_woop, o, d, tmin, best->t, &t, &u, &v)) return 0;
+    if (t == best->t && id > best->tri) return 0;
+    if (filter && !filter(ctx, id, u, v)) return 0;
+    best->t = t;
+    best->u = u;
+    best->v = v;
+    best->tri = id;
+    return 1;
+}
+
 /* Brute force over every triangle: the oracle for the tree. */
 int rt_brute_closest_hit(const RtTriArrays *tris, RtRay ray, float tmin, float tmax,
                          int use_woop, RtHitFilter filter, const void *ctx, RtHit *hit);

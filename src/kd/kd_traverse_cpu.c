@@ -56,21 +56,6 @@ static int clip_ray(RtAabb b, RtVec3 o, RtVec3 d, float delta, float *t0, float 
     return *t0 <= *t1;
 }
 
-/* A hit needs a finite t: with tmax = INFINITY, Woop's test takes a ray
- * parallel to a triangle's plane (dz = 0, oz != 0) for a hit at t = inf. */
-static int isect_tri(const RtTriArrays *tris, uint32_t id, int use_woop, RtVec3 o, RtVec3 d,
-                     float tmin, float tmax, float *t, float *u, float *v)
-{
-    int hit;
-    if (use_woop) {
-        hit = rt_isect_woop(&tris->woop[3 * (size_t)id], o, d, tmin, tmax, t, u, v);
-    } else {
-        const RtFloat4 *p = &tris->verts[3 * (size_t)id];
-        hit = rt_isect_mt(f4_xyz(p[0]), f4_xyz(p[1]), f4_xyz(p[2]), o, d, tmin, tmax, t, u, v);
-    }
-    return hit && *t < INFINITY;
-}
-
 static float max_abs3(RtVec3 a) { return fmaxf(fmaxf(fabsf(a.x), fabsf(a.y)), fabsf(a.z)); }
 
 /* any = 1 returns at the first accepted hit (shadow rays). */
@@ -157,12 +142,9 @@ static int traverse(const RtKdTree *tree, const RtTriArrays *tris, RtRay ray, fl
         if (count) {
             RtKdLeaf lf = tree->leaves[kd_leaf_id(n)];
             for (uint32_t i = 0; i < lf.count; i++) {
-                uint32_t id = tree->tri_index[lf.first + i];
-                float t, u, v;
-                if (!isect_tri(tris, id, use_woop, o, d, tmin, best.t, &t, &u, &v)) continue;
-                if (t == best.t && id > best.tri) continue;
-                if (filter && !filter(ctx, id, u, v)) continue;
-                best = (RtHit){t, u, v, id};
+                if (!rt_hit_closer(tris, tree->tri_index[lf.first + i], use_woop, o, d, tmin,
+                                   filter, ctx, &best))
+                    continue;
                 found = 1;
                 if (any) goto done;
             }
@@ -217,7 +199,7 @@ int rt_brute_closest_hit(const RtTriArrays *tris, RtRay ray, float tmin, float t
     if (!(tmin <= tmax)) return 0;
     for (uint32_t id = 0; id < tris->count; id++) {
         float t, u, v;
-        if (!isect_tri(tris, id, use_woop, ray.o, ray.d, tmin, best.t, &t, &u, &v)) continue;
+        if (!rt_isect_tri(tris, id, use_woop, ray.o, ray.d, tmin, best.t, &t, &u, &v)) continue;
         if (found && t == best.t) continue; /* ties: the lower id came first */
         if (rt_kd_tri_degenerate(tris, id)) continue;
         if (filter && !filter(ctx, id, u, v)) continue;
