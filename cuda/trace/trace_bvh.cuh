@@ -30,25 +30,30 @@ typedef struct TraceBvh {
     uint32_t node_count;    /* 0: an empty tree */
 } TraceBvh;
 
-/* Slab test of both children of node n: entry distances t[k] (a miss:
- * t[k] = INFINITY). Empty leaves are never entered. */
+/* Slab test of both children of node n: in[k] when the ray's [tmin, tmax]
+ * meets child k's box, t[k] its entry distance. Empty leaves are never
+ * entered. (A flag, not t = INFINITY for a miss: a ray with no hit yet has
+ * best.t = INFINITY, and a miss would pass the test t <= best.t.) */
 RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 o, RtVec3 inv, float eps,
-                                          float tmin, float tmax, float t[2])
+                                          float tmin, float tmax, float t[2], bool in[2])
 {
-    const float ox = -o.x * inv.x, oy = -o.y * inv.y, oz = -o.z * inv.z;
-    /* (x - o) / d as x * (1/d) - o/d: one FMA per plane, Aila & Laine's form */
-    float x0 = fmaf(n.b[0].x, inv.x, ox), x1 = fmaf(n.b[0].y, inv.x, ox);
-    float y0 = fmaf(n.b[0].z, inv.y, oy), y1 = fmaf(n.b[0].w, inv.y, oy);
-    float z0 = fmaf(n.b[2].x, inv.z, oz), z1 = fmaf(n.b[2].y, inv.z, oz);
+    /* (x - o) / d as (x - o) * (1/d): exactly 0 for a ray starting on a
+     * face. (Aila & Laine's x * (1/d) - o/d, one FMA, is off by an ulp of
+     * o/d, far beyond eps where a component of d is 0 and 1/d huge.) */
+    float x0 = (n.b[0].x - o.x) * inv.x, x1 = (n.b[0].y - o.x) * inv.x;
+    float y0 = (n.b[0].z - o.y) * inv.y, y1 = (n.b[0].w - o.y) * inv.y;
+    float z0 = (n.b[2].x - o.z) * inv.z, z1 = (n.b[2].y - o.z) * inv.z;
     float lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin)) - eps;
     float hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax)) + eps;
-    t[0] = lo <= hi && !(n.count[0] == RT_BVH_LEAF) ? lo : INFINITY;
-    x0 = fmaf(n.b[1].x, inv.x, ox), x1 = fmaf(n.b[1].y, inv.x, ox);
-    y0 = fmaf(n.b[1].z, inv.y, oy), y1 = fmaf(n.b[1].w, inv.y, oy);
-    z0 = fmaf(n.b[2].z, inv.z, oz), z1 = fmaf(n.b[2].w, inv.z, oz);
+    in[0] = lo <= hi && n.count[0] != RT_BVH_LEAF;
+    t[0] = lo;
+    x0 = (n.b[1].x - o.x) * inv.x, x1 = (n.b[1].y - o.x) * inv.x;
+    y0 = (n.b[1].z - o.y) * inv.y, y1 = (n.b[1].w - o.y) * inv.y;
+    z0 = (n.b[2].z - o.z) * inv.z, z1 = (n.b[2].w - o.z) * inv.z;
     lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin)) - eps;
     hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax)) + eps;
-    t[1] = lo <= hi && !(n.count[1] == RT_BVH_LEAF) ? lo : INFINITY;
+    in[1] = lo <= hi && n.count[1] != RT_BVH_LEAF;
+    t[1] = lo;
 }
 
 /* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. steps
@@ -90,10 +95,13 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
         const RtBvhNode n = pr.bvh_node(&bv.nodes[node]);
         visits++;
         float t[2];
-        bvh_test_children(n, o, inv, eps, r0, fminf(best.t, r1), t);
+        bool in[2];
+        bvh_test_children(n, o, inv, eps, r0, fminf(best.t, r1), t, in);
         /* leaf children now: their hits shorten the ray for the rest */
         for (int k = 0; k < 2; k++) {
-            if (!(n.count[k] & RT_BVH_LEAF) || !(t[k] <= best.t)) continue;
+            if (!(n.count[k] & RT_BVH_LEAF) || !in[k]) continue;
+            in[k] = false;
+            if (!(t[k] <= best.t)) continue;
             uint32_t first = n.child[k], count = n.count[k] & ~RT_BVH_LEAF;
             for (uint32_t i = 0; i < count; i++) {
                 uint32_t id = pr.index(&bv.index[first + i]);
@@ -109,12 +117,11 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                 best.tri = id;
                 if (any) break;
             }
-            t[k] = INFINITY;
             if (any && best.tri != RT_NO_HIT) break;
         }
         if (any && best.tri != RT_NO_HIT) break;
         /* interior children: the nearer now, the farther on the stack */
-        bool in0 = t[0] <= best.t, in1 = t[1] <= best.t;
+        bool in0 = in[0] && t[0] <= best.t, in1 = in[1] && t[1] <= best.t;
         if (in0 && in1) {
             int near = t[1] < t[0] ? 1 : 0;
             if (sp < RT_BVH_MAX_DEPTH) {
