@@ -11,10 +11,10 @@
  * is dropped. The stack holds RT_BVH_MAX_DEPTH entries: one per level at
  * most, and no builder goes deeper, so nothing is ever lost.
  *
- * Exactness: every box test is widened by eps (the kd tracer's, 2^-16 of
- * the largest coordinate over |d|), a child is entered while its entry is
- * at most the best hit's t, and hits follow the layout's tie rule (closest,
- * then the lower triangle id), so the hits equal the brute force's and the
+ * Exactness: every box is grown by delta (the kd tracer's widening, 2^-16
+ * of the largest coordinate; in t at least its eps), a child is entered
+ * while its entry is at most the best hit's t, and hits follow the layout's
+ * tie rule (closest, then the lower triangle id), so the hits equal the brute force's and the
  * kd tracer's (tests/test_trace_emu.c, tests/test_gpu_trace.c). */
 #ifndef RT_TRACE_BVH_CUH
 #define RT_TRACE_BVH_CUH
@@ -31,27 +31,29 @@ typedef struct TraceBvh {
 } TraceBvh;
 
 /* Slab test of both children of node n: in[k] when the ray's [tmin, tmax]
- * meets child k's box, t[k] its entry distance. Empty leaves are never
- * entered. (A flag, not t = INFINITY for a miss: a ray with no hit yet has
- * best.t = INFINITY, and a miss would pass the test t <= best.t.) */
-RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 o, RtVec3 inv, float eps,
+ * meets child k's box grown by delta on every side, t[k] its entry
+ * distance. The box is grown in space, not the interval in t: a ray lying
+ * in a face's plane (a zero component of d, 1/d huge) is then inside that
+ * slab for its whole length, as it must be (its triangles may lie in the
+ * plane), where a t interval of (face - o) / d = 0 would end it at once.
+ * olo = o + delta, ohi = o - delta. Empty leaves are never entered. (A
+ * flag, not t = INFINITY for a miss: a ray with no hit yet has best.t =
+ * INFINITY, and a miss would pass the test t <= best.t.) */
+RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 olo, RtVec3 ohi, RtVec3 inv,
                                           float tmin, float tmax, float t[2], bool in[2])
 {
-    /* (x - o) / d as (x - o) * (1/d): exactly 0 for a ray starting on a
-     * face. (Aila & Laine's x * (1/d) - o/d, one FMA, is off by an ulp of
-     * o/d, far beyond eps where a component of d is 0 and 1/d huge.) */
-    float x0 = (n.b[0].x - o.x) * inv.x, x1 = (n.b[0].y - o.x) * inv.x;
-    float y0 = (n.b[0].z - o.y) * inv.y, y1 = (n.b[0].w - o.y) * inv.y;
-    float z0 = (n.b[2].x - o.z) * inv.z, z1 = (n.b[2].y - o.z) * inv.z;
-    float lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin)) - eps;
-    float hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax)) + eps;
+    float x0 = (n.b[0].x - olo.x) * inv.x, x1 = (n.b[0].y - ohi.x) * inv.x;
+    float y0 = (n.b[0].z - olo.y) * inv.y, y1 = (n.b[0].w - ohi.y) * inv.y;
+    float z0 = (n.b[2].x - olo.z) * inv.z, z1 = (n.b[2].y - ohi.z) * inv.z;
+    float lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin));
+    float hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax));
     in[0] = lo <= hi && n.count[0] != RT_BVH_LEAF;
     t[0] = lo;
-    x0 = (n.b[1].x - o.x) * inv.x, x1 = (n.b[1].y - o.x) * inv.x;
-    y0 = (n.b[1].z - o.y) * inv.y, y1 = (n.b[1].w - o.y) * inv.y;
-    z0 = (n.b[2].z - o.z) * inv.z, z1 = (n.b[2].w - o.z) * inv.z;
-    lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin)) - eps;
-    hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax)) + eps;
+    x0 = (n.b[1].x - olo.x) * inv.x, x1 = (n.b[1].y - ohi.x) * inv.x;
+    y0 = (n.b[1].z - olo.y) * inv.y, y1 = (n.b[1].w - ohi.y) * inv.y;
+    z0 = (n.b[2].z - olo.z) * inv.z, z1 = (n.b[2].w - ohi.z) * inv.z;
+    lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin));
+    hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax));
     in[1] = lo <= hi && n.count[1] != RT_BVH_LEAF;
     t[1] = lo;
 }
@@ -76,9 +78,10 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                                     fabsf(bounds.lo.z)),
                               fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
                                     fabsf(bounds.hi.z))));
-    const float eps = TRACE_EPS_SCALE * scale / dlen;
-    /* A zero direction component would make 0 * inf = NaN for an origin on
-     * a slab plane; a tiny one keeps the slab test's signs and never NaN. */
+    const float delta = TRACE_EPS_SCALE * scale, eps = delta / dlen;
+    const RtVec3 olo = v3(o.x + delta, o.y + delta, o.z + delta), ohi = v3(o.x - delta, o.y - delta, o.z - delta);
+    /* A zero direction component would make 0 * inf = NaN; a tiny one keeps
+     * the slab test's signs (with the grown boxes, never a 0 numerator). */
     const float tiny = 1e-30f;
     const RtVec3 inv = v3(1.0f / (fabsf(d.x) > tiny ? d.x : copysignf(tiny, d.x)),
                           1.0f / (fabsf(d.y) > tiny ? d.y : copysignf(tiny, d.y)),
@@ -96,7 +99,7 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
         visits++;
         float t[2];
         bool in[2];
-        bvh_test_children(n, o, inv, eps, r0, fminf(best.t, r1), t, in);
+        bvh_test_children(n, olo, ohi, inv, r0, fminf(best.t, r1), t, in);
         /* leaf children now: their hits shorten the ray for the rest */
         for (int k = 0; k < 2; k++) {
             if (!(n.count[k] & RT_BVH_LEAF) || !in[k]) continue;
