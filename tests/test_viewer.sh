@@ -143,6 +143,29 @@ $X windowunmap --sync "$win" && sleep 0.5 && $X windowmap --sync "$win" && $X wi
 shot remapped
 ok "resize to 400x300, unmap and map are survived"
 
+# A storm: 40 resizes queued without waiting, minimise requests (no window
+# manager runs: they are ignored, so unmap/map stand in for iconify and
+# restore), a 1x1 window (the smallest X allows), then back to 320x240.
+i=0
+while [ $i -lt 40 ]; do
+    i=$((i + 1))
+    $X windowsize "$win" $((100 + (i * 37) % 500)) $((80 + (i * 53) % 400)) || fail "resize $i of the storm failed"
+done
+for i in 1 2 3 4 5; do
+    $X windowminimize "$win" >/dev/null 2>&1
+    $X windowunmap --sync "$win" && $X windowmap --sync "$win" || fail "minimise/restore $i failed"
+done
+$X windowsize --sync "$win" 1 1 || fail "cannot make the window 1x1"
+sleep 0.5
+kill -0 "$VPID" 2>/dev/null || fail "rtviewer died in the resize storm or at 1x1"
+$X windowsize --sync "$win" 320 240 && $X windowfocus --sync "$win" || fail "cannot restore the window"
+sleep 0.5
+shot storm
+[ "$("$DIFF" --size "$TMP/storm.png")" = 320x240 ] || fail "after the storm, the screenshot is $("$DIFF" --size "$TMP/storm.png")"
+f=$(fraction no_shadows storm)
+[ "$f" = 0.000000 ] || fail "after the storm the frame of the same view differs in $f of the pixels"
+ok "40 queued resizes, 5 minimise/restore cycles and a 1x1 window are survived; the frame is the view's again, to the pixel"
+
 $X key Escape
 i=0
 while kill -0 "$VPID" 2>/dev/null; do
