@@ -18,6 +18,7 @@
 #include "app/pipeline.h"
 #include "gpu/gpu.h"
 #include "app/headless.h"
+#include "scene/load.h"
 #include "render/sample.h"
 
 /* ---- a minimal JSON reader: syntax check + "does this object have key K" -- */
@@ -499,7 +500,8 @@ static void bench_cpu_diffuse_zero_and_one_ray(void **state)
 /* One frame of s through the slot's structure on a backend into img; the
  * validator and the tree statistics of it. 0 (skip) when the backend is
  * not there (no GPU). */
-static int structure_frame(const RtScene *s, RtBackend backend, int structure, RtImage *img, RtFrameStats *st)
+static int structure_frame(const RtScene *s, RtBackend backend, int structure, float t, RtImage *img,
+                           RtFrameStats *st)
 {
     RtError err = {0};
     RtPipeline *p = NULL;
@@ -512,7 +514,7 @@ static int structure_frame(const RtScene *s, RtBackend backend, int structure, R
     RtPipelineParams pp = rt_pipeline_params_default();
     pp.structure = structure;
     RtFrameTarget target = {img->w, img->h, NULL, img};
-    if (rt_pipeline_frame(p, &pp, 0.0f, NULL, &target, st, &err) != RT_OK) fail_msg("%s", err.msg);
+    if (rt_pipeline_frame(p, &pp, t, NULL, &target, st, &err) != RT_OK) fail_msg("%s", err.msg);
     assert_int_equal(st->structure, structure);
     const char *what = NULL;
     if (rt_pipeline_validate(p, &what, &err) != RT_OK) fail_msg("%s: %s", what, err.msg);
@@ -536,22 +538,19 @@ static double pixels_within(const RtImage *a, const RtImage *b, int tol)
 /* The CPU renderer through the LBVH gives the kd-tree's image to the pixel:
  * both walks are exact and break ties alike (bvh_layout.h, kd_layout.h).
  * The LBVH references every non-degenerate triangle once, and its SAH cost
- * (the kd-tree's constants) is a finite positive number. */
-static void pipeline_cpu_lbvh_frame_equals_kd_frame(void **state)
+ * (the kd-tree's constants) is a finite positive number. On the default
+ * scene, and on scenes/kolodzey.scene (mirrors, glass, moving spheres) at
+ * two times when the bunny it names is unpacked. */
+static void lbvh_equals_kd_on(const RtScene *s, const char *name, float t)
 {
-    (void)state;
     enum { W = 96, H = 72 };
-    RtError err = {0};
-    RtScene s;
-    rt_scene_init(&s);
-    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
     RtImage kd, bvh;
     assert_int_equal(rt_image_alloc(&kd, W, H), RT_OK);
     assert_int_equal(rt_image_alloc(&bvh, W, H), RT_OK);
     RtFrameStats sk, sb;
-    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_KD, &kd, &sk));
-    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_LBVH, &bvh, &sb));
-    print_message("  default scene: kd %u nodes, SAH %.2f; lbvh %u nodes, %u leaves, depth %u, SAH %.2f\n",
+    assert_true(structure_frame(s, RT_BACKEND_CPU, RT_STRUCT_KD, t, &kd, &sk));
+    assert_true(structure_frame(s, RT_BACKEND_CPU, RT_STRUCT_LBVH, t, &bvh, &sb));
+    print_message("  %s t=%g: kd %u nodes, SAH %.2f; lbvh %u nodes, %u leaves, depth %u, SAH %.2f\n", name, t,
                   sk.tree.nodes, sk.tree.sah_cost, sb.tree.nodes, sb.tree.leaves, sb.tree.depth, sb.tree.sah_cost);
     assert_memory_equal(kd.rgba, bvh.rgba, (size_t)W * H * 4);
     assert_int_equal(sb.tree.references, (uint64_t)(sb.tree.triangles - sb.tree.degenerate));
@@ -560,6 +559,26 @@ static void pipeline_cpu_lbvh_frame_equals_kd_frame(void **state)
                 sb.reflection_rays == sk.reflection_rays);
     rt_image_free(&kd);
     rt_image_free(&bvh);
+}
+
+static void pipeline_cpu_lbvh_frame_equals_kd_frame(void **state)
+{
+    (void)state;
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    lbvh_equals_kd_on(&s, "default scene", 0.0f);
+    rt_scene_free(&s);
+    char path[1024];
+    const char *me = __FILE__, *tail = strstr(me, "tests/test_bench.c");
+    snprintf(path, sizeof path, "%.*sscenes/kolodzey.scene", tail ? (int)(tail - me) : 0, me);
+    if (rt_scene_load(path, &s, &err) != RT_OK) {
+        print_message("skip: %s (its bunny comes from ../shared/assets)\n", err.msg);
+        return;
+    }
+    lbvh_equals_kd_on(&s, "kolodzey.scene", 0.0f);
+    lbvh_equals_kd_on(&s, "kolodzey.scene", 1.0f);
     rt_scene_free(&s);
 }
 
@@ -578,13 +597,13 @@ static void pipeline_gpu_lbvh_frame_matches_cpu(void **state)
     assert_int_equal(rt_image_alloc(&cpu, W, H), RT_OK);
     assert_int_equal(rt_image_alloc(&gpu, W, H), RT_OK);
     RtFrameStats sc, sg;
-    if (!structure_frame(&s, RT_BACKEND_GPU, RT_STRUCT_LBVH, &gpu, &sg)) {
+    if (!structure_frame(&s, RT_BACKEND_GPU, RT_STRUCT_LBVH, 0.0f, &gpu, &sg)) {
         rt_image_free(&cpu);
         rt_image_free(&gpu);
         rt_scene_free(&s);
         skip();
     }
-    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_LBVH, &cpu, &sc));
+    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_LBVH, 0.0f, &cpu, &sc));
     double f = pixels_within(&cpu, &gpu, 2);
     print_message("  lbvh gpu vs cpu: %.3f%% of pixels within 2/255; nodes %u / %u, SAH %.4f / %.4f\n",
                   100 * f, sg.tree.nodes, sc.tree.nodes, sg.tree.sah_cost, sc.tree.sah_cost);
