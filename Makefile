@@ -121,6 +121,13 @@ $(BUILD)/librt.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# load_assimp.o is compiled one way or the other: one stamp per value, so
+# that libassimp-dev installed later (or ASSIMP=0 given) rebuilds it.
+ASSIMP_STAMP := $(BUILD)/gen/assimp-$(ASSIMP)
+$(BUILD)/src/scene/load_assimp.o: $(ASSIMP_STAMP)
+$(ASSIMP_STAMP):
+	@mkdir -p $(dir $@) && rm -f $(BUILD)/gen/assimp-* && touch $@
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -131,7 +138,7 @@ $(BUILD)/cuda/%.o: cuda/%.cu
 # the host emulation switches lane stacks with _longjmp (cuda/trace/trace_emu.cu)
 $(BUILD)/cuda/trace/trace_emu.o: NVFLAGS += -Xcompiler -U_FORTIFY_SOURCE
 
-$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/trace_check.h $(BUILD)/librt.a $(GPU_LIB)
+$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/trace_check.h tests/load_child.h $(BUILD)/librt.a $(GPU_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LINK_RT) $(GPU_LIBS) -lcmocka $(LDLIBS)
 

@@ -13,6 +13,7 @@
  *     and a Collada node animation of the corpus move;
  *   - built without assimp, the formats are refused saying why.
  * Skips, saying so, when the package is absent (make deps-test installs it). */
+#include "load_child.h"
 #include "test_util.h"
 
 #include "kd/kd_cpu.h"
@@ -22,9 +23,7 @@
 
 #include <dirent.h>
 #include <ftw.h>
-#include <signal.h>
 #include <strings.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #define CORPUS_DIR "/usr/share/assimp/models"
@@ -45,12 +44,13 @@ static const char *const kAssimpHangs[] = {"/invalid/OutOfMemory.off"};
 
 static const float kTol = 1e-4f;
 
-#define assert_near(a, b, tol)                                                                \
-    do {                                                                                      \
-        double a_ = (a), b_ = (b);                                                            \
-        if (!(fabs(a_ - b_) <= (tol) * (1.0 + fabs(b_))))                                     \
-            fail_msg("%s = %.9g, expected %.9g (%s:%d)", #a, a_, b_, __FILE__, __LINE__);     \
-    } while (0)
+/* Fails unless |got - want| <= tol (1 + |want|), naming the quantity. */
+static void expect_near(double got, double want, double tol, const char *what, int line)
+{
+    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+        fail_msg("%s = %.9g, expected %.9g (test_assimp.c:%d)", what, got, want, line);
+}
+#define assert_near(a, b, tol) expect_near((a), (b), (tol), #a, __LINE__)
 
 static const char *corpus_dir(void)
 {
@@ -105,89 +105,8 @@ static int collect(const char *path, const struct stat *st, int type, struct FTW
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* What a successful load must hold. */
-static const char *scene_broken(const RtScene *s)
-{
-    if (s->tri_count == 0) return "no triangles";
-    for (uint32_t i = 0; i < s->tri_count; i++) {
-        const RtTriangle *t = &s->tris[i];
-        for (int k = 0; k < 3; k++) {
-            if (t->v[k] >= s->vert_count) return "a vertex index out of range";
-            RtVec3 p = s->verts[t->v[k]].p;
-            if (!isfinite(p.x) || !isfinite(p.y) || !isfinite(p.z)) return "a corner not finite";
-        }
-        if (t->material < -1 || (t->material >= 0 && (uint32_t)t->material >= s->mat_count))
-            return "a material index out of range";
-    }
-    for (uint32_t i = 0; i < s->mat_count; i++)
-        if (s->mats[i].map_kd >= (int32_t)s->tex_count || s->mats[i].map_d >= (int32_t)s->tex_count)
-            return "a texture index out of range";
-    if (!s->has_camera || s->light_count == 0) return "no camera or no light";
-    return NULL;
-}
-
-enum { LOADED, REFUSED, CRASHED, VERDICTS };
+enum { LOADED = RT_CHILD_LOADED, REFUSED = RT_CHILD_REFUSED, CRASHED = RT_CHILD_BROKEN, VERDICTS };
 static const char *const kVerdict[VERDICTS] = {"loaded", "clean error", "crash/hang/broken"};
-
-/* Child: loads path and writes one line ("ok TRIS", "error MESSAGE" or
- * "broken WHAT") to a pipe. Parent: the verdict; why (if not NULL, 1200
- * bytes) receives the line or what killed the child. */
-static int load_one(const char *path, char *why)
-{
-    int fd[2];
-    assert_int_equal(pipe(fd), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fd[0]);
-        alarm(LOAD_HANG_SECONDS);
-        FILE *out = fdopen(fd[1], "w");
-        RtScene s;
-        RtError err = {0};
-        RtStatus st = rt_scene_load(path, &s, &err);
-        int rc = 0;
-        if (st == RT_OK) {
-            const char *broken = scene_broken(&s);
-            if (broken) fprintf(out, "broken %s", broken), rc = 1;
-            else fprintf(out, "ok %u", s.tri_count);
-            rt_scene_free(&s);
-        } else if (s.tri_count != 0 || s.verts != NULL) {
-            fprintf(out, "broken status %d but the scene is not empty", (int)st), rc = 1;
-        } else {
-            fprintf(out, "error %s", err.msg);
-        }
-        fclose(out);
-        _exit(rc);
-    }
-    close(fd[1]);
-    char line[1200] = "";
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < sizeof line && (r = read(fd[0], line + n, sizeof line - 1 - n)) > 0) n += (size_t)r;
-    line[n] = 0;
-    close(fd[0]);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status)) {
-        snprintf(why, 1200, WTERMSIG(status) == SIGALRM ? "hung (over %d s)" : "crashed (signal %d)",
-                 WTERMSIG(status) == SIGALRM ? LOAD_HANG_SECONDS : WTERMSIG(status));
-        return CRASHED;
-    }
-    snprintf(why, 1200, "%s", line);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return CRASHED;
-    if (!strncmp(line, "ok ", 3)) return LOADED;
-    if (strncmp(line, "error ", 6)) return CRASHED;
-    /* a clean error names the file at fault: this one or one beside it */
-    const char *msg = line + 6, *slash = strrchr(path, '/');
-    int dir_len = slash ? (int)(slash - path + 1) : 0;
-    if (!msg[0] || (!strstr(msg, path) && !strstr(msg, slash ? slash + 1 : path) && strncmp(msg, path, (size_t)dir_len))) {
-        snprintf(why, 1200, "refused without naming the file: \"%.1100s\"", msg);
-        return CRASHED;
-    }
-    return REFUSED;
-}
 
 static void assimp_corpus_loads_or_fails_cleanly(void **state)
 {
@@ -213,7 +132,7 @@ static void assimp_corpus_loads_or_fails_cleanly(void **state)
     qsort(names, (size_t)folders, sizeof names[0], by_name);
     int count[FOLDERS_MAX][VERDICTS], files = 0, bad = 0;
     memset(count, 0, sizeof count);
-    char why[1200], folder[1024];
+    char why[RT_CHILD_WHY_MAX], folder[1024];
     for (int f = 0; f < folders; f++) {
         snprintf(folder, sizeof folder, "%s/%s", dir, names[f]);
         if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
@@ -223,7 +142,7 @@ static void assimp_corpus_loads_or_fails_cleanly(void **state)
         assert_int_equal(nftw(folder, collect, 16, FTW_PHYS), 0);
         qsort(c->path, (size_t)c->n, sizeof c->path[0], by_name);
         for (int i = 0; i < c->n; i++) {
-            int v = load_one(c->path[i], why);
+            int v = (int)rt_test_load_in_child(c->path[i], LOAD_HANG_SECONDS, why);
             int must_fail = 0;
             for (size_t k = 0; k < sizeof kMustFail / sizeof kMustFail[0]; k++)
                 must_fail |= strstr(c->path[i], kMustFail[k]) != NULL;

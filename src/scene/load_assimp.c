@@ -385,21 +385,32 @@ static int as_channel(RtKbChannel *out, const AsKey *k, uint32_t n, const float 
     return 1;
 }
 
-/* A unit quaternion as the rotation key's axis and degrees (kbspline.c
- * rebuilds the same quaternion); prev is the previous key's, to keep
- * successive keys in one hemisphere (shortest-path slerp). */
-static void as_quat_key(struct aiQuaternion q, struct aiQuaternion *prev, float v[4])
+/* A quaternion as a rotation key's unit axis and degrees (kbspline.c
+ * rebuilds the same quaternion). prev (may be NULL) receives the key's
+ * unit quaternion (w x y z); with have_prev it holds the previous key's,
+ * and q is negated when on its far side, so successive keys share a
+ * hemisphere and the slerp takes the short way. */
+static void as_quat_key(struct aiQuaternion q, double *prev, int have_prev, float v[4])
 {
     double l = sqrt((double)q.w * q.w + (double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z);
-    if (!(l > 0.0)) q.w = 1.0f, q.x = q.y = q.z = 0.0f, l = 1.0;
-    double w = q.w / l, x = q.x / l, y = q.y / l, z = q.z / l;
-    if (prev && prev->w * w + prev->x * x + prev->y * y + prev->z * z < 0.0) w = -w, x = -x, y = -y, z = -z;
-    if (prev) prev->w = (float)w, prev->x = (float)x, prev->y = (float)y, prev->z = (float)z;
-    double s = sqrt(x * x + y * y + z * z);
-    double ang = 2.0 * atan2(s, w);
-    if (s > 0.0) v[0] = (float)(x / s), v[1] = (float)(y / s), v[2] = (float)(z / s);
+    double u[4] = {1.0, 0.0, 0.0, 0.0};
+    if (l > 0.0 && isfinite(l)) u[0] = q.w / l, u[1] = q.x / l, u[2] = q.y / l, u[3] = q.z / l;
+    if (prev && have_prev && prev[0] * u[0] + prev[1] * u[1] + prev[2] * u[2] + prev[3] * u[3] < 0.0)
+        for (int i = 0; i < 4; i++) u[i] = -u[i];
+    if (prev) memcpy(prev, u, sizeof u);
+    double s = sqrt(u[1] * u[1] + u[2] * u[2] + u[3] * u[3]);
+    if (s > 0.0) v[0] = (float)(u[1] / s), v[1] = (float)(u[2] / s), v[2] = (float)(u[3] / s);
     else v[0] = 1.0f, v[1] = v[2] = 0.0f;
-    v[3] = (float)(ang * 180.0 / 3.14159265358979323846);
+    v[3] = (float)(2.0 * atan2(s, u[0]) * 180.0 / 3.14159265358979323846);
+}
+
+/* Translation or scale keys as AsKeys in seconds. */
+static void as_vec_keys(const struct aiVectorKey *in, uint32_t n, double tps, AsKey *k)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        k[i].t = in[i].mTime / tps;
+        k[i].v[0] = in[i].mValue.x, k[i].v[1] = in[i].mValue.y, k[i].v[2] = in[i].mValue.z, k[i].v[3] = 0.0f;
+    }
 }
 
 /* An RtAnimTrack from a node channel; the node's own transform (local)
@@ -417,37 +428,19 @@ static RtStatus as_track(AsLoad *L, const struct aiNodeAnim *ch, const struct ai
     RtAnimTrack tr;
     memset(&tr, 0, sizeof tr);
     as_name(tr.name, sizeof tr.name, &ch->mNodeName, "node");
-    int ok = 1;
-    /* translation */
-    for (uint32_t i = 0; i < ch->mNumPositionKeys; i++) {
-        k[i].t = ch->mPositionKeys[i].mTime / L->tps;
-        RtVec3 v = as_v3(ch->mPositionKeys[i].mValue);
-        k[i].v[0] = v.x, k[i].v[1] = v.y, k[i].v[2] = v.z, k[i].v[3] = 0.0f;
-    }
-    float rest[4] = {pos.x, pos.y, pos.z, 0.0f};
-    ok = ok && as_channel(&tr.transl, k, ch->mNumPositionKeys, rest);
-    /* rotation */
-    struct aiQuaternion prev = {1.0f, 0.0f, 0.0f, 0.0f};
+    const float t_rest[4] = {pos.x, pos.y, pos.z, 0.0f}, s_rest[4] = {sc.x, sc.y, sc.z, 0.0f};
+    float r_rest[4];
+    as_quat_key(rot, NULL, 0, r_rest);
+    as_vec_keys(ch->mPositionKeys, ch->mNumPositionKeys, L->tps, k);
+    int ok = as_channel(&tr.transl, k, ch->mNumPositionKeys, t_rest);
+    double prev[4];
     for (uint32_t i = 0; i < ch->mNumRotationKeys; i++) {
         k[i].t = ch->mRotationKeys[i].mTime / L->tps;
-        as_quat_key(ch->mRotationKeys[i].mValue, i ? &prev : NULL, k[i].v);
-        if (!i) {
-            struct aiQuaternion q = ch->mRotationKeys[0].mValue;
-            double l = sqrt((double)q.w * q.w + (double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z);
-            if (l > 0.0) prev.w = (float)(q.w / l), prev.x = (float)(q.x / l), prev.y = (float)(q.y / l), prev.z = (float)(q.z / l);
-        }
+        as_quat_key(ch->mRotationKeys[i].mValue, prev, i > 0, k[i].v);
     }
-    float rrest[4];
-    as_quat_key(rot, NULL, rrest);
-    ok = ok && as_channel(&tr.rot, k, ch->mNumRotationKeys, rrest);
-    /* scale */
-    for (uint32_t i = 0; i < ch->mNumScalingKeys; i++) {
-        k[i].t = ch->mScalingKeys[i].mTime / L->tps;
-        RtVec3 v = as_v3(ch->mScalingKeys[i].mValue);
-        k[i].v[0] = v.x, k[i].v[1] = v.y, k[i].v[2] = v.z, k[i].v[3] = 0.0f;
-    }
-    float srest[4] = {sc.x, sc.y, sc.z, 0.0f};
-    ok = ok && as_channel(&tr.scale, k, ch->mNumScalingKeys, srest);
+    ok = ok && as_channel(&tr.rot, k, ch->mNumRotationKeys, r_rest);
+    as_vec_keys(ch->mScalingKeys, ch->mNumScalingKeys, L->tps, k);
+    ok = ok && as_channel(&tr.scale, k, ch->mNumScalingKeys, s_rest);
     free(k);
     int64_t i = ok ? rt_anim_add_track(&L->s->anim, &tr) : -1;
     if (i < 0) {
