@@ -4,8 +4,12 @@
 #   DEBUG=1           -O0 -g, and CUDA_CHECK_LAUNCH synchronises after every launch
 #   WERROR=1          warnings are errors (default in CI, i.e. when CI is set)
 #   SAN=1             build with AddressSanitizer + UBSan
+#   ASSIMP=0|1        the assimp formats (glTF, FBX, Collada, MD2, ...; libassimp-dev);
+#                     default 1 when pkg-config finds assimp, else 0 (those files
+#                     are then refused with a message saying so)
 #   BUILD=...         build folder; default one per configuration: build,
 #                     build-san (SAN=1), build-debug (DEBUG=1), build-san-debug,
+#                     -noassimp appended when ASSIMP=0 although assimp is installed,
 #                     so switching configuration never reuses objects.
 #                     ./rtviewer is copied from the last configuration built.
 CC        ?= cc
@@ -15,11 +19,13 @@ SAN       ?= 0
 WERROR    ?= $(if $(CI),1,0)
 CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
-BUILD     ?= build$(if $(filter 1,$(SAN)),-san,)$(if $(filter 1,$(DEBUG)),-debug,)
+ASSIMP_FOUND := $(shell pkg-config --exists assimp 2>/dev/null && echo 1)
+ASSIMP    ?= $(if $(ASSIMP_FOUND),1,0)
+BUILD     ?= build$(if $(filter 1,$(SAN)),-san,)$(if $(filter 1,$(DEBUG)),-debug,)$(if $(and $(ASSIMP_FOUND),$(filter 0,$(ASSIMP))),-noassimp,)
 comma     := ,
 
 # Debian packages the project needs (make deps installs the missing ones).
-DEB_BUILD := build-essential pkg-config libglfw3-dev libglew-dev libstb-dev libcmocka-dev
+DEB_BUILD := build-essential pkg-config libglfw3-dev libglew-dev libstb-dev libcmocka-dev libassimp-dev
 DEB_TEST  := clang libclang-rt-dev xvfb xdotool libgl1-mesa-dri assimp-testmodels
 
 OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g,-O2 -g)
@@ -28,6 +34,14 @@ WARN     := -Wall -Wextra -Wshadow -Wno-missing-field-initializers $(if $(filter
 CPPFLAGS += -Isrc -Icuda -I/usr/include/stb -DRT_DEBUG=$(DEBUG)
 CFLAGS   += -std=c11 -D_GNU_SOURCE $(OPT) $(WARN) $(SANFLAGS) -pthread
 LDLIBS   += -lm -pthread
+# assimp is optional as CUDA is: the GPU machine that runs the benchmarks has
+# none, and its formats then fail with a clear message (load_assimp.c).
+ifeq ($(ASSIMP),1)
+  CPPFLAGS += -DRT_HAVE_ASSIMP=1 $(shell pkg-config --cflags assimp)
+  LDLIBS   := $(or $(shell pkg-config --libs assimp),-lassimp) $(LDLIBS)
+else
+  CPPFLAGS += -DRT_HAVE_ASSIMP=0
+endif
 
 # ---- sources: the pipeline, stage by stage ------------------------------
 # The window (GLFW, GLEW, GL) is linked into rtviewer only, so librt.a, the
@@ -76,6 +90,7 @@ all: check-cuda rtviewer
 
 check-cuda:
 	@$(if $(NVCC),echo "build: CUDA kernels with $(NVCC) for $(CUDA_ARCH) (+PTX)",echo "build: no CUDA toolkit found (NVCC empty): building the CPU backend only")
+	@$(if $(filter 1,$(ASSIMP)),echo "build: assimp formats (glTF, FBX, Collada, ...) with libassimp $$(pkg-config --modversion assimp 2>/dev/null)",echo "build: without assimp (ASSIMP=0 or no libassimp-dev): glTF, FBX, Collada, ... are refused")
 
 # Linked in the configuration's folder, then copied to ./rtviewer whenever
 # that differs (another configuration was built last).
@@ -106,6 +121,13 @@ $(BUILD)/librt.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
+# load_assimp.o is compiled one way or the other: one stamp per value, so
+# that libassimp-dev installed later (or ASSIMP=0 given) rebuilds it.
+ASSIMP_STAMP := $(BUILD)/gen/assimp-$(ASSIMP)
+$(BUILD)/src/scene/load_assimp.o: $(ASSIMP_STAMP)
+$(ASSIMP_STAMP):
+	@mkdir -p $(dir $@) && rm -f $(BUILD)/gen/assimp-* && touch $@
+
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
@@ -116,7 +138,7 @@ $(BUILD)/cuda/%.o: cuda/%.cu
 # the host emulation switches lane stacks with _longjmp (cuda/trace/trace_emu.cu)
 $(BUILD)/cuda/trace/trace_emu.o: NVFLAGS += -Xcompiler -U_FORTIFY_SOURCE
 
-$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/trace_check.h tests/soup.h $(BUILD)/librt.a $(GPU_LIB)
+$(BUILD)/tests/%: tests/%.c tests/test_util.h tests/trace_check.h tests/soup.h tests/load_child.h $(BUILD)/librt.a $(GPU_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(LINK_RT) $(GPU_LIBS) -lcmocka $(LDLIBS)
 
@@ -149,13 +171,14 @@ test: deps-test
 	@$(MAKE) --no-print-directory all $(TEST_BIN) $(PNG_DIFF) $(if $(shell command -v clang 2>/dev/null),fuzz,)
 	@RT_BUILD=$(BUILD) sh tests/run.sh $(TEST_BIN)
 
-# libFuzzer target over all loaders (tests/fuzz/README.md). Built with clang.
+# libFuzzer target over all loaders (tests/fuzz/README.md). Built with clang,
+# without assimp: it fuzzes the project's own parsers, not the library.
 FUZZ_BIN := $(BUILD)/fuzz_loaders
 fuzz: $(FUZZ_BIN)
 $(FUZZ_BIN): tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Icuda -I/usr/include/stb \
-	  -DRT_HAVE_CUDA=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard cuda/*/*.c) -lm -pthread
+	  -DRT_HAVE_CUDA=0 -DRT_HAVE_ASSIMP=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard cuda/*/*.c) -lm -pthread
 
 # ---- benchmark ----------------------------------------------------------------
 # rtviewer --bench over scenes x build variants x trace variants
@@ -174,6 +197,6 @@ bench:
 
 # Every configuration's folder (build/ext, the unpacked assets, included).
 clean:
-	rm -rf build build-san build-debug build-san-debug $(filter-out build build-san build-debug build-san-debug,$(BUILD)) rtviewer
+	rm -rf build build-san build-debug build-san-debug $(wildcard build*-noassimp) $(filter-out build build-san build-debug build-san-debug,$(BUILD)) rtviewer
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

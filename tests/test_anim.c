@@ -818,10 +818,57 @@ static void anim_random_hierarchy_matches_naive_recursion(void **state)
     rt_scene_free(&s);
 }
 
+/* rt_kb_make_linear: between the inner keys a channel is the straight line
+ * (and a rotation the slerp) of its two keys, at any spacing; 4 keys (one
+ * segment), and 12 at random times and values. */
+static void kb_make_linear_keys_interpolate_linearly(void **state)
+{
+    (void)state;
+    RtTestRng rng = {0x5eed1234u};
+    for (int round = 0; round < 2; round++) {
+        uint32_t n = round ? 12 : 4;
+        RtKbKey keys[12];
+        memset(keys, 0, sizeof keys);
+        float t = 0.0f;
+        for (uint32_t i = 0; i < n; i++) {
+            t += 0.05f + 2.0f * rt_test_randf(&rng); /* uneven spacing */
+            keys[i].t = t;
+            for (int a = 0; a < 3; a++) keys[i].v[a] = 10.0f * rt_test_randf(&rng) - 5.0f;
+            keys[i].v[3] = 0.0f;
+        }
+        rt_kb_make_linear(keys, n);
+        RtKbChannel c = {keys, n};
+        for (int j = 0; j < 200; j++) {
+            float tt = keys[1].t + (keys[n - 2].t - keys[1].t) * rt_test_randf(&rng);
+            uint32_t k = 1;
+            while (k + 2 < n - 1 && keys[k + 1].t <= tt) k++;
+            float u = (tt - keys[k].t) / (keys[k + 1].t - keys[k].t);
+            RtVec3 want = v3_lerp(v3(keys[k].v[0], keys[k].v[1], keys[k].v[2]),
+                                  v3(keys[k + 1].v[0], keys[k + 1].v[1], keys[k + 1].v[2]), u);
+            assert_v3_near(rt_kb_eval_vec3(&c, tt), want, 1e-4);
+        }
+    }
+    /* rotation: 0 -> 90 degrees about z over uneven keys; 45 at the middle */
+    RtKbKey r[5];
+    memset(r, 0, sizeof r);
+    const float times[5] = {-1.0f, 0.0f, 0.3f, 1.0f, 3.0f}, deg[5] = {0, 0, 27, 90, 90};
+    for (int i = 0; i < 5; i++) r[i].t = times[i], r[i].v[2] = 1.0f, r[i].v[3] = deg[i];
+    rt_kb_make_linear(r, 5);
+    RtKbChannel rc = {r, 5};
+    RtVec3 axis;
+    float d;
+    rt_kb_eval_rot_axis_angle(&rc, 0.15f, &axis, &d);
+    assert_near(d, 13.5, 1e-4);
+    rt_kb_eval_rot_axis_angle(&rc, 0.65f, &axis, &d);
+    assert_near(d, 58.5, 1e-4);
+    assert_near(axis.z, 1.0, 1e-5);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(anim_static_scene_frame_shares_verts),
+        cmocka_unit_test(kb_make_linear_keys_interpolate_linearly),
         cmocka_unit_test(anim_zero_and_one_node),
         cmocka_unit_test(anim_set_vert_node_rejects_bad_ranges),
         cmocka_unit_test(anim_find_track_returns_last_of_a_name),

@@ -9,14 +9,13 @@
  * 10,000-character lines, missing vertices, binary PLY of both byte
  * orders), so refusing one is fine; crashing is not. Skips, saying so,
  * when the package is absent (make deps-test installs it). */
+#include "load_child.h"
 #include "test_util.h"
 
 #include "scene/load.h"
 
 #include <ftw.h>
-#include <signal.h>
 #include <strings.h>
-#include <sys/wait.h>
 #include <time.h>
 
 #define CORPUS_DIR "/usr/share/assimp/models"
@@ -58,84 +57,20 @@ static int collect(const char *path, const struct stat *st, int type, struct FTW
 
 static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-/* What a successful load must hold (the fuzzer's invariants, fuzz_loaders.c). */
-static const char *scene_broken(const RtScene *s)
-{
-    if (s->tri_count == 0) return "no triangles";
-    for (uint32_t i = 0; i < s->tri_count; i++) {
-        const RtTriangle *t = &s->tris[i];
-        for (int k = 0; k < 3; k++)
-            if (t->v[k] >= s->vert_count) return "a vertex index out of range";
-        if (t->material < -1 || (t->material >= 0 && (uint32_t)t->material >= s->mat_count))
-            return "a material index out of range";
-    }
-    for (uint32_t i = 0; i < s->mat_count; i++)
-        if (s->mats[i].map_kd >= (int32_t)s->tex_count || s->mats[i].map_d >= (int32_t)s->tex_count)
-            return "a texture index out of range";
-    if (!s->has_camera || s->light_count == 0) return "no camera or no light";
-    return NULL;
-}
-
-/* Child: loads path, writes one line "ok TRIS" or "error MESSAGE" to fd and
- * exits 0, or exits 1 with "broken WHAT". Parent: reads it back; a signal
- * (SIGALRM for a hang) fails the test naming the file. */
+/* One load in a forked child (load_child.h): a crash or a hang fails the
+ * test naming the file. */
 static void load_one(const char *path, int *loaded, int *refused)
 {
-    int fd[2];
-    assert_int_equal(pipe(fd), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        close(fd[0]);
-        alarm(CORPUS_HANG_SECONDS);
-        FILE *out = fdopen(fd[1], "w");
-        RtScene s;
-        RtError err = {0};
-        RtStatus st = rt_scene_load(path, &s, &err);
-        int rc = 0;
-        if (st == RT_OK) {
-            const char *broken = scene_broken(&s);
-            if (broken) fprintf(out, "broken %s", broken), rc = 1;
-            else fprintf(out, "ok %u", s.tri_count);
-            rt_scene_free(&s);
-        } else if (s.tri_count != 0 || s.verts != NULL) {
-            fprintf(out, "broken status %d but the scene is not empty", (int)st), rc = 1;
-        } else {
-            fprintf(out, "error %s", err.msg);
-        }
-        fclose(out);
-        _exit(rc);
-    }
-    close(fd[1]);
-    char line[1200] = "";
-    size_t n = 0;
-    ssize_t r;
-    while (n + 1 < sizeof line && (r = read(fd[0], line + n, sizeof line - 1 - n)) > 0) n += (size_t)r;
-    line[n] = 0;
-    close(fd[0]);
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (WIFSIGNALED(status)) {
-        if (WTERMSIG(status) == SIGALRM) fail_msg("%s: the load hung (over %d s)", path, CORPUS_HANG_SECONDS);
-        fail_msg("%s: the load crashed (signal %d)", path, WTERMSIG(status));
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) fail_msg("%s: %s", path, line);
-    if (!strncmp(line, "ok ", 3)) {
+    char why[RT_CHILD_WHY_MAX];
+    RtChildVerdict v = rt_test_load_in_child(path, CORPUS_HANG_SECONDS, why);
+    if (v == RT_CHILD_BROKEN) fail_msg("%s: %s", path, why);
+    if (v == RT_CHILD_LOADED) {
         (*loaded)++;
-        print_message("corpus: %s: %s triangles\n", path, line + 3);
+        print_message("corpus: %s: %s triangles\n", path, why + 3);
         return;
     }
-    if (strncmp(line, "error ", 6)) fail_msg("%s: the child said nothing (\"%s\")", path, line);
-    /* A clean error names the file at fault: this one, or a file beside it
-     * that it names (an MTL: "DIR/x.mtl:3: MTL: expected ..."). */
-    const char *msg = line + 6, *slash = strrchr(path, '/');
-    int dir_len = slash ? (int)(slash - path + 1) : 0;
-    if (!msg[0] || (!strstr(msg, path) && !strstr(msg, slash ? slash + 1 : path) && strncmp(msg, path, (size_t)dir_len)))
-        fail_msg("%s: refused without naming the file: \"%s\"", path, msg);
     (*refused)++;
-    print_message("corpus: %s: refused: %s\n", path, msg);
+    print_message("corpus: %s: refused: %s\n", path, why);
 }
 
 static void corpus_every_obj_and_ply_loads_or_fails_cleanly(void **state)

@@ -53,6 +53,14 @@ void rt_kb_eval_rot(const RtKbChannel *c, float t, float r[9]);
  * converts it (aff.md 5.4 "Output"). */
 void rt_kb_eval_rot_axis_angle(const RtKbChannel *c, float t, RtVec3 *axis, float *degrees);
 int rt_kb_eval_visible(const RtKbChannel *c, float t);
+/* Makes a channel of n >= 4 keys interpolate LINEARLY between keys
+ * 1..n-2 (a rotation channel then slerps: squad with both inner control
+ * quaternions equal to the keys), at any key spacing, by setting their
+ * tension, continuity and bias; keys 0 and n-1 are padding that only
+ * bound the time range (the caller repeats the neighbouring value there).
+ * How formats with linear keys (glTF, FBX, Collada through assimp) use the
+ * one channel model; kbspline.c derives it. */
+void rt_kb_make_linear(RtKbKey *keys, uint32_t n);
 /* M(t) = T(t) R(t) S(t) of a track (missing channels are identity). */
 void rt_anim_track_matrix(const RtAnimTrack *tr, float t, float m[12]);
 

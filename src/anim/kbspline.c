@@ -74,6 +74,30 @@ static uint32_t kb_step_key(const RtKbChannel *c, float t)
     return j;
 }
 
+/* Linear keys as TCB keys. The Hermite segment p1 + u (tout + u (c2 + u c3))
+ * is the straight line p1 + u d (d = p2 - p1) exactly when tout = tin = d,
+ * i.e. w = (0, 1, 1, 0) in kb_weights. Continuity -1 zeroes w[0] and w[3];
+ * with A = adj0 = 2 (t[k+1] - t[k]) / (t[k+1] - t[k-1]) of key k as the
+ * segment's first key and B = adj1 = 2 (t[k] - t[k-1]) / (t[k+1] - t[k-1])
+ * as its second (A + B = 2), w[1] = A (1 - T)(1 - b) = 1 and
+ * w[2] = B (1 - T)(1 + b) = 1 give 1 - T = 1 / (A B) and b = A - 1, the
+ * same for both segments the key ends. The rotation squad with these
+ * weights has a = q1, b = q2: slerp(u, q1, q2). */
+void rt_kb_make_linear(RtKbKey *keys, uint32_t n)
+{
+    for (uint32_t k = 1; k + 1 < n; k++) {
+        double span = (double)keys[k + 1].t - (double)keys[k - 1].t;
+        double a = span > KB_TIME_EPS ? 2.0 * ((double)keys[k + 1].t - (double)keys[k].t) / span : 1.0;
+        double b = 2.0 - a;
+        /* a key on top of a neighbour (zero span one side): that segment
+         * is a jump anyway; keep the tangent finite */
+        if (a < 1e-6 || b < 1e-6) a = b = 1.0;
+        keys[k].tension = (float)(1.0 - 1.0 / (a * b));
+        keys[k].continuity = -1.0f;
+        keys[k].bias = (float)(a - 1.0);
+    }
+}
+
 /* ---- translation and scale (aff.md 5.3) --------------------------------- */
 
 RtVec3 rt_kb_eval_vec3(const RtKbChannel *c, float t)

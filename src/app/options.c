@@ -46,7 +46,8 @@ void rt_options_usage(FILE *f)
 {
     fprintf(f,
             "usage: rtviewer [SCENE] [options]\n"
-            "  SCENE                 .obj (+.mtl), .ply, .scene or BART .aff file; none = built-in default scene\n"
+            "  SCENE                 .obj (+.mtl), .ply, .scene, BART .aff, or through assimp glTF/.glb, FBX,\n"
+            "                        Collada, 3DS, MD2, .blend, .x, STL, ... ; none = built-in default scene\n"
             "  Without --headless rtviewer opens a window (needs a display with OpenGL 3.3).\n"
             "  --headless            no window: render --frames frames to PNG, print timings\n"
             "  --frames N            frames to render headless (default 1)\n"

@@ -20,7 +20,12 @@ RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScen
     else if (dot && !strcasecmp(dot, ".ply")) st = rt_ply_load(path, s, err);
     else if (dot && !strcasecmp(dot, ".scene")) st = rt_scenefile_load(path, lim, s, err);
     else if (dot && !strcasecmp(dot, ".aff")) st = rt_aff_load(path, s, err);
-    else st = rt_fail(err, RT_ERR_ARG, "%s: SCENE: unknown file type (expected .obj, .ply, .scene or .aff)", path);
+    else if (rt_assimp_claims(path)) st = rt_assimp_load(path, s, err);
+    else
+        st = rt_fail(err, RT_ERR_ARG,
+                     "%s: SCENE: unknown file type (expected .obj, .ply, .scene, .aff, or a format assimp reads: "
+                     ".gltf, .glb, .fbx, .dae, .3ds, .md2, .blend, .x, .stl, .lwo, ...)",
+                     path);
     if (st == RT_OK) {
         free(s->path);
         s->path = strdup(path);

@@ -14,7 +14,8 @@
 extern "C" {
 #endif
 
-/* Loads OBJ(+MTL), PLY, .scene or AFF by extension (case-insensitive) and
+/* Loads OBJ(+MTL), PLY, .scene, AFF or (through assimp) glTF, FBX,
+ * Collada, MD2, ... by extension (case-insensitive) and
  * finishes the scene (rt_scene_finish). On error returns non-OK, err->msg is
  * "file:line: TAG: what was expected", and *s is left empty (freed). An
  * empty scene is RT_ERR_EMPTY with a clear message. */
@@ -44,6 +45,11 @@ RtStatus rt_ply_load(const char *path, RtScene *s, RtError *err);       /* PLY (
 RtStatus rt_scenefile_load(const char *path, const RtLoadLimits *lim, RtScene *s,
                            RtError *err);                                /* .scene (load_scenefile.c); lim NULL: defaults */
 RtStatus rt_aff_load(const char *path, RtScene *s, RtError *err);       /* BART AFF (load_aff.c) */
+/* glTF, FBX, Collada, MD2, ... through assimp (load_assimp.c): the
+ * extensions rt_assimp_claims accepts. Built without assimp
+ * (RT_HAVE_ASSIMP=0) it refuses them: RT_ERR_UNSUPPORTED, saying so. */
+RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err);
+int rt_assimp_claims(const char *path); /* 1: path's extension is an assimp format */
 
 #ifdef __cplusplus
 }

@@ -16,6 +16,16 @@ extern "C" {
  * unchanged: loaders turn that into a warning and keep the flat colour. */
 RtStatus rt_texture_load(RtScene *s, const char *path, int32_t *index, RtError *err);
 
+/* The same for an image already in memory (a file's embedded texture):
+ * data (size bytes, any format stb_image decodes) is decoded and kept under
+ * the name key (e.g. "model.glb*0"), which also identifies it for sharing. */
+RtStatus rt_texture_load_memory(RtScene *s, const char *key, const void *data, size_t size, int32_t *index,
+                                RtError *err);
+/* Appends w x h decoded RGBA8 pixels (row 0 = top, malloc'd; the scene
+ * takes them, and frees them itself when it fails) named key. */
+RtStatus rt_texture_add_rgba(RtScene *s, const char *key, int w, int h, uint8_t *rgba, int32_t *index,
+                             RtError *err);
+
 /* Frees textures [count, s->tex_count) and shrinks tex_count to count: how a
  * loader that failed half-way gives back what it added. */
 void rt_texture_truncate(RtScene *s, uint32_t count);

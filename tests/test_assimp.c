@@ -1,0 +1,511 @@
+/* test_assimp.c — the assimp loader (load_assimp.c) through rt_scene_load,
+ * the path a user's file takes:
+ *   - the corpus: every file of an assimp format in Debian's
+ *     assimp-testmodels (/usr/share/assimp/models, or $RT_CORPUS_DIR:
+ *     glTF 2.0, FBX, Collada, MD2, 3DS, X, STL, Blender, LWO, ...) loads (triangles, finite corners, indices in range)
+ *     or fails cleanly (non-OK, an empty scene, a message naming the file),
+ *     each in a forked child under alarm() so a crash or hang names the
+ *     file; a table per folder; the files built to break importers
+ *     (MissingBin, RecursiveNodes, AllIndicesOutOfRange) must fail;
+ *   - a glTF box, an FBX box and an MD2 rendered on the CPU are not empty;
+ *   - node TRS animation and morph weights of small glTF files written
+ *     here, against hand-computed positions at several times; MD2 frames
+ *     and a Collada node animation of the corpus move;
+ *   - built without assimp, the formats are refused saying why.
+ * Skips, saying so, when the package is absent (make deps-test installs it). */
+#include "load_child.h"
+#include "test_util.h"
+
+#include "kd/kd_cpu.h"
+#include "render/render_cpu.h"
+#include "scene/load.h"
+#include "scene/scene.h"
+
+#include <dirent.h>
+#include <ftw.h>
+#include <strings.h>
+#include <time.h>
+
+#define CORPUS_DIR "/usr/share/assimp/models"
+/* Seconds one load may take before it counts as a hang: the slowest file
+ * (2CylinderEngine.glb) loads in well under a second; a hang never ends. */
+#define LOAD_HANG_SECONDS 30
+#define CORPUS_FILES_MAX 1024
+/* Every folder of the corpus is loaded (its .obj and .ply files are
+ * test_corpus.c's: they go to the project's own loaders). */
+#define FOLDERS_MAX 128
+/* Files written to break an importer: a clean error, never a scene. */
+static const char *const kMustFail[] = {"/MissingBin/", "/RecursiveNodes/", "AllIndicesOutOfRange"};
+/* Files on which assimp 5.2 itself does not return, left out (and
+ * counted): invalid/OutOfMemory.off declares absurd counts, and assimp's
+ * OFF reader allocates and fills them until the machine swaps (docs/formats.md,
+ * "known limits"). */
+static const char *const kAssimpHangs[] = {"/invalid/OutOfMemory.off"};
+
+static const float kTol = 1e-4f;
+
+/* Fails unless |got - want| <= tol (1 + |want|), naming the quantity. */
+static void expect_near(double got, double want, double tol, const char *what, int line)
+{
+    if (!(fabs(got - want) <= tol * (1.0 + fabs(want))))
+        fail_msg("%s = %.9g, expected %.9g (test_assimp.c:%d)", what, got, want, line);
+}
+#define assert_near(a, b, tol) expect_near((a), (b), (tol), #a, __LINE__)
+
+static const char *corpus_dir(void)
+{
+    const char *dir = getenv("RT_CORPUS_DIR");
+    return dir && dir[0] ? dir : CORPUS_DIR;
+}
+
+/* The corpus file rel, or NULL (and a skip message) when absent. */
+static const char *corpus_file(const char *rel, char *buf)
+{
+    snprintf(buf, 1024, "%s/%s", corpus_dir(), rel);
+    struct stat st;
+    if (stat(buf, &st) != 0) {
+        print_message("skip: %s not found (Debian package assimp-testmodels)\n", buf);
+        return NULL;
+    }
+    return buf;
+}
+
+static int have_assimp(void)
+{
+    if (RT_HAVE_ASSIMP) return 1;
+    print_message("skip: this build has no assimp (RT_HAVE_ASSIMP=0; libassimp-dev)\n");
+    return 0;
+}
+
+/* ---- the corpus ------------------------------------------------------------- */
+
+typedef struct Corpus {
+    char *path[CORPUS_FILES_MAX];
+    int n, too_many;
+} Corpus;
+
+static Corpus *g_corpus; /* nftw's callback takes no context pointer */
+
+static int collect(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st, (void)ftw;
+    if (type != FTW_F || !rt_assimp_claims(path)) return 0;
+    for (size_t i = 0; i < sizeof kAssimpHangs / sizeof kAssimpHangs[0]; i++)
+        if (strstr(path, kAssimpHangs[i])) {
+            print_message("assimp: %s: left out (assimp itself does not return on it)\n", path);
+            return 0;
+        }
+    if (g_corpus->n == CORPUS_FILES_MAX) {
+        g_corpus->too_many++;
+        return 0;
+    }
+    g_corpus->path[g_corpus->n++] = strdup(path);
+    return 0;
+}
+
+static int by_name(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+
+enum { LOADED = RT_CHILD_LOADED, REFUSED = RT_CHILD_REFUSED, CRASHED = RT_CHILD_BROKEN, VERDICTS };
+static const char *const kVerdict[VERDICTS] = {"loaded", "clean error", "crash/hang/broken"};
+
+static void assimp_corpus_loads_or_fails_cleanly(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    const char *dir = corpus_dir();
+    struct stat st;
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        print_message("skip: %s not found (Debian package assimp-testmodels; make deps-test installs it)\n", dir);
+        skip();
+    }
+    rt_log_set_level(RT_LOG_NONE); /* the verdicts say what matters */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    /* the folders, sorted */
+    char *names[FOLDERS_MAX];
+    int folders = 0;
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    for (struct dirent *e; (e = readdir(d)) && folders < FOLDERS_MAX;)
+        if (e->d_name[0] != '.') names[folders++] = strdup(e->d_name);
+    closedir(d);
+    qsort(names, (size_t)folders, sizeof names[0], by_name);
+    int count[FOLDERS_MAX][VERDICTS], files = 0, bad = 0;
+    memset(count, 0, sizeof count);
+    char why[RT_CHILD_WHY_MAX], folder[1024];
+    for (int f = 0; f < folders; f++) {
+        snprintf(folder, sizeof folder, "%s/%s", dir, names[f]);
+        if (stat(folder, &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+        Corpus *c = calloc(1, sizeof *c);
+        assert_non_null(c);
+        g_corpus = c;
+        assert_int_equal(nftw(folder, collect, 16, FTW_PHYS), 0);
+        qsort(c->path, (size_t)c->n, sizeof c->path[0], by_name);
+        for (int i = 0; i < c->n; i++) {
+            int v = (int)rt_test_load_in_child(c->path[i], LOAD_HANG_SECONDS, why);
+            int must_fail = 0;
+            for (size_t k = 0; k < sizeof kMustFail / sizeof kMustFail[0]; k++)
+                must_fail |= strstr(c->path[i], kMustFail[k]) != NULL;
+            if (must_fail && v == LOADED) {
+                snprintf(why, sizeof why, "a file built to break importers loaded");
+                v = CRASHED;
+            }
+            count[f][v]++;
+            print_message("assimp: %-12s %s: %s\n", kVerdict[v], c->path[i] + strlen(dir) + 1, why);
+            bad += v == CRASHED;
+            free(c->path[i]);
+        }
+        files += c->n;
+        if (c->too_many) print_message("assimp: %s: more than %d files, the rest left out\n", folder, CORPUS_FILES_MAX);
+        free(c);
+        g_corpus = NULL;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    print_message("assimp: %-8s %6s %6s %12s %6s\n", "folder", "files", "loaded", "clean error", "crash");
+    for (int f = 0; f < folders; f++) {
+        if (count[f][0] + count[f][1] + count[f][2])
+            print_message("assimp: %-8s %6d %6d %12d %6d\n", names[f], count[f][0] + count[f][1] + count[f][2],
+                          count[f][LOADED], count[f][REFUSED], count[f][CRASHED]);
+        free(names[f]);
+    }
+    print_message("assimp: %d files in %.1f s\n", files,
+                  (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec));
+    rt_log_set_level(RT_LOG_INFO);
+    if (!files) {
+        print_message("skip: no assimp file under %s\n", dir);
+        skip();
+    }
+    if (bad) fail_msg("%d files crashed, hung, loaded a broken scene or refused without naming the file (above)", bad);
+}
+
+/* ---- rendering ---------------------------------------------------------------- */
+
+/* Loads path and renders it on the CPU at 64 x 48 with its own (or the
+ * framed) camera: some pixels hit, and not all pixels are one colour. */
+static void expect_renders(const char *path)
+{
+    RtScene s;
+    RtError err = {0};
+    RtStatus st = rt_scene_load(path, &s, &err);
+    if (st != RT_OK) fail_msg("%s: %s", path, err.msg);
+    RtTriArrays tris;
+    RtKdTree tree;
+    memset(&tris, 0, sizeof tris);
+    memset(&tree, 0, sizeof tree);
+    assert_int_equal(rt_tri_arrays_make(&s, &tris, NULL), RT_OK);
+    RtKdCpuParams kp = rt_kd_cpu_params_default();
+    assert_int_equal(rt_kd_build_cpu(&kp, &tris, &tree, NULL, &err), RT_OK);
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    const int w = 64, h = 48;
+    assert_int_equal(rt_image_alloc(&img, w, h), RT_OK);
+    uint32_t *ids = malloc((size_t)w * h * sizeof *ids);
+    assert_non_null(ids);
+    st = rt_render_cpu(&s, &tris, &tree, &s.camera, &p, &img, ids, NULL, &err);
+    if (st != RT_OK) fail_msg("%s: render: %s", path, err.msg);
+    int hits = 0, differ = 0;
+    for (int i = 0; i < w * h; i++) {
+        hits += ids[i] != RT_NO_HIT;
+        differ += memcmp(&img.rgba[4 * i], img.rgba, 3) != 0;
+    }
+    print_message("render %s: %d of %d pixels hit\n", path, hits, w * h);
+    assert_true(hits > w * h / 50);
+    assert_true(differ > 0);
+    free(ids);
+    rt_image_free(&img);
+    rt_kd_tree_free(&tree);
+    rt_tri_arrays_free(&tris);
+    rt_scene_free(&s);
+}
+
+static void assimp_gltf_fbx_md2_render_on_the_cpu(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    const char *rel[] = {"glTF2/BoxTextured-glTF/BoxTextured.gltf", "FBX/box.fbx", "MD2/faerie.md2"};
+    char buf[1024];
+    int done = 0;
+    for (int i = 0; i < 3; i++)
+        if (corpus_file(rel[i], buf)) expect_renders(buf), done++;
+    if (!done) skip();
+}
+
+/* A textured glTF: its base colour texture (a PNG beside it) is loaded,
+ * and the embedded variant decodes the same image from the file. */
+static void assimp_gltf_textures_from_file_and_embedded(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    const char *rel[] = {"glTF2/BoxTextured-glTF/BoxTextured.gltf", "glTF2/BoxTextured-glTF-Binary/BoxTextured.glb"};
+    char buf[1024];
+    int w[2] = {0, 0};
+    for (int i = 0; i < 2; i++) {
+        if (!corpus_file(rel[i], buf)) skip();
+        RtScene s;
+        RtError err = {0};
+        RtStatus st = rt_scene_load(buf, &s, &err);
+        if (st != RT_OK) fail_msg("%s: %s", buf, err.msg);
+        int32_t tex = -1;
+        for (uint32_t m = 0; m < s.mat_count; m++)
+            if (s.mats[m].map_kd >= 0) tex = s.mats[m].map_kd;
+        assert_true(tex >= 0);
+        w[i] = s.texs[tex].w;
+        rt_scene_free(&s);
+    }
+    assert_int_equal(w[0], w[1]);
+}
+
+/* ---- animation: glTF files written here ------------------------------------- */
+
+static void base64(const uint8_t *in, size_t n, char *out)
+{
+    static const char k[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0) | (i + 2 < n ? in[i + 2] : 0);
+        out[o++] = k[v >> 18 & 63];
+        out[o++] = k[v >> 12 & 63];
+        out[o++] = i + 1 < n ? k[v >> 6 & 63] : '=';
+        out[o++] = i + 2 < n ? k[v & 63] : '=';
+    }
+    out[o] = 0;
+}
+
+/* A growing little-endian buffer of floats and shorts. */
+typedef struct Buf {
+    uint8_t b[512];
+    size_t n;
+} Buf;
+static size_t put_f(Buf *b, const float *v, int n)
+{
+    size_t at = b->n;
+    memcpy(b->b + b->n, v, (size_t)n * 4);
+    b->n += (size_t)n * 4;
+    return at;
+}
+
+/* The glTF of one triangle (0,0,0) (1,0,0) (0,1,0) in node "tri", with
+ * `extra` placed into the mesh and `anim` as the file's animations; the
+ * buffer holds positions at 0, indices at 36 and the caller's data after
+ * 44. Returns the written file's path in out. */
+static const char *write_gltf(const Buf *b, const char *mesh_extra, const char *accessors_extra,
+                              const char *views_extra, const char *anim, char *out)
+{
+    char b64[1024], *json = malloc(16384);
+    assert_non_null(json);
+    base64(b->b, b->n, b64);
+    snprintf(json, 16384,
+             "{\"asset\":{\"version\":\"2.0\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
+             "\"nodes\":[{\"name\":\"tri\",\"mesh\":0}],"
+             "\"meshes\":[{\"name\":\"trimesh\",\"primitives\":[{\"attributes\":{\"POSITION\":0},\"indices\":1%s}]%s}],"
+             "\"buffers\":[{\"byteLength\":%zu,\"uri\":\"data:application/octet-stream;base64,%s\"}],"
+             "\"bufferViews\":[{\"buffer\":0,\"byteOffset\":0,\"byteLength\":36},"
+             "{\"buffer\":0,\"byteOffset\":36,\"byteLength\":6}%s],"
+             "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":3,\"type\":\"VEC3\","
+             "\"min\":[0,0,0],\"max\":[1,1,0]},"
+             "{\"bufferView\":1,\"componentType\":5123,\"count\":3,\"type\":\"SCALAR\"}%s]%s}",
+             mesh_extra, strstr(mesh_extra, "targets") ? ",\"weights\":[0]" : "", b->n, b64, views_extra,
+             accessors_extra, anim);
+    RT_TEST_TMP_TEXT(".gltf", json, out);
+    free(json);
+    return out;
+}
+
+static void triangle_buffer(Buf *b)
+{
+    memset(b, 0, sizeof *b);
+    const float pos[9] = {0, 0, 0, 1, 0, 0, 0, 1, 0};
+    put_f(b, pos, 9);
+    const uint16_t idx[4] = {0, 1, 2, 0};
+    memcpy(b->b + b->n, idx, 8);
+    b->n += 8;
+}
+
+/* The index of the vertex at p in the loaded scene (node space). */
+static uint32_t vertex_at(const RtScene *s, RtVec3 p)
+{
+    for (uint32_t i = 0; i < s->vert_count; i++)
+        if (v3_len(v3_sub(s->verts[i].p, p)) < 1e-6f) return i;
+    fail_msg("no vertex at (%g, %g, %g)", p.x, p.y, p.z);
+    return 0;
+}
+
+/* Translation keys at uneven times 0, 0.25, 1 (x = 0, 1, 4) and rotation
+ * keys 0 and 1 s (0 and 90 degrees about z), linear: the vertex (1,0,0)
+ * is T(t) R(t) (1,0,0) with x(t) piecewise linear and R the slerp. */
+static void assimp_gltf_node_trs_animation_matches_hand_computed(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    Buf b;
+    triangle_buffer(&b);
+    const float times[3] = {0.0f, 0.25f, 1.0f}, tr[9] = {0, 0, 0, 1, 0, 0, 4, 0, 0};
+    const float rtimes[2] = {0.0f, 1.0f}, rot[8] = {0, 0, 0, 1, 0, 0, 0.70710678f, 0.70710678f};
+    size_t o_t = put_f(&b, times, 3), o_tr = put_f(&b, tr, 9), o_rt = put_f(&b, rtimes, 2), o_r = put_f(&b, rot, 8);
+    char views[512], accs[1024], anim[1024], path[1024];
+    snprintf(views, sizeof views,
+             ",{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":12},{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":36},"
+             "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":8},{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":32}",
+             o_t, o_tr, o_rt, o_r);
+    snprintf(accs, sizeof accs,
+             ",{\"bufferView\":2,\"componentType\":5126,\"count\":3,\"type\":\"SCALAR\",\"min\":[0],\"max\":[1]},"
+             "{\"bufferView\":3,\"componentType\":5126,\"count\":3,\"type\":\"VEC3\"},"
+             "{\"bufferView\":4,\"componentType\":5126,\"count\":2,\"type\":\"SCALAR\",\"min\":[0],\"max\":[1]},"
+             "{\"bufferView\":5,\"componentType\":5126,\"count\":2,\"type\":\"VEC4\"}");
+    snprintf(anim, sizeof anim,
+             ",\"animations\":[{\"name\":\"move\",\"samplers\":[{\"input\":2,\"output\":3},{\"input\":4,\"output\":5}],"
+             "\"channels\":[{\"sampler\":0,\"target\":{\"node\":0,\"path\":\"translation\"}},"
+             "{\"sampler\":1,\"target\":{\"node\":0,\"path\":\"rotation\"}}]}]");
+    write_gltf(&b, "", accs, views, anim, path);
+    RtScene s;
+    RtError err = {0};
+    RtStatus st = rt_scene_load(path, &s, &err);
+    if (st != RT_OK) fail_msg("%s: %s", path, err.msg);
+    assert_true(rt_anim_is_dynamic(&s.anim));
+    float t0, t1;
+    rt_scene_time_range(&s, &t0, &t1);
+    assert_near(t0, 0.0, kTol);
+    assert_near(t1, 1.0, kTol);
+    uint32_t vi = vertex_at(&s, v3(1, 0, 0));
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    const float at[4] = {0.0f, 0.125f, 0.625f, 1.0f};
+    for (int k = 0; k < 4; k++) {
+        float t = at[k];
+        assert_int_equal(rt_scene_frame_at(&s, t, &f, &err), RT_OK);
+        float x = t <= 0.25f ? 4.0f * t : 1.0f + 3.0f * (t - 0.25f) / 0.75f;
+        float ang = 0.5f * 3.14159265f * t;
+        RtVec3 p = f.view.verts[vi].p;
+        assert_near(p.x, x + cosf(ang), kTol);
+        assert_near(p.y, sinf(ang), kTol);
+        assert_near(p.z, 0.0, kTol);
+    }
+    rt_scene_frame_free(&f);
+    rt_scene_free(&s);
+    unlink(path);
+}
+
+/* One morph target moving every vertex by +1 in z, its weight keyed 0 at
+ * 0 s and 1 at 2 s: z = t / 2 in between. */
+static void assimp_gltf_morph_weights_match_hand_computed(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    Buf b;
+    triangle_buffer(&b);
+    const float delta[9] = {0, 0, 1, 0, 0, 1, 0, 0, 1}, times[2] = {0.0f, 2.0f}, wts[2] = {0.0f, 1.0f};
+    size_t o_d = put_f(&b, delta, 9), o_t = put_f(&b, times, 2), o_w = put_f(&b, wts, 2);
+    char views[512], accs[1024], anim[1024], path[1024];
+    snprintf(views, sizeof views,
+             ",{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":36},{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":8},"
+             "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":8}",
+             o_d, o_t, o_w);
+    snprintf(accs, sizeof accs,
+             ",{\"bufferView\":2,\"componentType\":5126,\"count\":3,\"type\":\"VEC3\",\"min\":[0,0,1],\"max\":[0,0,1]},"
+             "{\"bufferView\":3,\"componentType\":5126,\"count\":2,\"type\":\"SCALAR\",\"min\":[0],\"max\":[2]},"
+             "{\"bufferView\":4,\"componentType\":5126,\"count\":2,\"type\":\"SCALAR\"}");
+    snprintf(anim, sizeof anim,
+             ",\"animations\":[{\"samplers\":[{\"input\":3,\"output\":4}],"
+             "\"channels\":[{\"sampler\":0,\"target\":{\"node\":0,\"path\":\"weights\"}}]}]");
+    write_gltf(&b, ",\"targets\":[{\"POSITION\":2}]", accs, views, anim, path);
+    RtScene s;
+    RtError err = {0};
+    RtStatus st = rt_scene_load(path, &s, &err);
+    if (st != RT_OK) fail_msg("%s: %s", path, err.msg);
+    assert_int_equal(s.anim.morph_count, 1);
+    uint32_t vi = vertex_at(&s, v3(0, 1, 0));
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    const float at[4] = {0.0f, 0.5f, 1.3f, 2.0f};
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(rt_scene_frame_at(&s, at[k], &f, &err), RT_OK);
+        RtVec3 p = f.view.verts[vi].p;
+        assert_near(p.x, 0.0, kTol);
+        assert_near(p.y, 1.0, kTol);
+        assert_near(p.z, at[k] / 2.0f, kTol);
+    }
+    rt_scene_frame_free(&f);
+    rt_scene_free(&s);
+    unlink(path);
+}
+
+/* Files of the corpus that move: their vertices differ between two times
+ * of their range (AnimatedMorphCube's morph, faerie's MD2 frames, a
+ * Collada node animation). */
+static void assimp_corpus_animations_move(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    const char *rel[] = {"glTF2/glTF-Sample-Models/AnimatedMorphCube-glTF/AnimatedMorphCube.gltf", "MD2/faerie.md2",
+                         "Collada/anims_with_full_rotations_between_keys.DAE"};
+    char buf[1024];
+    int done = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!corpus_file(rel[i], buf)) continue;
+        RtScene s;
+        RtError err = {0};
+        RtStatus st = rt_scene_load(buf, &s, &err);
+        if (st != RT_OK) fail_msg("%s: %s", buf, err.msg);
+        float t0, t1;
+        rt_scene_time_range(&s, &t0, &t1);
+        assert_true(t1 > t0);
+        RtSceneFrame a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        assert_int_equal(rt_scene_frame_at(&s, t0, &a, &err), RT_OK);
+        assert_int_equal(rt_scene_frame_at(&s, t0 + 0.37f * (t1 - t0), &b, &err), RT_OK);
+        float moved = 0.0f;
+        for (uint32_t v = 0; v < s.vert_count; v++)
+            moved = fmaxf(moved, v3_len(v3_sub(a.view.verts[v].p, b.view.verts[v].p)));
+        print_message("%s: range %.2f..%.2f s, largest move %g\n", buf, t0, t1, moved);
+        assert_true(moved > 1e-4f);
+        rt_scene_frame_free(&a);
+        rt_scene_frame_free(&b);
+        rt_scene_free(&s);
+        done++;
+    }
+    if (!done) skip();
+}
+
+/* ---- errors ------------------------------------------------------------------ */
+
+/* A missing file, a file assimp cannot parse and (without assimp) any
+ * assimp format: non-OK, empty, and a message naming the file. */
+static void assimp_errors_name_the_file(void **state)
+{
+    (void)state;
+    char path[1024];
+    RtScene s;
+    RtError err = {0};
+    RtStatus st = rt_scene_load("/nonexistent/model.glb", &s, &err);
+    assert_int_not_equal(st, RT_OK);
+    rt_test_assert_contains(err.msg, "/nonexistent/model.glb");
+    RT_TEST_TMP_TEXT(".gltf", "{ this is not json", path);
+    st = rt_scene_load(path, &s, &err);
+    assert_int_not_equal(st, RT_OK);
+    assert_null(s.verts);
+    rt_test_assert_contains(err.msg, path);
+    rt_test_assert_contains(err.msg, RT_HAVE_ASSIMP ? "ASSIMP: " : "built without assimp (libassimp-dev)");
+    unlink(path);
+    /* the project's own formats never go to assimp */
+    assert_false(rt_assimp_claims("x.obj"));
+    assert_false(rt_assimp_claims("x.ply"));
+    assert_false(rt_assimp_claims("x.aff"));
+    assert_false(rt_assimp_claims("x.scene"));
+    assert_true(rt_assimp_claims("dir.v2/X.GLB"));
+    assert_false(rt_assimp_claims("dir.fbx/noext"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(assimp_errors_name_the_file),
+        cmocka_unit_test(assimp_gltf_node_trs_animation_matches_hand_computed),
+        cmocka_unit_test(assimp_gltf_morph_weights_match_hand_computed),
+        cmocka_unit_test(assimp_gltf_textures_from_file_and_embedded),
+        cmocka_unit_test(assimp_gltf_fbx_md2_render_on_the_cpu),
+        cmocka_unit_test(assimp_corpus_animations_move),
+        cmocka_unit_test(assimp_corpus_loads_or_fails_cleanly),
+    };
+    return cmocka_run_group_tests_name("assimp", tests, NULL, NULL);
+}
