@@ -4,9 +4,10 @@
  *
  * Host driver of a frame (rt_gpu_anim_eval):
  *   1. nodes:     world matrices + visibility on the host (rt_anim_eval_nodes,
- *                 a few hundred nodes), morph key pairs per morph; upload.
- *   2. vertices:  one thread per vertex: morph -> deform -> node matrix
- *                 (anim_eval.h, the CPU's very formulas).
+ *                 a few hundred nodes), joint matrices (rt_anim_eval_joints),
+ *                 morph key pairs per morph; upload.
+ *   2. vertices:  one thread per vertex: morph -> deform -> skin or node
+ *                 matrix (anim_eval.h, the CPU's very formulas).
  *   3. triangles: one thread per triangle: 3 corners -> gs's vertices and
  *                 shading normals.
  *   4. Woop rows: rt_gpu_scene_update_tris on the device vertices.
@@ -33,7 +34,7 @@ typedef struct GpuMorph {
 } GpuMorph;
 
 struct RtGpuAnim {
-    uint32_t vert_count, tri_count, node_count, morph_count, deform_count, light_count;
+    uint32_t vert_count, tri_count, node_count, morph_count, deform_count, light_count, joint_count;
     /* uploaded once */
     RtVertex *d_base;          /* the scene's vertices, node space */
     uint32_t *d_tri;           /* 3 vertex indices per triangle */
@@ -42,12 +43,15 @@ struct RtGpuAnim {
     int32_t *d_vert_deform;    /* per vertex deform or -1; NULL without deforms */
     RtVec3 *d_pose_pos, *d_pose_nrm; /* every morph's keys, morph after morph */
     RtAnimDeform *d_deforms;
+    RtAnimSkinVert *d_skin;    /* per vertex joints and weights; NULL without joints */
     /* per frame (sizes fixed at create) */
     float *d_world;
+    float *d_joints;           /* joint matrices, 12 floats each */
     uint8_t *d_visible;
     GpuMorph *d_morphs;
     RtVertex *d_out;           /* world-space vertices of the last eval */
     float *h_world;
+    float *h_joints;
     uint8_t *h_visible;
     GpuMorph *h_morphs;
     RtLight *h_lights;
@@ -59,11 +63,13 @@ struct RtGpuAnim {
 
 /* ---- step 2: vertices ----------------------------------------------------- */
 
-/* Morph, deform, node transform: the order and formulas of scene_frame.c. */
+/* Morph, deform, skin or node transform: the order and formulas of
+ * scene_frame.c. */
 __global__ void anim_vertex_kernel(uint32_t n, const RtVertex *base, const uint32_t *vert_node,
                                    const int32_t *vert_morph, const GpuMorph *morphs,
                                    const RtVec3 *pose_pos, const RtVec3 *pose_nrm,
                                    const int32_t *vert_deform, const RtAnimDeform *deforms,
+                                   const RtAnimSkinVert *skin, uint32_t joint_count, const float *joints,
                                    uint32_t node_count, const float *world, const uint8_t *visible,
                                    float t, RtVertex *out)
 {
@@ -79,6 +85,10 @@ __global__ void anim_vertex_kernel(uint32_t n, const RtVertex *base, const uint3
     if (vert_deform && vert_deform[i] >= 0) {
         const RtAnimDeform *d = &deforms[vert_deform[i]];
         if (d->kind == RT_DEFORM_WAVE) rt_anim_wave(d, t, &v.p, &v.n);
+    }
+    if (skin && rt_anim_skin_vertex(&skin[i], joints, joint_count, &v.p, &v.n)) {
+        out[i] = v;
+        return;
     }
     uint32_t node = vert_node ? vert_node[i] : RT_ANIM_STATIC;
     if (node < node_count) {
@@ -144,15 +154,17 @@ static RtStatus anim_fill(RtGpuAnim *ga, const RtScene *s, RtError *err)
     uint32_t *tri = NULL, *vnode = NULL;
     int32_t *vmorph = NULL, *vdeform = NULL;
     RtVec3 *ppos = NULL, *pnrm = NULL;
+    RtAnimSkinVert *vskin = NULL;
     size_t pool = 0;
     for (uint32_t i = 0; i < a->morph_count; i++) pool += (size_t)a->morphs[i].key_count * a->morphs[i].vert_count;
 
     tri = (uint32_t *)malloc(((size_t)s->tri_count * 3 + 1) * sizeof *tri);
     ga->h_world = (float *)malloc(((size_t)a->node_count * 12 + 1) * sizeof *ga->h_world);
     ga->h_visible = (uint8_t *)malloc((size_t)a->node_count + 1);
+    ga->h_joints = (float *)malloc(((size_t)a->joint_count * 12 + 1) * sizeof *ga->h_joints);
     ga->h_morphs = (GpuMorph *)malloc(((size_t)a->morph_count + 1) * sizeof *ga->h_morphs);
     ga->h_lights = (RtLight *)malloc(((size_t)s->light_count + 1) * sizeof *ga->h_lights);
-    if (!tri || !ga->h_world || !ga->h_visible || !ga->h_morphs || !ga->h_lights) goto oom;
+    if (!tri || !ga->h_world || !ga->h_visible || !ga->h_joints || !ga->h_morphs || !ga->h_lights) goto oom;
     for (uint32_t i = 0; i < s->tri_count; i++)
         for (int k = 0; k < 3; k++) tri[3 * i + k] = s->tris[i].v[k];
     if ((st = dev_upload(&ga->d_base, s->verts, s->vert_count, err)) != RT_OK ||
@@ -160,6 +172,7 @@ static RtStatus anim_fill(RtGpuAnim *ga, const RtScene *s, RtError *err)
         (st = dev_alloc(&ga->d_out, s->vert_count, err)) != RT_OK ||
         (st = dev_alloc(&ga->d_world, (size_t)a->node_count * 12, err)) != RT_OK ||
         (st = dev_alloc(&ga->d_visible, a->node_count, err)) != RT_OK ||
+        (st = dev_alloc(&ga->d_joints, (size_t)a->joint_count * 12, err)) != RT_OK ||
         (st = dev_alloc(&ga->d_morphs, a->morph_count, err)) != RT_OK ||
         (st = dev_upload(&ga->d_deforms, a->deforms, a->deform_count, err)) != RT_OK)
         goto out;
@@ -168,6 +181,13 @@ static RtStatus anim_fill(RtGpuAnim *ga, const RtScene *s, RtError *err)
         if (!vnode) goto oom;
         for (uint32_t i = 0; i < s->vert_count; i++) vnode[i] = rt_anim_vert_node_of(a->vert_node, a->vert_node_cap, i);
         if ((st = dev_upload(&ga->d_vert_node, vnode, s->vert_count, err)) != RT_OK) goto out;
+    }
+    if (a->skin && a->joint_count) {
+        /* every vertex gets an entry (past skin_cap: all weights 0) */
+        vskin = (RtAnimSkinVert *)calloc((size_t)s->vert_count + 1, sizeof *vskin);
+        if (!vskin) goto oom;
+        memcpy(vskin, a->skin, (size_t)(a->skin_cap < s->vert_count ? a->skin_cap : s->vert_count) * sizeof *vskin);
+        if ((st = dev_upload(&ga->d_skin, vskin, s->vert_count, err)) != RT_OK) goto out;
     }
     if (a->morph_count) {
         vmorph = index_array(s->vert_count);
@@ -211,6 +231,7 @@ oom:
 out:
     free(tri);
     free(vnode);
+    free(vskin);
     free(vmorph);
     free(vdeform);
     free(ppos);
@@ -229,6 +250,7 @@ extern "C" RtStatus rt_gpu_anim_create(const RtScene *s, RtGpuAnim **out, RtErro
     ga->node_count = s->anim.node_count;
     ga->morph_count = s->anim.morph_count;
     ga->deform_count = s->anim.deform_count;
+    ga->joint_count = s->anim.joint_count;
     ga->light_count = s->light_count;
     RtStatus st = anim_fill(ga, s, err);
     if (st != RT_OK) {
@@ -250,6 +272,8 @@ extern "C" void rt_gpu_anim_destroy(RtGpuAnim *ga)
     cudaFree(ga->d_pose_pos);
     cudaFree(ga->d_pose_nrm);
     cudaFree(ga->d_deforms);
+    cudaFree(ga->d_skin);
+    cudaFree(ga->d_joints);
     cudaFree(ga->d_world);
     cudaFree(ga->d_visible);
     cudaFree(ga->d_morphs);
@@ -261,6 +285,7 @@ extern "C" void rt_gpu_anim_destroy(RtGpuAnim *ga)
     rt_launch_log_destroy(&ga->log);
     free(ga->h_world);
     free(ga->h_visible);
+    free(ga->h_joints);
     free(ga->h_morphs);
     free(ga->h_lights);
     free(ga);
@@ -275,7 +300,7 @@ extern "C" RtStatus rt_gpu_anim_eval(RtGpuAnim *ga, const RtScene *s, float t, R
     const RtAnim *a = &s->anim;
     if (s->vert_count != ga->vert_count || s->tri_count != ga->tri_count || a->node_count != ga->node_count ||
         a->morph_count != ga->morph_count || a->deform_count != ga->deform_count ||
-        s->light_count != ga->light_count)
+        a->joint_count != ga->joint_count || s->light_count != ga->light_count)
         return rt_fail(err, RT_ERR_ARG, "ANIM: the scene changed since rt_gpu_anim_create (%u vertices, %u nodes "
                        "then; %u, %u now)", ga->vert_count, ga->node_count, s->vert_count, a->node_count);
     RtTriArrays ta = rt_gpu_scene_tris(gs);
@@ -285,10 +310,11 @@ extern "C" RtStatus rt_gpu_anim_eval(RtGpuAnim *ga, const RtScene *s, float t, R
                        ga->tri_count);
     rt_launch_log_reset(&ga->log);
 
-    /* 1. nodes and morph key pairs, on the host; a tiny upload. From
+    /* 1. nodes, joints and morph key pairs, on the host; a tiny upload. From
      * pageable memory cudaMemcpyAsync returns once the bytes are staged, so
      * the host arrays can be rewritten next frame without a sync. */
     if (ga->node_count) rt_anim_eval_nodes(a, t, ga->h_world, ga->h_visible);
+    if (ga->joint_count) rt_anim_eval_joints(a, ga->h_world, ga->h_joints);
     for (uint32_t i = 0; i < ga->morph_count; i++) {
         const RtAnimMorph *m = &a->morphs[i];
         rt_anim_morph_segment(m->times, m->key_count, t, &ga->h_morphs[i].k0, &ga->h_morphs[i].k1,
@@ -301,6 +327,9 @@ extern "C" RtStatus rt_gpu_anim_eval(RtGpuAnim *ga, const RtScene *s, float t, R
         CUDA_CHECK(err, cudaMemcpyAsync(ga->d_visible, ga->h_visible, ga->node_count, cudaMemcpyHostToDevice,
                                         ga->log.stream));
     }
+    if (ga->joint_count)
+        CUDA_CHECK(err, cudaMemcpyAsync(ga->d_joints, ga->h_joints, (size_t)ga->joint_count * 12 * sizeof(float),
+                                        cudaMemcpyHostToDevice, ga->log.stream));
     if (ga->morph_count)
         CUDA_CHECK(err, cudaMemcpyAsync(ga->d_morphs, ga->h_morphs, (size_t)ga->morph_count * sizeof(GpuMorph),
                                         cudaMemcpyHostToDevice, ga->log.stream));
@@ -311,7 +340,8 @@ extern "C" RtStatus rt_gpu_anim_eval(RtGpuAnim *ga, const RtScene *s, float t, R
                             (const uint32_t *)ga->d_vert_node, (const int32_t *)ga->d_vert_morph,
                             (const GpuMorph *)ga->d_morphs, (const RtVec3 *)ga->d_pose_pos,
                             (const RtVec3 *)ga->d_pose_nrm, (const int32_t *)ga->d_vert_deform,
-                            (const RtAnimDeform *)ga->d_deforms, ga->node_count, (const float *)ga->d_world,
+                            (const RtAnimDeform *)ga->d_deforms, (const RtAnimSkinVert *)ga->d_skin,
+                            ga->joint_count, (const float *)ga->d_joints, ga->node_count, (const float *)ga->d_world,
                             (const uint8_t *)ga->d_visible, t, ga->d_out);
     /* 3. triangles: corners and shading normals, in place in gs */
     if (st == RT_OK)

@@ -40,6 +40,8 @@ void rt_anim_free(RtAnim *a)
     free(a->vert_node);
     free(a->morphs);
     free(a->deforms);
+    free(a->joints);
+    free(a->skin);
     free(a->light_track);
     rt_anim_init(a);
 }
@@ -53,6 +55,11 @@ int rt_anim_is_dynamic(const RtAnim *a)
         for (uint32_t i = 0; i < a->light_track_cap; i++)
             if (a->light_track[i] >= 0) return 1;
     return 0;
+}
+
+int rt_anim_moves_verts(const RtAnim *a)
+{
+    return a->morph_count || a->deform_count || (a->vert_node && a->node_count) || (a->skin && a->joint_count);
 }
 
 /* ---- growth ------------------------------------------------------------------ */
@@ -123,6 +130,37 @@ RtStatus rt_anim_set_vert_node(RtAnim *a, uint32_t vert_count, uint32_t first, u
         a->vert_node_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
     }
     for (uint32_t i = 0; i < count; i++) a->vert_node[first + i] = node;
+    return RT_OK;
+}
+
+int64_t rt_anim_add_joint(RtAnim *a, const RtAnimJoint *j)
+{
+    if (j->node >= a->node_count) return -1;
+    int64_t i = GROW(a, joints, joint_count, joint_cap);
+    if (i >= 0) a->joints[i] = *j;
+    return i;
+}
+
+RtStatus rt_anim_set_vert_skin(RtAnim *a, uint32_t vert_count, uint32_t first, uint32_t count,
+                               const RtAnimSkinVert *sv, RtError *err)
+{
+    if (first > vert_count || count > vert_count - first)
+        return rt_fail(err, RT_ERR_ARG, "ANIM: skinned vertices %u..%u out of range (%u vertices)", first,
+                       first + count, vert_count);
+    for (uint32_t i = 0; i < count; i++)
+        for (int k = 0; k < RT_SKIN_WEIGHTS; k++)
+            if (sv[i].weight[k] != 0.0f && !(sv[i].weight[k] > 0.0f && sv[i].joint[k] < a->joint_count))
+                return rt_fail(err, RT_ERR_ARG, "ANIM: vertex %u: joint %u weight %g (%u joints; weights >= 0)",
+                               first + i, sv[i].joint[k], sv[i].weight[k], a->joint_count);
+    /* as vert_node: every entry up to skin_cap is valid, new ones unskinned */
+    if (a->skin_cap < vert_count) {
+        size_t cap = a->skin_cap, old = cap;
+        if (!rt_grow_array((void **)&a->skin, &cap, vert_count, sizeof *a->skin))
+            return rt_fail(err, RT_ERR_OOM, "ANIM: out of memory (%u skinned vertices)", vert_count);
+        memset(a->skin + old, 0, (cap - old) * sizeof *a->skin);
+        a->skin_cap = cap > UINT32_MAX ? UINT32_MAX : (uint32_t)cap;
+    }
+    memcpy(a->skin + first, sv, (size_t)count * sizeof *sv);
     return RT_OK;
 }
 
@@ -202,5 +240,14 @@ void rt_anim_eval_nodes(const RtAnim *a, float t, float *world, uint8_t *visible
             memcpy(&world[12 * i], local, sizeof local);
         }
         visible[i] = (uint8_t)(vis != 0);
+    }
+}
+
+void rt_anim_eval_joints(const RtAnim *a, const float *world, float *joint_mats)
+{
+    for (uint32_t j = 0; j < a->joint_count; j++) {
+        const RtAnimJoint *jt = &a->joints[j];
+        if (jt->node < a->node_count) rt_mat34_mul(&joint_mats[12 * (size_t)j], &world[12 * (size_t)jt->node], jt->inv_bind);
+        else rt_mat34_identity(&joint_mats[12 * (size_t)j]);
     }
 }

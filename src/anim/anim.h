@@ -15,6 +15,9 @@
  *   2. per vertex (many, on the CPU here or on the GPU in cuda/anim/anim_gpu.h):
  *      local position = morph(t) or deform(t) of the base vertex, then
  *      world = node world matrix * local; normals by the inverse transpose.
+ *      A skinned vertex (linear blend skinning: up to 4 joints) is moved by
+ *      the blend of its joints' matrices (joint's node world * inverse
+ *      bind) instead of its node's.
  * Matrices are row-major 3x4 as in primitives.h. */
 #ifndef RT_ANIM_H
 #define RT_ANIM_H
@@ -102,6 +105,23 @@ typedef struct RtAnimDeform {
     float amplitude, wavelength, speed, dir_x, dir_z;
 } RtAnimDeform;
 
+/* Linear blend skinning (glTF skins, assimp bones). A joint is a node with
+ * the inverse of its world matrix at the bind pose; its matrix at t is
+ * world(node, t) * inv_bind, which maps the vertex's bind-pose (mesh)
+ * space to world space. A skinned vertex is sum_k w_k J_k p over its up to
+ * RT_SKIN_WEIGHTS joints (weights renormalised to sum 1); it is world space
+ * afterwards, so its own node (vert_node) does not apply. A vertex whose
+ * weights are all 0 is not skinned and follows its node as usual. */
+#define RT_SKIN_WEIGHTS 4
+typedef struct RtAnimJoint {
+    uint32_t node;       /* index into RtAnim.nodes */
+    float inv_bind[12];  /* inverse bind matrix: bind-pose mesh space -> joint space */
+} RtAnimJoint;
+typedef struct RtAnimSkinVert {
+    uint32_t joint[RT_SKIN_WEIGHTS];  /* indices into RtAnim.joints */
+    float weight[RT_SKIN_WEIGHTS];    /* >= 0; all 0 = not skinned */
+} RtAnimSkinVert;
+
 /* ---- the whole animation of a scene ---------------------------------------- */
 typedef struct RtAnim {
     RtAnimTrack *tracks;   uint32_t track_count, track_cap;
@@ -110,6 +130,9 @@ typedef struct RtAnim {
     uint32_t vert_node_cap;
     RtAnimMorph *morphs;   uint32_t morph_count, morph_cap;
     RtAnimDeform *deforms; uint32_t deform_count, deform_cap;
+    RtAnimJoint *joints;   uint32_t joint_count, joint_cap;
+    RtAnimSkinVert *skin;  /* per scene vertex up to skin_cap (later ones unskinned); NULL = none */
+    uint32_t skin_cap;
     int32_t camera_track;  /* -1 or the track driving the camera (aff.md section 7) */
     int32_t *light_track;  /* per scene light, -1 = static; NULL = all static (AFF la) */
     uint32_t light_track_cap;
@@ -122,6 +145,10 @@ void rt_anim_free(RtAnim *a);
 /* 1 when anything moves: nodes with a non-static kind, morphs, deforms, an
  * animated camera or light. */
 int rt_anim_is_dynamic(const RtAnim *a);
+/* 1 when the scene's vertices are not world space as stored: morphs,
+ * deforms, vertices in nodes or skinned vertices (rt_scene_frame_at
+ * computes them). */
+int rt_anim_moves_verts(const RtAnim *a);
 
 /* Growth helpers (index or -1 on OOM). add_track takes ownership of the
  * channel key arrays. */
@@ -134,9 +161,19 @@ int32_t rt_anim_find_track(const RtAnim *a, const char *name); /* LAST one of th
  * vert_count entries, new ones RT_ANIM_STATIC). */
 RtStatus rt_anim_set_vert_node(RtAnim *a, uint32_t vert_count, uint32_t first, uint32_t count,
                                uint32_t node, RtError *err);
+/* A joint (index or -1 on OOM); its node must exist. */
+int64_t rt_anim_add_joint(RtAnim *a, const RtAnimJoint *j);
+/* Skins vertices [first, first+count) with sv[0..count) (grows skin to
+ * vert_count entries, new ones unskinned); every joint index of a non-zero
+ * weight must be below joint_count. */
+RtStatus rt_anim_set_vert_skin(RtAnim *a, uint32_t vert_count, uint32_t first, uint32_t count,
+                               const RtAnimSkinVert *sv, RtError *err);
 
 /* Step 1: world matrices (node_count * 12 floats) and visibility (node_count). */
 void rt_anim_eval_nodes(const RtAnim *a, float t, float *world, uint8_t *visible);
+/* The joint matrices (joint_count * 12 floats) from step 1's world
+ * matrices: world(node) * inv_bind per joint (few: host, CPU and GPU path). */
+void rt_anim_eval_joints(const RtAnim *a, const float *world, float *joint_mats);
 
 #ifdef __cplusplus
 }

@@ -1,12 +1,13 @@
 /* anim_eval.h — the per-vertex arithmetic of the animate stage (anim.h step
  * 2), written once for the host (scene_frame.c) and the device
- * (cuda/anim/anim_gpu.cu): morph, wave, node transform. The GPU path is checked
+ * (cuda/anim/anim_gpu.cu): morph, wave, skin, node transform. The GPU path is checked
  * against the CPU one (tests/test_gpu_anim.c), so both must run these very
  * formulas; they differ only where nvcc contracts a*b+c into an FMA and in
  * the last ulps of sinf/cosf (agreement to ~1e-6 relative).
  *
  * Order per vertex: base (node-space) vertex -> morph (if in a morph's
- * range) -> deform (if in a deform's range) -> node world matrix. */
+ * range) -> deform (if in a deform's range) -> skin (a skinned vertex: the
+ * blend of its joint matrices, to world space) or else node world matrix. */
 #ifndef RT_ANIM_EVAL_H
 #define RT_ANIM_EVAL_H
 
@@ -91,6 +92,44 @@ RT_HD RtVec3 rt_anim_xform_normal(const float *m, RtVec3 n)
                       v3_scale(x01, n.z));
     if (v3_dot(x01, c2) < 0.0f) r = v3_scale(r, -1.0f); /* det = (c0 x c1) . c2 */
     return v3_norm(r);
+}
+
+/* ---- linear blend skinning ---------------------------------------------- */
+
+/* The skin entry of vertex i, or NULL (unskinned); skin may be shorter
+ * than the vertex array, as vert_node. */
+RT_HD const RtAnimSkinVert *rt_anim_skin_of(const RtAnimSkinVert *skin, uint32_t skin_len, uint32_t i)
+{
+    return skin && i < skin_len ? &skin[i] : NULL;
+}
+
+/* Linear blend skinning (Magnenat-Thalmann et al. 1988; glTF 2.0 "Skins"):
+ * M = sum_k w_k J_k / sum_k w_k over the vertex's joints (joint_mats: this
+ * frame's world(node) * inv_bind, 12 floats each); p' = M p (= sum_k w_k J_k p,
+ * the blend is linear), n' by M's inverse transpose as a node matrix
+ * (exact for scaled joints; for rigid ones it equals sum_k w_k R_k n,
+ * renormalised). Weights are renormalised here so that a file whose
+ * weights do not sum to 1 still gives an affine blend. Returns 0, leaving
+ * p and n alone, when the vertex has no positive weight on a valid joint
+ * (it is not skinned: its node applies). */
+RT_HD int rt_anim_skin_vertex(const RtAnimSkinVert *sv, const float *joint_mats, uint32_t joint_count, RtVec3 *p,
+                              RtVec3 *n)
+{
+    float m[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    float sum = 0.0f;
+    for (int k = 0; k < RT_SKIN_WEIGHTS; k++) {
+        float w = sv->weight[k];
+        if (!(w > 0.0f) || sv->joint[k] >= joint_count) continue;
+        const float *j = &joint_mats[12 * (size_t)sv->joint[k]];
+        for (int e = 0; e < 12; e++) m[e] += w * j[e];
+        sum += w;
+    }
+    if (!(sum > 0.0f)) return 0;
+    float inv = 1.0f / sum;
+    for (int e = 0; e < 12; e++) m[e] *= inv;
+    *p = rt_anim_xform_point(m, *p);
+    *n = rt_anim_xform_normal(m, *n);
+    return 1;
 }
 
 /* A vertex of a hidden node collapses onto the node's origin: its triangles

@@ -1,6 +1,7 @@
 /* scene_frame.c — the scene at one moment on the CPU (anim.h's two steps):
- * node matrices, then every animated vertex morphed / deformed in its node's
- * space and moved to world space; the camera and lights of that moment. The
+ * node and joint matrices, then every animated vertex morphed / deformed in
+ * its node's space and moved to world space (skinned by its joints, or by
+ * its node); the camera and lights of that moment. The
  * GPU's animate stage (cuda/anim/anim_gpu.cu) runs the same per-vertex formulas
  * (anim_eval.h) and is tested against this one. */
 #include "scene/scene.h"
@@ -32,12 +33,6 @@ static int reserve(void **arr, uint32_t *cap, size_t n, size_t elem)
     return 1;
 }
 
-/* 1 when the vertices themselves move (not only the camera or lights). */
-static int verts_move(const RtAnim *a)
-{
-    return a->morph_count || a->deform_count || (a->vert_node && a->node_count);
-}
-
 /* aff.md 7: eye from the camera track's transl, orientation from its rot
  * (the camera looks down its local -z with +y up); a missing channel keeps
  * the file's static camera for that part. */
@@ -56,7 +51,8 @@ static void animate_camera(const RtScene *s, float t, RtCamera *cam)
     } /* else `v at` and `v up` stay, even when the eye moves (aff.md 7) */
 }
 
-/* Morphs, then deforms, in node space; then node world matrices. */
+/* Morphs, then deforms, in node space; then the skin (joint matrices) or
+ * the node's world matrix. */
 static void animate_verts(const RtScene *s, float t, RtSceneFrame *f)
 {
     const RtAnim *a = &s->anim;
@@ -84,6 +80,8 @@ static void animate_verts(const RtScene *s, float t, RtSceneFrame *f)
     }
     if (!a->node_count) return;
     for (uint32_t i = 0; i < s->vert_count; i++) {
+        const RtAnimSkinVert *sv = rt_anim_skin_of(a->skin, a->skin_cap, i);
+        if (sv && rt_anim_skin_vertex(sv, f->joints, a->joint_count, &v[i].p, &v[i].n)) continue;
         uint32_t node = rt_anim_vert_node_of(a->vert_node, a->vert_node_cap, i);
         if (node >= a->node_count) continue; /* static (or a bad index: left where it is) */
         const float *m = &f->world[12 * (size_t)node];
@@ -109,8 +107,13 @@ RtStatus rt_scene_frame_at(const RtScene *s, float t, RtSceneFrame *f, RtError *
             if (!f->world_cap) return rt_fail(err, RT_ERR_OOM, "%s: ANIM: out of memory (%u nodes)", path, a->node_count);
         }
         rt_anim_eval_nodes(a, t, f->world, f->visible);
+        if (a->joint_count) {
+            if (!reserve((void **)&f->joints, &f->joint_cap, (size_t)a->joint_count * 12, sizeof *f->joints))
+                return rt_fail(err, RT_ERR_OOM, "%s: ANIM: out of memory (%u joints)", path, a->joint_count);
+            rt_anim_eval_joints(a, f->world, f->joints);
+        }
     }
-    if (verts_move(a)) {
+    if (rt_anim_moves_verts(a)) {
         if (!reserve((void **)&f->verts, &f->vert_cap, s->vert_count, sizeof *f->verts))
             return rt_fail(err, RT_ERR_OOM, "%s: ANIM: out of memory (%u vertices)", path, s->vert_count);
         animate_verts(s, t, f);
@@ -125,6 +128,8 @@ RtStatus rt_scene_frame_at(const RtScene *s, float t, RtSceneFrame *f, RtError *
         f->view.anim.morph_count = f->view.anim.morph_cap = 0;
         f->view.anim.deforms = NULL;
         f->view.anim.deform_count = f->view.anim.deform_cap = 0;
+        f->view.anim.skin = NULL;
+        f->view.anim.skin_cap = 0;
     }
     int lights_move = 0;
     for (uint32_t i = 0; a->light_track && i < s->light_count && i < a->light_track_cap; i++)
@@ -153,5 +158,6 @@ void rt_scene_frame_free(RtSceneFrame *f)
     free(f->lights);
     free(f->world);
     free(f->visible);
+    free(f->joints);
     memset(f, 0, sizeof *f);
 }

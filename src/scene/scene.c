@@ -121,7 +121,7 @@ static RtAabb bounds_of(const RtScene *s)
 RtAabb rt_scene_bounds(const RtScene *s)
 {
     const RtAnim *a = &s->anim;
-    if (!a->morph_count && !a->deform_count && !(a->vert_node && a->node_count)) return bounds_of(s);
+    if (!rt_anim_moves_verts(a)) return bounds_of(s);
     RtSceneFrame f;
     memset(&f, 0, sizeof f);
     float t0, t1;
@@ -210,8 +210,11 @@ static int anim_merge_nodes(RtScene *dst, const RtScene *src, const float m[12],
     if (!moves) return 1;
     am->local = calloc(src->vert_count ? src->vert_count : 1, 1);
     if (!am->local) return 0;
+    /* a skinned vertex is in its mesh's bind-pose space: its joints (under
+     * the root) place it, so m must not move it either */
     for (uint32_t i = 0; i < src->vert_count; i++)
-        am->local[i] = rt_anim_vert_node_of(sa->vert_node, sa->vert_node_cap, i) != RT_ANIM_STATIC;
+        am->local[i] = rt_anim_vert_node_of(sa->vert_node, sa->vert_node_cap, i) != RT_ANIM_STATIC ||
+                       rt_anim_skin_of(sa->skin, sa->skin_cap, i) != NULL;
     if (am->root >= 0) {
         for (uint32_t i = 0; i < sa->morph_count; i++)
             for (uint32_t j = 0; j < sa->morphs[i].vert_count; j++)
@@ -262,6 +265,22 @@ static RtStatus anim_merge_rest(RtScene *dst, const RtScene *src, const AnimMerg
         RtAnimDeform df = sa->deforms[i];
         df.first_vert += v0;
         if (rt_anim_add_deform(d, &df) < 0) return RT_ERR_OOM;
+    }
+    uint32_t joint0 = d->joint_count;
+    for (uint32_t i = 0; i < sa->joint_count; i++) {
+        RtAnimJoint jt = sa->joints[i];
+        jt.node += am->node0;
+        if (rt_anim_add_joint(d, &jt) < 0) return RT_ERR_OOM;
+    }
+    if (sa->skin && sa->joint_count) {
+        uint32_t n = sa->skin_cap < src->vert_count ? sa->skin_cap : src->vert_count;
+        RtAnimSkinVert *sv = dup_array(sa->skin, (size_t)n * sizeof *sv);
+        if (!sv) return RT_ERR_OOM;
+        for (uint32_t i = 0; i < n; i++)
+            for (int k = 0; k < RT_SKIN_WEIGHTS; k++) sv[i].joint[k] += joint0;
+        st = rt_anim_set_vert_skin(d, dst->vert_count, v0, n, sv, err);
+        free(sv);
+        if (st != RT_OK) return st;
     }
     /* Animated lights follow their track in world space: m does not apply
      * (a light has no node; AFF lights are all top level, aff.md 3.3). */

@@ -146,6 +146,7 @@ typedef struct RtSceneFrame {
     RtLight *lights;  uint32_t light_cap;
     float *world;     uint32_t world_cap;   /* node matrices, 12 floats each */
     uint8_t *visible;                       /* per node */
+    float *joints;    uint32_t joint_cap;   /* joint matrices, 12 floats each (joint_cap in floats) */
 } RtSceneFrame;
 RtStatus rt_scene_frame_at(const RtScene *s, float t, RtSceneFrame *f, RtError *err);
 void rt_scene_frame_free(RtSceneFrame *f);
