@@ -8,9 +8,10 @@
  *     file; a table per folder; the files built to break importers
  *     (MissingBin, RecursiveNodes, AllIndicesOutOfRange) must fail;
  *   - a glTF box, an FBX box and an MD2 rendered on the CPU are not empty;
- *   - node TRS animation and morph weights of small glTF files written
- *     here, against hand-computed positions at several times; MD2 frames
- *     and a Collada node animation of the corpus move;
+ *   - node TRS animation, morph weights and a two-joint skin of small glTF
+ *     files written here, against hand-computed positions at several times;
+ *     --clip by name, by index and unknown; MD2 frames, a Collada node
+ *     animation and the skinned glTF / FBX models of the corpus move;
  *   - built without assimp, the formats are refused saying why.
  * Skips, saying so, when the package is absent (make deps-test installs it). */
 #include "load_child.h"
@@ -289,26 +290,38 @@ static size_t put_f(Buf *b, const float *v, int n)
  * buffer holds positions at 0, indices at 36 and the caller's data after
  * 44. Returns the written file's path in out. */
 static const char *write_gltf(const Buf *b, const char *mesh_extra, const char *accessors_extra,
-                              const char *views_extra, const char *anim, char *out)
+                              const char *views_extra, const char *anim, char *out);
+
+/* write_gltf with more vertex attributes (attrs: ",\"JOINTS_0\":2") and
+ * its own scene, nodes and skins (nodes: "\"scenes\":[...],\"nodes\":[...]
+ * ,\"skins\":[...]"; NULL: the one node "tri"). */
+static const char *write_gltf_nodes(const Buf *b, const char *attrs, const char *nodes, const char *mesh_extra,
+                                    const char *accessors_extra, const char *views_extra, const char *anim, char *out)
 {
     char b64[1024], *json = malloc(16384);
     assert_non_null(json);
     base64(b->b, b->n, b64);
     snprintf(json, 16384,
-             "{\"asset\":{\"version\":\"2.0\"},\"scene\":0,\"scenes\":[{\"nodes\":[0]}],"
-             "\"nodes\":[{\"name\":\"tri\",\"mesh\":0}],"
-             "\"meshes\":[{\"name\":\"trimesh\",\"primitives\":[{\"attributes\":{\"POSITION\":0},\"indices\":1%s}]%s}],"
+             "{\"asset\":{\"version\":\"2.0\"},\"scene\":0,%s,"
+             "\"meshes\":[{\"name\":\"trimesh\",\"primitives\":[{\"attributes\":{\"POSITION\":0%s},\"indices\":1%s}]%s}],"
              "\"buffers\":[{\"byteLength\":%zu,\"uri\":\"data:application/octet-stream;base64,%s\"}],"
              "\"bufferViews\":[{\"buffer\":0,\"byteOffset\":0,\"byteLength\":36},"
              "{\"buffer\":0,\"byteOffset\":36,\"byteLength\":6}%s],"
              "\"accessors\":[{\"bufferView\":0,\"componentType\":5126,\"count\":3,\"type\":\"VEC3\","
              "\"min\":[0,0,0],\"max\":[1,1,0]},"
              "{\"bufferView\":1,\"componentType\":5123,\"count\":3,\"type\":\"SCALAR\"}%s]%s}",
+             nodes ? nodes : "\"scenes\":[{\"nodes\":[0]}],\"nodes\":[{\"name\":\"tri\",\"mesh\":0}]", attrs,
              mesh_extra, strstr(mesh_extra, "targets") ? ",\"weights\":[0]" : "", b->n, b64, views_extra,
              accessors_extra, anim);
     RT_TEST_TMP_TEXT(".gltf", json, out);
     free(json);
     return out;
+}
+
+static const char *write_gltf(const Buf *b, const char *mesh_extra, const char *accessors_extra,
+                              const char *views_extra, const char *anim, char *out)
+{
+    return write_gltf_nodes(b, "", NULL, mesh_extra, accessors_extra, views_extra, anim, out);
 }
 
 static void triangle_buffer(Buf *b)
@@ -429,6 +442,173 @@ static void assimp_gltf_morph_weights_match_hand_computed(void **state)
     unlink(path);
 }
 
+/* Two joints: "root" at the origin (identity inverse bind) and its child
+ * "arm" at (1,0,0) (inverse bind T(-1,0,0)), the arm's rotation keyed 0 at
+ * 0 s and 90 degrees about z at 1 s. Vertex (1,0,0) follows the arm alone
+ * (it sits on the arm's pivot: it stays), (0,1,0) is weighted 0.5 / 0.5:
+ * with a = 90 t degrees, arm * (0,1,0) = (1,0,0) + R(a) (-1,1,0), so
+ * p(t) = 0.5 (0,1,0) + 0.5 (1 - cos a - sin a, cos a - sin a, 0).
+ * The mesh node's own translation (5,0,0) must not apply (glTF: a skinned
+ * mesh is placed by its joints only). */
+static void assimp_gltf_skin_matches_hand_computed(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    Buf b;
+    triangle_buffer(&b);
+    const uint8_t joints[12] = {0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0};
+    size_t o_j = b.n;
+    memcpy(b.b + b.n, joints, sizeof joints);
+    b.n += sizeof joints;
+    const float weights[12] = {1, 0, 0, 0, 1, 0, 0, 0, 0.5f, 0.5f, 0, 0};
+    const float ibm[32] = {1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, /* column-major */
+                           1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, -1, 0, 0, 1};
+    const float times[2] = {0.0f, 1.0f}, rot[8] = {0, 0, 0, 1, 0, 0, 0.70710678f, 0.70710678f};
+    size_t o_w = put_f(&b, weights, 12), o_m = put_f(&b, ibm, 32), o_t = put_f(&b, times, 2), o_r = put_f(&b, rot, 8);
+    char views[512], accs[1024], anim[512], path[1024];
+    snprintf(views, sizeof views,
+             ",{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":12},{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":48},"
+             "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":128},{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":8},"
+             "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":32}",
+             o_j, o_w, o_m, o_t, o_r);
+    snprintf(accs, sizeof accs,
+             ",{\"bufferView\":2,\"componentType\":5121,\"count\":3,\"type\":\"VEC4\"},"
+             "{\"bufferView\":3,\"componentType\":5126,\"count\":3,\"type\":\"VEC4\"},"
+             "{\"bufferView\":4,\"componentType\":5126,\"count\":2,\"type\":\"MAT4\"},"
+             "{\"bufferView\":5,\"componentType\":5126,\"count\":2,\"type\":\"SCALAR\",\"min\":[0],\"max\":[1]},"
+             "{\"bufferView\":6,\"componentType\":5126,\"count\":2,\"type\":\"VEC4\"}");
+    snprintf(anim, sizeof anim,
+             ",\"animations\":[{\"name\":\"bend\",\"samplers\":[{\"input\":5,\"output\":6}],"
+             "\"channels\":[{\"sampler\":0,\"target\":{\"node\":2,\"path\":\"rotation\"}}]}]");
+    write_gltf_nodes(&b, ",\"JOINTS_0\":2,\"WEIGHTS_0\":3",
+                     "\"scenes\":[{\"nodes\":[0,1]}],\"nodes\":[{\"name\":\"tri\",\"mesh\":0,\"skin\":0,"
+                     "\"translation\":[5,0,0]},{\"name\":\"root\",\"children\":[2]},{\"name\":\"arm\","
+                     "\"translation\":[1,0,0]}],\"skins\":[{\"inverseBindMatrices\":4,\"joints\":[1,2]}]",
+                     "", accs, views, anim, path);
+    RtScene s;
+    RtError err = {0};
+    RtStatus st = rt_scene_load(path, &s, &err);
+    if (st != RT_OK) fail_msg("%s: %s", path, err.msg);
+    assert_int_equal(s.anim.joint_count, 2);
+    uint32_t v1 = vertex_at(&s, v3(1, 0, 0)), v2 = vertex_at(&s, v3(0, 1, 0));
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    const float at[3] = {0.0f, 0.5f, 1.0f};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(rt_scene_frame_at(&s, at[k], &f, &err), RT_OK);
+        double a = 0.5 * 3.14159265358979 * at[k];
+        RtVec3 p = f.view.verts[v2].p, q = f.view.verts[v1].p;
+        assert_near(p.x, 0.5 * (1.0 - cos(a) - sin(a)), kTol);
+        assert_near(p.y, 0.5 + 0.5 * (cos(a) - sin(a)), kTol);
+        assert_near(p.z, 0.0, kTol);
+        assert_near(q.x, 1.0, kTol);
+        assert_near(q.y, 0.0, kTol);
+    }
+    rt_scene_frame_free(&f);
+    rt_scene_free(&s);
+    unlink(path);
+}
+
+/* A glTF with two clips moving node "tri": "slide" (x 0 -> 2 in 1 s) and
+ * "lift" (y 0 -> 3 in 1 s), picked by name, by index, by default (the
+ * first), and a clip the file lacks (an error listing both). */
+static void assimp_clip_by_name_index_and_unknown(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    Buf b;
+    triangle_buffer(&b);
+    const float times[2] = {0.0f, 1.0f}, slide[6] = {0, 0, 0, 2, 0, 0}, lift[6] = {0, 0, 0, 0, 3, 0};
+    size_t o_t = put_f(&b, times, 2), o_s = put_f(&b, slide, 6), o_l = put_f(&b, lift, 6);
+    char views[512], accs[1024], anim[1024], path[1024];
+    snprintf(views, sizeof views,
+             ",{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":8},{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":24},"
+             "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":24}",
+             o_t, o_s, o_l);
+    snprintf(accs, sizeof accs,
+             ",{\"bufferView\":2,\"componentType\":5126,\"count\":2,\"type\":\"SCALAR\",\"min\":[0],\"max\":[1]},"
+             "{\"bufferView\":3,\"componentType\":5126,\"count\":2,\"type\":\"VEC3\"},"
+             "{\"bufferView\":4,\"componentType\":5126,\"count\":2,\"type\":\"VEC3\"}");
+    snprintf(anim, sizeof anim,
+             ",\"animations\":[{\"name\":\"slide\",\"samplers\":[{\"input\":2,\"output\":3}],"
+             "\"channels\":[{\"sampler\":0,\"target\":{\"node\":0,\"path\":\"translation\"}}]},"
+             "{\"name\":\"lift\",\"samplers\":[{\"input\":2,\"output\":4}],"
+             "\"channels\":[{\"sampler\":0,\"target\":{\"node\":0,\"path\":\"translation\"}}]}]");
+    write_gltf(&b, "", accs, views, anim, path);
+    const char *clip[4] = {"lift", "0", NULL, "1"};
+    const RtVec3 want[4] = {v3(0, 1.5f, 0), v3(1, 0, 0), v3(1, 0, 0), v3(0, 1.5f, 0)};
+    for (int k = 0; k < 4; k++) {
+        RtScene s;
+        RtError err = {0};
+        RtStatus st = rt_scene_load_clip(path, clip[k], &s, &err);
+        if (st != RT_OK) fail_msg("--clip %s: %s", clip[k] ? clip[k] : "(none)", err.msg);
+        uint32_t vi = vertex_at(&s, v3(0, 0, 0));
+        RtSceneFrame f;
+        memset(&f, 0, sizeof f);
+        assert_int_equal(rt_scene_frame_at(&s, 0.5f, &f, &err), RT_OK);
+        assert_near(f.view.verts[vi].p.x, want[k].x, kTol);
+        assert_near(f.view.verts[vi].p.y, want[k].y, kTol);
+        rt_scene_frame_free(&f);
+        rt_scene_free(&s);
+    }
+    const char *bad[2] = {"nope", "2"};
+    for (int k = 0; k < 2; k++) {
+        RtScene s;
+        RtError err = {0};
+        assert_int_equal(rt_scene_load_clip(path, bad[k], &s, &err), RT_ERR_ARG);
+        assert_null(s.verts);
+        rt_test_assert_contains(err.msg, path);
+        rt_test_assert_contains(err.msg, bad[k]);
+        rt_test_assert_contains(err.msg, "0 'slide'");
+        rt_test_assert_contains(err.msg, "1 'lift'");
+    }
+    unlink(path);
+}
+
+/* The skinned models of the corpus (a glTF and two FBX skeletons): joints
+ * are made, the vertices move between two times of the clip and stay
+ * finite at every sampled time. */
+static void assimp_corpus_skinned_models_move_and_stay_finite(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    const char *rel[] = {"glTF2/simple_skin/simple_skin.gltf", "FBX/huesitos.fbx", "FBX/animation_with_skeleton.fbx"};
+    char buf[1024];
+    int done = 0;
+    for (int i = 0; i < 3; i++) {
+        if (!corpus_file(rel[i], buf)) continue;
+        RtScene s;
+        RtError err = {0};
+        RtStatus st = rt_scene_load(buf, &s, &err);
+        if (st != RT_OK) fail_msg("%s: %s", buf, err.msg);
+        assert_true(s.anim.joint_count > 0);
+        float t0, t1;
+        rt_scene_time_range(&s, &t0, &t1);
+        assert_true(t1 > t0);
+        RtSceneFrame a, b;
+        memset(&a, 0, sizeof a);
+        memset(&b, 0, sizeof b);
+        assert_int_equal(rt_scene_frame_at(&s, t0, &a, &err), RT_OK);
+        float moved = 0.0f;
+        for (int k = 1; k <= 8; k++) {
+            assert_int_equal(rt_scene_frame_at(&s, t0 + (float)k / 8.0f * (t1 - t0), &b, &err), RT_OK);
+            for (uint32_t v = 0; v < s.vert_count; v++) {
+                RtVec3 p = b.view.verts[v].p, n = b.view.verts[v].n;
+                if (!(isfinite(p.x) && isfinite(p.y) && isfinite(p.z) && isfinite(n.x) && isfinite(n.y) && isfinite(n.z)))
+                    fail_msg("%s: vertex %u not finite at t = %g", buf, v, t0 + (float)k / 8.0f * (t1 - t0));
+                moved = fmaxf(moved, v3_len(v3_sub(a.view.verts[v].p, p)));
+            }
+        }
+        print_message("%s: %u joints, range %.2f..%.2f s, largest move %g\n", buf, s.anim.joint_count, t0, t1, moved);
+        assert_true(moved > 1e-4f);
+        rt_scene_frame_free(&a);
+        rt_scene_frame_free(&b);
+        rt_scene_free(&s);
+        done++;
+    }
+    if (!done) skip();
+}
+
 /* Files of the corpus that move: their vertices differ between two times
  * of their range (AnimatedMorphCube's morph, faerie's MD2 frames, a
  * Collada node animation). */
@@ -502,6 +682,9 @@ int main(void)
         cmocka_unit_test(assimp_errors_name_the_file),
         cmocka_unit_test(assimp_gltf_node_trs_animation_matches_hand_computed),
         cmocka_unit_test(assimp_gltf_morph_weights_match_hand_computed),
+        cmocka_unit_test(assimp_gltf_skin_matches_hand_computed),
+        cmocka_unit_test(assimp_clip_by_name_index_and_unknown),
+        cmocka_unit_test(assimp_corpus_skinned_models_move_and_stay_finite),
         cmocka_unit_test(assimp_gltf_textures_from_file_and_embedded),
         cmocka_unit_test(assimp_gltf_fbx_md2_render_on_the_cpu),
         cmocka_unit_test(assimp_corpus_animations_move),

@@ -252,6 +252,16 @@ static void animation_and_bench_options_parsed(void **state)
     assert_non_null(strstr(err.msg, "--time"));
     const char *bad_r[] = {"rtviewer", "--runners", "-1"};
     assert_int_equal(rt_options_parse(3, (char **)bad_r, &o, &err), RT_ERR_ARG);
+    /* --clip: a name or an index, checked against the file at load */
+    rt_options_default(&o);
+    assert_null(o.clip);
+    const char *clip[] = {"rtviewer", "a.glb", "--clip", "Walk Cycle"};
+    assert_int_equal(rt_options_parse(4, (char **)clip, &o, &err), RT_OK);
+    assert_string_equal(o.clip, "Walk Cycle");
+    rt_options_default(&o);
+    const char *no_clip[] = {"rtviewer", "a.glb", "--clip"};
+    assert_int_equal(rt_options_parse(3, (char **)no_clip, &o, &err), RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "--clip"));
 }
 
 int main(void)

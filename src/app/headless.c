@@ -12,7 +12,7 @@
 RtStatus rt_app_load_scene(const RtOptions *o, RtScene *scene, RtError *err)
 {
     double t0 = rt_now_ms();
-    RtStatus st = o->scene_path ? rt_scene_load(o->scene_path, scene, err)
+    RtStatus st = o->scene_path ? rt_scene_load_clip(o->scene_path, o->clip, scene, err)
                                 : rt_scene_make_default(scene, err);
     if (st != RT_OK) return st;
     /* --runners N: Chang et al.'s "scene with i runners" for build time vs

@@ -72,6 +72,8 @@ void rt_options_usage(FILE *f)
             "  --trace K=V[,K=V...]  tracer and shading variant (keys below)\n"
             "  --time T              the animation at time T seconds (headless: every frame; window: start)\n"
             "  --speed X             animation speed (default 1); --paused: window starts paused\n"
+            "  --clip NAME|N         the animation clip to play, by name or index from 0, of a file with several\n"
+            "                        (glTF, FBX, ...; default: the first with channels; a wrong one lists them)\n"
             "  --runners N           add N walking figures (~78K triangles each) to the scene\n"
             "  --bench [SCENE]       headless benchmark of SCENE (or the positional one; none or 'default' =\n"
             "                        built-in): --frames N (measured),\n"
@@ -203,6 +205,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         else if (!strcmp(a, "--trace")) { TAKES_VALUE(); st = rt_variant_parse_list(&o->pipe, RT_SCOPE_TRACE, next, err); }
         else if (!strcmp(a, "--structure")) { TAKES_VALUE(); st = set_variant(o, a, RT_VAR_STRUCTURE, next, err); }
         else if (!strcmp(a, "--time")) { TAKES_VALUE(); st = parse_float(a, next, -1e6f, 1e6f, &o->time, err); o->has_time = 1; }
+        else if (!strcmp(a, "--clip")) { TAKES_VALUE(); o->clip = next; }
         else if (!strcmp(a, "--speed")) { TAKES_VALUE(); st = parse_float(a, next, 0.0f, 1000.0f, &o->speed, err); }
         else if (!strcmp(a, "--runners")) { TAKES_VALUE(); st = parse_int(a, next, 0, 1000, &o->runners, err); }
         else if (!strcmp(a, "--warmup")) { TAKES_VALUE(); st = parse_int(a, next, 0, 100000, &o->warmup, err); }

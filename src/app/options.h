@@ -33,6 +33,7 @@ typedef struct RtOptions {
     int runners;             /* --runners N: add N walking figures (runners.h); default 0 */
     int paused;              /* --paused: the viewer starts with the animation paused */
     float speed;             /* --speed X: animation time per wall-clock second; default 1 */
+    const char *clip;        /* --clip NAME|N: the animation clip of a file with several (assimp); NULL = the first */
     /* benchmark (bench.h) */
     int bench;               /* --bench [SCENE]: headless benchmark of scene_path (positional or after --bench) */
     int bench_default;       /* "--bench default": the built-in scene, and no positional one */

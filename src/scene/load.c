@@ -8,10 +8,8 @@
 #include <string.h>
 #include <strings.h>
 
-RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err) { return rt_scene_load_limited(path, NULL, s, err); }
-
 /* Loaders append, so start from an empty scene. */
-RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScene *s, RtError *err)
+static RtStatus load(const char *path, const RtLoadLimits *lim, const char *clip, RtScene *s, RtError *err)
 {
     rt_scene_init(s);
     const char *dot = strrchr(path, '.');
@@ -20,12 +18,15 @@ RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScen
     else if (dot && !strcasecmp(dot, ".ply")) st = rt_ply_load(path, s, err);
     else if (dot && !strcasecmp(dot, ".scene")) st = rt_scenefile_load(path, lim, s, err);
     else if (dot && !strcasecmp(dot, ".aff")) st = rt_aff_load(path, s, err);
-    else if (rt_assimp_claims(path)) st = rt_assimp_load(path, s, err);
+    else if (rt_assimp_claims(path)) st = rt_assimp_load(path, clip, s, err);
     else
         st = rt_fail(err, RT_ERR_ARG,
                      "%s: SCENE: unknown file type (expected .obj, .ply, .scene, .aff, or a format assimp reads: "
                      ".gltf, .glb, .fbx, .dae, .3ds, .md2, .blend, .x, .stl, .lwo, ...)",
                      path);
+    if (st == RT_OK && clip && !rt_assimp_claims(path))
+        RT_WARN("SCENE", "%s: --clip %s ignored: only files read through assimp (glTF, FBX, ...) have clips", path,
+                clip);
     if (st == RT_OK) {
         free(s->path);
         s->path = strdup(path);
@@ -33,4 +34,16 @@ RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScen
     }
     if (st != RT_OK) rt_scene_free(s);
     return st;
+}
+
+RtStatus rt_scene_load(const char *path, RtScene *s, RtError *err) { return load(path, NULL, NULL, s, err); }
+
+RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScene *s, RtError *err)
+{
+    return load(path, lim, NULL, s, err);
+}
+
+RtStatus rt_scene_load_clip(const char *path, const char *clip, RtScene *s, RtError *err)
+{
+    return load(path, NULL, clip, s, err);
 }

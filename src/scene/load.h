@@ -39,6 +39,12 @@ typedef struct RtLoadLimits {
 RtLoadLimits rt_load_limits_default(void);
 /* rt_scene_load under lim (NULL: the defaults). */
 RtStatus rt_scene_load_limited(const char *path, const RtLoadLimits *lim, RtScene *s, RtError *err);
+/* rt_scene_load playing the animation clip `clip` of a file with several
+ * (assimp formats, --clip): a clip's name, else its index ("0", "1", ...);
+ * NULL = the first clip with channels. A clip the file does not have is
+ * RT_ERR_ARG with a message listing the file's clips. Formats without
+ * clips ignore it (a warning). */
+RtStatus rt_scene_load_clip(const char *path, const char *clip, RtScene *s, RtError *err);
 
 RtStatus rt_obj_load(const char *path, RtScene *s, RtError *err);       /* OBJ + MTL (load_obj.c) */
 RtStatus rt_ply_load(const char *path, RtScene *s, RtError *err);       /* PLY (load_ply.c) */
@@ -48,7 +54,7 @@ RtStatus rt_aff_load(const char *path, RtScene *s, RtError *err);       /* BART 
 /* glTF, FBX, Collada, MD2, ... through assimp (load_assimp.c): the
  * extensions rt_assimp_claims accepts. Built without assimp
  * (RT_HAVE_ASSIMP=0) it refuses them: RT_ERR_UNSUPPORTED, saying so. */
-RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err);
+RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError *err); /* clip: as rt_scene_load_clip */
 int rt_assimp_claims(const char *path); /* 1: path's extension is an assimp format */
 
 #ifdef __cplusplus

@@ -14,8 +14,9 @@
  *     interpolate linearly (rt_kb_make_linear), rotations by slerp;
  *   - morph targets with animated weights -> RtAnimMorph poses, one per
  *     weight key (a pose is linear in the weights, so this is exact);
- *   - MD2 vertex animation -> RtAnimMorph poses, one import per frame.
- * Skinning is not evaluated: a skinned mesh shows its bind pose (logged).
+ *   - MD2 vertex animation -> RtAnimMorph poses, one import per frame;
+ *   - bones (skinning) -> RtAnimJoints (the bone's node, mOffsetMatrix as
+ *     the inverse bind matrix) and per-vertex RtAnimSkinVert weights.
  *
  * Built without assimp (RT_HAVE_ASSIMP=0, no libassimp-dev), the same
  * extensions are refused with a message that says so. */
@@ -52,9 +53,9 @@ int rt_assimp_claims(const char *path)
 
 #if !RT_HAVE_ASSIMP
 
-RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err)
+RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError *err)
 {
-    (void)s;
+    (void)clip, (void)s;
     return rt_fail(err, RT_ERR_UNSUPPORTED,
                    "%s: ASSIMP: this rtviewer was built without assimp (libassimp-dev): install it "
                    "(make deps) and rebuild to read this format",
@@ -107,8 +108,16 @@ RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err)
  * serialised so that one load's messages and error are its own. */
 static pthread_mutex_t g_assimp_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A skinned mesh added in its own (bind-pose) space, waiting for the walk
+ * to end: its bones' nodes may come after it. */
+typedef struct AsSkin {
+    const struct aiMesh *me;
+    uint32_t v0;                     /* its first vertex in the scene */
+} AsSkin;
+
 typedef struct AsLoad {
     const char *path;
+    const char *clip_arg;            /* --clip: a name or an index; NULL = the first with channels */
     char dir[PATH_MAX];              /* the model's folder, with its '/' */
     const struct aiScene *ai;
     const struct aiAnimation *clip;  /* the clip played, or NULL */
@@ -116,7 +125,11 @@ typedef struct AsLoad {
     RtScene *s;                      /* the scene being filled (a fresh one) */
     RtError *err;
     int node_anim;                   /* 1: every node becomes an RtAnimNode */
-    uint32_t skinned, morphs, tracks, dropped_tris, nodes;
+    const struct aiNode **anim_node; /* per RtAnimNode made: its aiNode (bones find their node) */
+    size_t anim_node_cap;
+    AsSkin *skin;                    /* skinned meshes, joints resolved after the walk */
+    size_t skin_count, skin_cap;
+    uint32_t skinned, skinned_static, joints, morphs, tracks, dropped_tris, nodes;
     int camera_done;
 } AsLoad;
 
@@ -545,6 +558,7 @@ static RtStatus as_add_mesh(AsLoad *L, const struct aiNode *node, const struct a
     RtScene *s = L->s;
     if (!(me->mPrimitiveTypes & aiPrimitiveType_TRIANGLE) || !me->mNumVertices || !me->mVertices) return RT_OK;
     if (me->mNumBones) L->skinned++;
+    if (me->mNumBones && !L->node_anim) L->skinned_static++;
     const struct aiMeshMorphAnim *mch = me->mNumAnimMeshes ? as_morph_channel(L, node, me) : NULL;
     /* without an animated weight, the file's default weights are the pose */
     unsigned nw = mch ? 0 : me->mNumAnimMeshes;
@@ -690,15 +704,28 @@ static RtStatus as_visit(AsLoad *L, const AsFrame *f, float world[12], int32_t *
             memcpy(an.m, local, sizeof local);
         }
         int64_t k = rt_anim_add_node(&L->s->anim, &an);
-        if (k < 0) return as_oom(L, "nodes");
+        if (k < 0 || !rt_grow_array((void **)&L->anim_node, &L->anim_node_cap, (size_t)k + 1, sizeof *L->anim_node))
+            return as_oom(L, "nodes");
+        L->anim_node[k] = nd;
         *anode = (int32_t)k;
     }
     int flip = rt_mat34_det(world) < 0.0f; /* a mirror: keep the winding counter-clockwise */
     for (unsigned i = 0; i < nd->mNumMeshes; i++) {
         if (nd->mMeshes[i] >= L->ai->mNumMeshes || !L->ai->mMeshes[nd->mMeshes[i]]) continue;
         const struct aiMesh *me = L->ai->mMeshes[nd->mMeshes[i]];
-        st = *moving ? as_add_mesh(L, nd, me, NULL, flip, (uint32_t)*anode) : as_add_mesh(L, nd, me, world, flip, RT_ANIM_STATIC);
+        /* a skinned mesh stays in its bind-pose space: its joints place it
+         * (glTF: the mesh node's own transform does not apply to it) */
+        int skin = me->mNumBones && L->node_anim;
+        uint32_t v0 = L->s->vert_count;
+        st = *moving || skin ? as_add_mesh(L, nd, me, NULL, flip, (uint32_t)*anode)
+                             : as_add_mesh(L, nd, me, world, flip, RT_ANIM_STATIC);
         if (st != RT_OK) return st;
+        if (skin && L->s->vert_count > v0) {
+            if (!rt_grow_array((void **)&L->skin, &L->skin_cap, L->skin_count + 1, sizeof *L->skin))
+                return as_oom(L, "skins");
+            L->skin[L->skin_count].me = me;
+            L->skin[L->skin_count++].v0 = v0;
+        }
     }
     const struct aiScene *ai = L->ai;
     if (!L->camera_done && ai->mNumCameras && ai->mCameras[0] && !strcmp(ai->mCameras[0]->mName.data, nd->mName.data))
@@ -742,6 +769,75 @@ static RtStatus as_walk(AsLoad *L)
         }
     }
     free(stack);
+    return st;
+}
+
+/* ---- skinning ------------------------------------------------------------------------ */
+
+/* The RtAnimNode of the node named `name`, or -1. */
+static int32_t as_anim_node_named(const AsLoad *L, const struct aiString *name)
+{
+    for (uint32_t i = 0; i < L->s->anim.node_count; i++)
+        if (L->anim_node[i]->mName.length == name->length && !strcmp(L->anim_node[i]->mName.data, name->data))
+            return (int32_t)i;
+    return -1;
+}
+
+/* Puts (joint, w) into a vertex's RT_SKIN_WEIGHTS slots, keeping the
+ * largest weights (assimp's LimitBoneWeights has already cut to 4; this
+ * holds for any input). */
+static void as_skin_put(RtAnimSkinVert *sv, uint32_t joint, float w)
+{
+    int low = 0;
+    for (int k = 1; k < RT_SKIN_WEIGHTS; k++)
+        if (sv->weight[k] < sv->weight[low]) low = k;
+    if (w > sv->weight[low]) sv->weight[low] = w, sv->joint[low] = joint;
+}
+
+/* One skinned mesh: a joint per bone (its node, mOffsetMatrix = the inverse
+ * bind matrix: mesh space -> bone space at the bind pose, so world(bone) *
+ * offset takes a bind-pose vertex to world space, assimp's convention for
+ * every format), the 4 largest weights per vertex, renormalised. A bone
+ * whose node is missing is dropped (its weights with it, logged). */
+static RtStatus as_add_skin(AsLoad *L, const AsSkin *sk)
+{
+    const struct aiMesh *me = sk->me;
+    RtAnim *a = &L->s->anim;
+    uint32_t nv = me->mNumVertices, missing = 0;
+    RtAnimSkinVert *sv = calloc((size_t)nv + 1, sizeof *sv);
+    if (!sv) return as_oom(L, "skin weights");
+    for (unsigned b = 0; b < me->mNumBones; b++) {
+        const struct aiBone *bone = me->mBones[b];
+        int32_t node = bone ? as_anim_node_named(L, &bone->mName) : -1;
+        if (node < 0) {
+            missing++;
+            continue;
+        }
+        RtAnimJoint jt;
+        jt.node = (uint32_t)node;
+        as_mat34(&bone->mOffsetMatrix, jt.inv_bind);
+        int64_t j = rt_anim_add_joint(a, &jt);
+        if (j < 0) {
+            free(sv);
+            return as_oom(L, "joints");
+        }
+        L->joints++;
+        for (unsigned w = 0; w < bone->mNumWeights; w++) {
+            const struct aiVertexWeight *vw = &bone->mWeights[w];
+            if (vw->mVertexId < nv && vw->mWeight > 0.0f && isfinite(vw->mWeight))
+                as_skin_put(&sv[vw->mVertexId], (uint32_t)j, vw->mWeight);
+        }
+    }
+    for (uint32_t i = 0; i < nv; i++) {
+        float sum = 0.0f;
+        for (int k = 0; k < RT_SKIN_WEIGHTS; k++) sum += sv[i].weight[k];
+        for (int k = 0; sum > 0.0f && k < RT_SKIN_WEIGHTS; k++) sv[i].weight[k] /= sum;
+    }
+    if (missing)
+        RT_WARN("ASSIMP", "%s: mesh '%s': %u bones name no node; their weights are dropped", L->path, me->mName.data,
+                missing);
+    RtStatus st = rt_anim_set_vert_skin(a, L->s->vert_count, sk->v0, nv, sv, L->err);
+    free(sv);
     return st;
 }
 
@@ -825,15 +921,50 @@ static RtStatus as_md2_frames_morph(AsLoad *L, uint32_t frames)
 
 /* ---- the loader ------------------------------------------------------------------------ */
 
-/* The clip played: the first with node or morph channels. */
-static void as_pick_clip(AsLoad *L)
+/* The clip --clip names: by name first, else a decimal index; NULL when
+ * the file has none such. */
+static const struct aiAnimation *as_clip_named(const struct aiScene *ai, const char *arg)
+{
+    for (unsigned i = 0; i < ai->mNumAnimations; i++)
+        if (ai->mAnimations[i] && !strcmp(ai->mAnimations[i]->mName.data, arg)) return ai->mAnimations[i];
+    char *end;
+    unsigned long k = arg[0] >= '0' && arg[0] <= '9' ? strtoul(arg, &end, 10) : ULONG_MAX;
+    return k < ai->mNumAnimations && !*end ? ai->mAnimations[k] : NULL;
+}
+
+/* --clip NAME|N that the file does not have: the error lists its clips
+ * (index, name, length), as many as fit the message. */
+static RtStatus as_no_such_clip(AsLoad *L)
 {
     const struct aiScene *ai = L->ai;
+    char list[sizeof L->err->msg];
+    size_t n = 0;
+    list[0] = '\0';
+    for (unsigned i = 0; i < ai->mNumAnimations && n + 1 < sizeof list; i++) {
+        const struct aiAnimation *a = ai->mAnimations[i];
+        double tps = a && a->mTicksPerSecond > 0.0 ? a->mTicksPerSecond : AS_DEFAULT_TICKS_PER_SECOND;
+        int k = snprintf(list + n, sizeof list - n, "%s%u '%s' (%.2f s)", i ? ", " : "", i, a ? a->mName.data : "",
+                         a ? a->mDuration / tps : 0.0);
+        if (k < 0) break;
+        n += (size_t)k;
+    }
+    if (!ai->mNumAnimations)
+        return rt_fail(L->err, RT_ERR_ARG, "%s: ASSIMP: --clip %s: the file has no animation clips", L->path,
+                       L->clip_arg);
+    return rt_fail(L->err, RT_ERR_ARG, "%s: ASSIMP: --clip %s: no such clip; expected a name or an index of: %s",
+                   L->path, L->clip_arg, list);
+}
+
+/* The clip played: --clip's, else the first with node or morph channels. */
+static RtStatus as_pick_clip(AsLoad *L)
+{
+    const struct aiScene *ai = L->ai;
+    if (L->clip_arg && !(L->clip = as_clip_named(ai, L->clip_arg))) return as_no_such_clip(L);
     for (unsigned i = 0; i < ai->mNumAnimations && !L->clip; i++) {
         const struct aiAnimation *a = ai->mAnimations[i];
         if (a && (a->mNumChannels || a->mNumMorphMeshChannels)) L->clip = a;
     }
-    if (!L->clip) return;
+    if (!L->clip) return RT_OK;
     L->tps = L->clip->mTicksPerSecond > 0.0 ? L->clip->mTicksPerSecond : AS_DEFAULT_TICKS_PER_SECOND;
     L->node_anim = L->clip->mNumChannels > 0;
     double dur = L->clip->mDuration / L->tps;
@@ -841,26 +972,30 @@ static void as_pick_clip(AsLoad *L)
         L->s->anim.t_start = 0.0f;
         L->s->anim.t_end = (float)dur;
     }
-    if (ai->mNumAnimations > 1)
-        RT_INFO("ASSIMP", "%s: %u animation clips; playing the first with channels, '%s' (%.2f s)", L->path,
-                ai->mNumAnimations, L->clip->mName.data, dur);
+    if (ai->mNumAnimations > 1 || L->clip_arg)
+        RT_INFO("ASSIMP", "%s: %u animation clips; playing %s'%s' (%.2f s)", L->path, ai->mNumAnimations,
+                L->clip_arg ? "" : "the first with channels, ", L->clip->mName.data, dur);
+    return RT_OK;
 }
 
 static RtStatus as_convert(AsLoad *L)
 {
     const struct aiScene *ai = L->ai;
     RtStatus st;
-    as_pick_clip(L);
+    if ((st = as_pick_clip(L)) != RT_OK) return st;
     for (unsigned i = 0; i < ai->mNumMaterials; i++) {
         RtMaterial m = rt_material_default();
         if (ai->mMaterials[i] && (st = as_material(L, ai->mMaterials[i], &m)) != RT_OK) return st;
         if (rt_scene_add_material(L->s, &m) < 0) return as_oom(L, "materials");
     }
     if (!ai->mRootNode) return rt_fail(L->err, RT_ERR_EMPTY, "%s: ASSIMP: the file has no node hierarchy", L->path);
-    return as_walk(L);
+    if ((st = as_walk(L)) != RT_OK) return st;
+    for (size_t i = 0; i < L->skin_count; i++)
+        if ((st = as_add_skin(L, &L->skin[i])) != RT_OK) return st;
+    return RT_OK;
 }
 
-RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err)
+RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError *err)
 {
     double t0 = rt_now_ms();
     /* assimp opens the file itself: refuse a FIFO (it would block) or a
@@ -879,6 +1014,7 @@ RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err)
     AsLoad L;
     memset(&L, 0, sizeof L);
     L.path = path;
+    L.clip_arg = clip;
     L.ai = ai;
     L.s = &tmp;
     L.err = err;
@@ -895,9 +1031,9 @@ RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err)
                      ai->mNumMeshes);
     if (st == RT_OK && md2_frames > 1 && !L.clip) st = as_md2_frames_morph(&L, md2_frames);
     if (st == RT_OK) {
-        if (L.skinned)
-            RT_WARN("ASSIMP", "%s: %u skinned meshes: shown in their bind pose; skinning is not evaluated yet",
-                    path, L.skinned);
+        if (L.skinned_static)
+            RT_INFO("ASSIMP", "%s: %u skinned meshes and no clip that moves nodes: shown in their bind pose", path,
+                    L.skinned_static);
         if (ai->mNumCameras > 1 || ai->mNumAnimations > 1)
             RT_INFO("ASSIMP", "%s: %u cameras (the first is used), %u animation clips", path, ai->mNumCameras,
                     ai->mNumAnimations);
@@ -913,11 +1049,14 @@ RtStatus rt_assimp_load(const char *path, RtScene *s, RtError *err)
         if (st == RT_OK && tmp.has_ambient && !s->has_ambient) s->ambient = tmp.ambient, s->has_ambient = 1;
         if (st == RT_OK)
             RT_INFO("ASSIMP", "%s: %u triangles, %u vertices, %u materials, %u textures, %u lights%s, %u nodes; "
-                    "%u animated nodes, %u morphs in %.0f ms",
+                    "%u animated nodes, %u morphs, %u skinned meshes (%u joints) in %.0f ms",
                     path, tmp.tri_count, tmp.vert_count, tmp.mat_count, tmp.tex_count, s->light_count - l0,
-                    tmp.has_camera ? ", a camera" : "", L.nodes, L.tracks, L.morphs, rt_now_ms() - t0);
+                    tmp.has_camera ? ", a camera" : "", L.nodes, L.tracks, L.morphs, L.skinned - L.skinned_static,
+                    L.joints, rt_now_ms() - t0);
     }
     rt_scene_free(&tmp);
+    free(L.anim_node);
+    free(L.skin);
     aiReleaseImport(ai);
     return st;
 }
