@@ -703,6 +703,76 @@ static void anim_append_under_matrix_keeps_node_space(void **state)
     rt_scene_free(&src);
 }
 
+/* Linear blend skinning over two joints: a spinning root (90 deg/s about
+ * z, identity inverse bind) and a static node at (0,2,0) whose inverse
+ * bind T(0,-2,0) makes its joint matrix the identity; the mesh's node is
+ * T(10,0,0). At t = 1: vertex 1 on the spinning joint alone (weight 2,
+ * renormalised) turns to (0,1,0) and its normal to (-1,0,0); vertex 2
+ * half and half is the mean of turned and still; vertex 0 on the still
+ * joint stays (its node does not apply); vertex 3 and the second quad (no
+ * weight) follow the node. The same under rt_scene_append with a matrix. */
+static void anim_skin_blends_joints_unweighted_follow_node(void **state)
+{
+    (void)state;
+    RtScene s;
+    make_quads(&s, 2);
+    RtAnimNode spin = node_make(-1, RT_NODE_SPIN), still = node_make(-1, RT_NODE_STATIC);
+    spin.p[2] = 1.0f, spin.p[3] = 90.0f;
+    rt_mat34_translate(still.m, v3(0, 2, 0));
+    RtAnimNode mesh = node_make(-1, RT_NODE_STATIC);
+    rt_mat34_translate(mesh.m, v3(10, 0, 0));
+    uint32_t n0 = add_node(&s, spin), n1 = add_node(&s, still), n2 = add_node(&s, mesh);
+    assign(&s, 0, 8, n2);
+    RtAnimJoint j0 = {n0, {0}}, j1 = {n1, {0}};
+    rt_mat34_identity(j0.inv_bind);
+    rt_mat34_identity(j1.inv_bind);
+    rt_mat34_translate(j1.inv_bind, v3(0, -2, 0));
+    assert_int_equal(rt_anim_add_joint(&s.anim, &j0), 0);
+    assert_int_equal(rt_anim_add_joint(&s.anim, &j1), 1);
+    RtAnimJoint nowhere = {99, {0}};
+    assert_true(rt_anim_add_joint(&s.anim, &nowhere) < 0);
+    RtAnimSkinVert sv[4];
+    memset(sv, 0, sizeof sv);
+    sv[0].joint[0] = 1, sv[0].weight[0] = 1.0f;
+    sv[1].joint[0] = 0, sv[1].weight[0] = 2.0f;
+    sv[2].joint[0] = 0, sv[2].weight[0] = 0.5f, sv[2].joint[1] = 1, sv[2].weight[1] = 0.5f;
+    RtError err = {0};
+    RtAnimSkinVert bad = sv[1];
+    bad.joint[0] = 2;
+    assert_int_equal(rt_anim_set_vert_skin(&s.anim, s.vert_count, 0, 1, &bad, &err), RT_ERR_ARG);
+    bad.joint[0] = 0, bad.weight[0] = -1.0f;
+    assert_int_equal(rt_anim_set_vert_skin(&s.anim, s.vert_count, 0, 1, &bad, &err), RT_ERR_ARG);
+    assert_int_equal(rt_anim_set_vert_skin(&s.anim, s.vert_count, 7, 2, sv, &err), RT_ERR_ARG);
+    assert_int_equal(rt_anim_set_vert_skin(&s.anim, s.vert_count, 0, 4, sv, &err), RT_OK);
+    assert_true(rt_anim_moves_verts(&s.anim));
+    RtScene d;
+    rt_scene_init(&d);
+    float m[12];
+    rt_mat34_identity(m);
+    rt_mat34_translate(m, v3(0, 0, 5));
+    assert_int_equal(rt_scene_append(&d, &s, m, -1, &err), RT_OK);
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    for (int pass = 0; pass < 2; pass++) {
+        const RtScene *sc = pass ? &d : &s;
+        RtVec3 dz = v3(0, 0, pass ? 5.0f : 0.0f);
+        frame_at(sc, 1.0f, &f);
+        assert_v3_near(f.view.verts[0].p, v3_add(v3(0, 0, 0), dz), kTol);
+        assert_v3_near(f.view.verts[1].p, v3_add(v3(0, 1, 0), dz), kTol);
+        assert_v3_near(f.view.verts[1].n, v3(-1, 0, 0), kTol);
+        assert_v3_near(f.view.verts[2].p, v3_add(v3(0.5f, 0.5f, -1), dz), kTol);
+        assert_v3_near(f.view.verts[3].p, v3_add(v3(10, 0, -1), dz), kTol);
+        assert_v3_near(f.view.verts[4].p, v3_add(v3(12, 0, 0), dz), kTol);
+        assert_null(f.view.anim.skin); /* the view is world space: nothing skins it again */
+        frame_at(sc, 0.0f, &f); /* the spin at 0: every skinned vertex where it was */
+        assert_v3_near(f.view.verts[1].p, v3_add(v3(1, 0, 0), dz), kTol);
+        assert_v3_near(f.view.verts[2].p, v3_add(v3(1, 0, -1), dz), kTol);
+    }
+    rt_scene_frame_free(&f);
+    rt_scene_free(&d);
+    rt_scene_free(&s);
+}
+
 static void anim_bounds_and_finish_use_start_time(void **state)
 {
     (void)state;
@@ -886,6 +956,7 @@ int main(void)
         cmocka_unit_test(anim_camera_and_light_tracks),
         cmocka_unit_test(anim_time_range),
         cmocka_unit_test(anim_append_under_matrix_keeps_node_space),
+        cmocka_unit_test(anim_skin_blends_joints_unweighted_follow_node),
         cmocka_unit_test(anim_bounds_and_finish_use_start_time),
         cmocka_unit_test(anim_bart_camera_and_toycar_match_reference),
         cmocka_unit_test(anim_random_hierarchy_matches_naive_recursion),

@@ -2,12 +2,15 @@
  * oracle rt_scene_frame_at: world vertices and normals, the tracer's
  * triangle corners and corner normals, hidden subtrees (zero Woop rows) and
  * animated lights, for sizes 0, 1 and a random hierarchy with morphs and a
- * wave; plus the stage's GPU time on a large deforming grid. Skips without
- * a GPU. */
+ * wave, the same with skinned grids (linear blend skinning: random joints,
+ * 0 to 4 weights per vertex, a morph under a skin) and the skinned models
+ * of the assimp corpus; plus the stage's GPU time on a large deforming
+ * grid. Skips without a GPU. */
 #include "test_util.h"
 
 #include "anim/anim_gpu.h"
 #include "gpu/gpu.h"
+#include "scene/load.h"
 #include "scene/primitives.h"
 #include "scene/scene.h"
 
@@ -144,6 +147,40 @@ static void make_random_scene(RtScene *s, uint64_t seed)
     s->anim.light_track_cap = 2;
     s->anim.light_track[0] = -1;
     s->anim.light_track[1] = track;
+}
+
+/* Skins grids 0, 1, 6, 7 and 8 of make_random_scene (grid 0 also morphs,
+ * grid 8 is static otherwise) over 8 joints on random nodes with random
+ * inverse bind matrices: per vertex 0 to 4 joints (none: the vertex
+ * follows its node), random positive weights that the evaluation
+ * renormalises. */
+static void add_random_skin(RtScene *s, uint64_t seed)
+{
+    RtTestRng rng = {seed};
+    const uint32_t n = 6, joints = 8;
+    for (uint32_t j = 0; j < joints; j++) {
+        RtAnimJoint jt;
+        jt.node = rt_test_rand(&rng) % s->anim.node_count;
+        rt_mat34_identity(jt.inv_bind);
+        rt_mat34_scale(jt.inv_bind, v3(0.8f + 0.4f * rt_test_randf(&rng), 1.0f, 0.8f + 0.4f * rt_test_randf(&rng)));
+        rt_mat34_rotate(jt.inv_bind, v3(rt_test_randf(&rng), 1, rt_test_randf(&rng)), 360.0f * rt_test_randf(&rng));
+        rt_mat34_translate(jt.inv_bind, v3(rt_test_randf(&rng) - 0.5f, rt_test_randf(&rng) - 0.5f, 0));
+        assert_true(rt_anim_add_joint(&s->anim, &jt) >= 0);
+    }
+    const uint32_t grids[5] = {0, 1, 6, 7, 8};
+    RtAnimSkinVert sv[36];
+    RtError err = {0};
+    for (int g = 0; g < 5; g++) {
+        memset(sv, 0, sizeof sv);
+        for (uint32_t i = 0; i < n * n; i++) {
+            uint32_t used = rt_test_rand(&rng) % (RT_SKIN_WEIGHTS + 1);
+            for (uint32_t k = 0; k < used; k++) {
+                sv[i].joint[k] = rt_test_rand(&rng) % joints;
+                sv[i].weight[k] = 0.05f + rt_test_randf(&rng);
+            }
+        }
+        assert_int_equal(rt_anim_set_vert_skin(&s->anim, s->vert_count, grids[g] * n * n, n * n, sv, &err), RT_OK);
+    }
 }
 
 /* ---- comparison ------------------------------------------------------------- */
@@ -283,6 +320,51 @@ static void gpu_anim_random_hierarchy_morph_wave_matches_cpu(void **state)
     }
 }
 
+static void gpu_anim_skinned_random_hierarchy_matches_cpu(void **state)
+{
+    need_gpu(state);
+    for (uint64_t seed = 1; seed <= 3; seed++) {
+        RtScene s;
+        make_random_scene(&s, 0x51ed270b27f1a3c5ull * seed);
+        add_random_skin(&s, seed);
+        Gpu g;
+        gpu_up(&s, &g);
+        const float times[] = {-2.0f, 0.0f, 0.35f, 1.5f, 2.4f, 3.9f, 10.0f};
+        for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) compare_at(&s, g.ga, g.gs, times[i], NULL);
+        gpu_down(&g);
+        rt_scene_free(&s);
+    }
+}
+
+/* The skinned models of the assimp corpus (skipped where the package or
+ * assimp is absent), at 5 times of their clip. */
+static void gpu_anim_skinned_corpus_models_match_cpu(void **state)
+{
+    need_gpu(state);
+    const char *files[] = {"/usr/share/assimp/models/glTF2/simple_skin/simple_skin.gltf",
+                           "/usr/share/assimp/models/FBX/huesitos.fbx",
+                           "/usr/share/assimp/models/FBX/animation_with_skeleton.fbx"};
+    int done = 0;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        RtScene s;
+        RtError err = {0};
+        if (rt_scene_load(files[i], &s, &err) != RT_OK) {
+            print_message("skip: %s\n", err.msg);
+            continue;
+        }
+        assert_true(s.anim.joint_count > 0);
+        float t0, t1;
+        rt_scene_time_range(&s, &t0, &t1);
+        Gpu g;
+        gpu_up(&s, &g);
+        for (int k = 0; k <= 4; k++) compare_at(&s, g.ga, g.gs, t0 + 0.25f * (float)k * (t1 - t0), NULL);
+        gpu_down(&g);
+        rt_scene_free(&s);
+        done++;
+    }
+    if (!done) skip();
+}
+
 static void gpu_anim_rejects_a_changed_scene(void **state)
 {
     need_gpu(state);
@@ -368,6 +450,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gpu_anim_empty_and_one_triangle_scenes),
         cmocka_unit_test(gpu_anim_random_hierarchy_morph_wave_matches_cpu),
+        cmocka_unit_test(gpu_anim_skinned_random_hierarchy_matches_cpu),
+        cmocka_unit_test(gpu_anim_skinned_corpus_models_match_cpu),
         cmocka_unit_test(gpu_anim_rejects_a_changed_scene),
         cmocka_unit_test(gpu_anim_benchmark),
     };
