@@ -173,12 +173,13 @@ test: deps-test
 
 # libFuzzer target over all loaders (tests/fuzz/README.md). Built with clang,
 # without assimp: it fuzzes the project's own parsers, not the library.
-FUZZ_BIN := $(BUILD)/fuzz_loaders
+# fuzz_aff: the BART AFF loader and its keyframes (tests/fuzz/README.md).
+FUZZ_BIN := $(BUILD)/fuzz_loaders $(BUILD)/fuzz_aff
 fuzz: $(FUZZ_BIN)
-$(FUZZ_BIN): tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard src/*/*.h)
+$(FUZZ_BIN): $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/*/*.h)
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Icuda -I/usr/include/stb \
-	  -DRT_HAVE_CUDA=0 -DRT_HAVE_ASSIMP=0 -DRT_DEBUG=0 -o $@ tests/fuzz/fuzz_loaders.c $(LIB_SRC) $(wildcard cuda/*/*.c) -lm -pthread
+	  -DRT_HAVE_CUDA=0 -DRT_HAVE_ASSIMP=0 -DRT_DEBUG=0 -o $@ $< $(LIB_SRC) $(wildcard cuda/*/*.c) -lm -pthread
 
 # ---- benchmark ----------------------------------------------------------------
 # rtviewer --bench over scenes x build variants x trace variants

@@ -128,6 +128,18 @@ if [ -x "$FUZZ" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
     fi
 fi
 
+# The AFF fuzzer's kept corpus, replayed (each input once: a few seconds).
+FUZZ_AFF=$BUILD/fuzz_aff
+if [ -x "$FUZZ_AFF" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
+    echo "== fuzz: tests/fuzz/corpus_aff replayed"
+    if "$FUZZ_AFF" -runs=0 -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$BUILD/" tests/fuzz/corpus_aff \
+        >"$BUILD/fuzz_aff.log" 2>&1; then
+        pass=$((pass + 1)); echo "fuzz: AFF corpus replayed, no crash ($(ls tests/fuzz/corpus_aff | wc -l) inputs)"
+    else
+        fail=$((fail + 1)); failed_bins="$failed_bins fuzz_aff"; tail -40 "$BUILD/fuzz_aff.log"
+    fi
+fi
+
 [ -n "$failed_bins" ] && echo "tests: failing:$failed_bins"
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
