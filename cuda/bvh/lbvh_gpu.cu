@@ -41,6 +41,7 @@ struct RtLbvhGpu {
     RtLaunchLog log;
     cudaEvent_t ev_start, ev_end;  /* the build's GPU time (stats) */
     cudaEvent_t ev_input, ev_done; /* the caller's stream -> the build -> the caller's stream */
+    uint32_t built_tris;           /* the last build's input (rt_lbvh_gpu_build_finish) */
     LbvhCounters *d_ctr, *h_init, *h_ctr;
     /* per-build arrays, for `cap` triangles */
     uint32_t cap;
@@ -423,8 +424,8 @@ extern "C" RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *pp, cons
         return st;
 
     CUDA_CHECK(err, cudaEventRecord(b->ev_end, b->stream));
-    if (stats)
-        CUDA_CHECK(err, cudaMemcpyAsync(b->h_ctr, b->d_ctr, sizeof(LbvhCounters), cudaMemcpyDeviceToHost, b->stream));
+    /* the counters come back behind the build, read by rt_lbvh_gpu_build_finish (no wait here) */
+    CUDA_CHECK(err, cudaMemcpyAsync(b->h_ctr, b->d_ctr, sizeof(LbvhCounters), cudaMemcpyDeviceToHost, b->stream));
     /* ... and the caller's later work (the tracer) waits for the build */
     CUDA_CHECK(err, cudaEventRecord(b->ev_done, b->stream));
     CUDA_CHECK(err, cudaStreamWaitEvent(cudaStreamLegacy, b->ev_done, 0));
@@ -438,21 +439,30 @@ extern "C" RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *pp, cons
     d_bvh->index_cap = b->cap;
     d_bvh->bounds = aabb_empty(); /* known on the device only */
     d_bvh->d_bounds = &b->d_ctr->root;
-    if (!stats) return RT_OK;
+    b->built_tris = tri_count;
+    return stats ? rt_lbvh_gpu_build_finish(b, stats, err) : RT_OK;
+}
 
-    /* ---- statistics: wait for the build ------------------------------------ */
+/* ---- statistics: wait for the last build ------------------------------------ */
+extern "C" RtStatus rt_lbvh_gpu_build_finish(RtLbvhGpu *b, RtLbvhGpuStats *stats, RtError *err)
+{
+    if (!b || !stats) return rt_fail(err, RT_ERR_ARG, "LBVH: rt_lbvh_gpu_build_finish needs a builder and stats");
+    RtLaunchLog *log = &b->log;
     CUDA_CHECK(err, cudaEventSynchronize(b->ev_done));
-    if ((st = rt_launch_log_resolve(log, err)) != RT_OK) return st;
+    RtStatus st = rt_launch_log_resolve(log, err);
+    if (st != RT_OK) return st;
     memset(stats, 0, sizeof *stats);
     float ms = 0.0f;
     CUDA_CHECK(err, cudaEventElapsedTime(&ms, b->ev_start, b->ev_end));
     stats->ms = ms;
-    stats->morton_ms = lbvh_entry_ms(log, "lbvh_boxes") + lbvh_entry_ms(log, "lbvh_morton");
-    stats->sort_ms = lbvh_entry_ms(log, "lbvh_sort");
-    stats->tree_ms = lbvh_entry_ms(log, "lbvh_tree");
-    stats->bottom_up_ms = lbvh_entry_ms(log, "lbvh_bottom_up");
+    if (log->timed) {
+        stats->morton_ms = lbvh_entry_ms(log, "lbvh_boxes") + lbvh_entry_ms(log, "lbvh_morton");
+        stats->sort_ms = lbvh_entry_ms(log, "lbvh_sort");
+        stats->tree_ms = lbvh_entry_ms(log, "lbvh_tree");
+        stats->bottom_up_ms = lbvh_entry_ms(log, "lbvh_bottom_up");
+    }
     stats->launches = log->launches;
-    stats->triangles = tri_count;
+    stats->triangles = b->built_tris;
     stats->valid = b->h_ctr->valid;
     return RT_OK;
 }

@@ -21,6 +21,7 @@ typedef struct RtLbvhGpu RtLbvhGpu;
 
 typedef struct RtLbvhGpuStats {
     double ms;             /* the whole build, GPU time (events) */
+    /* per step: only when the build was given stats (each launch timed), else 0 */
     double morton_ms;      /* boxes, scene box and codes */
     double sort_ms;        /* CUB radix sort */
     double tree_ms;        /* radix tree (Karras Fig. 4) */
@@ -41,10 +42,17 @@ void rt_lbvh_gpu_destroy(RtLbvhGpu *b);
  * (valid until the next build or destroy) and d_bounds, the device copy of
  * the root box; its node_count and index_count are the arrays' lengths
  * (tri_count - 1 nodes at least one, tri_count indices). stats (may be
- * NULL) waits for the build and reads its timings and counts. */
+ * NULL) waits for the build and reads its timings and counts, with each
+ * step timed (CUDA events per launch); without it nothing waits and
+ * rt_lbvh_gpu_build_finish reads them later. */
 RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *p, const RtFloat4 *d_verts,
                            const RtFloat4 *d_woop, uint32_t tri_count, RtBvh *d_bvh,
                            RtLbvhGpuStats *stats, RtError *err);
+/* The last build's GPU time, launches and counts, waiting for it (call it
+ * after the frame's own work is queued, e.g. after the trace, as the kd
+ * builder's rt_kd_gpu_build_finish). The per-step times are 0 unless the
+ * build was given stats. */
+RtStatus rt_lbvh_gpu_build_finish(RtLbvhGpu *b, RtLbvhGpuStats *stats, RtError *err);
 
 /* Copies a device BVH to host arrays (free with rt_bvh_free); waits for the
  * build. The valid triangle count n (read back) decides the reachable part:

@@ -22,6 +22,11 @@ RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *p, const RtFloat4 *
     (void)b, (void)p, (void)d_verts, (void)d_woop, (void)tri_count, (void)d_bvh, (void)stats;
     return no_cuda(err);
 }
+RtStatus rt_lbvh_gpu_build_finish(RtLbvhGpu *b, RtLbvhGpuStats *stats, RtError *err)
+{
+    (void)b, (void)stats;
+    return no_cuda(err);
+}
 RtStatus rt_lbvh_gpu_download(const RtLbvhGpu *b, const RtBvh *d_bvh, RtBvh *h_bvh, RtError *err)
 {
     (void)b, (void)d_bvh;

@@ -411,18 +411,18 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
     }
     case RT_STRUCT_LBVH: {
         if (!p->lbvh && (s = rt_lbvh_gpu_create(&p->lbvh, err)) != RT_OK) return s;
-        /* the build's timings are read before the trace is queued: one wait */
-        RtLbvhGpuStats ls;
-        memset(&ls, 0, sizeof ls);
-        s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d_tris.verts, d_tris.woop, d_tris.count, &p->d_bvh, &ls, err);
+        /* build and trace queued without a wait; the build's time and counts after the trace */
+        s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d_tris.verts, d_tris.woop, d_tris.count, &p->d_bvh, NULL, err);
         if (s != RT_OK) return s;
         p->built = RT_STRUCT_LBVH;
         RtAccel accel = frame_accel(p);
         s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+        RtLbvhGpuStats ls;
+        RtStatus fs = rt_lbvh_gpu_build_finish(p->lbvh, &ls, err);
         if (s != RT_OK) return s;
+        if (fs != RT_OK) return fs;
         st->build_ms = ls.ms;
         st->launches = ls.launches;
-        st->round_trips = 1;
         st->tree.nodes = ls.valid > 1 ? ls.valid - 1 : ls.valid; /* all interior nodes; reachable: tree_stats */
         st->tree.references = ls.valid;
         st->tree.triangles = ls.triangles;
