@@ -116,17 +116,22 @@ static int closest_hit(const RtRenderJob *job, RtRay ray, RtHit *hit, uint32_t *
                              job->p.use_woop, job_filter(job), job, hit, steps);
 }
 
+/* Any hit through the structure (NULL: brute force). */
+static int accel_any_hit(const RtAccel *a, const RtTriArrays *tris, RtRay ray, float tmax, int use_woop,
+                         RtHitFilter filter, const void *ctx)
+{
+    if (!a) {
+        RtHit h;
+        return rt_brute_closest_hit(tris, ray, 0.0f, tmax, use_woop, filter, ctx, &h);
+    }
+    if (a->kind == RT_ACCEL_BVH) return rt_bvh_any_hit(a->bvh, tris, ray, 0.0f, tmax, use_woop, filter, ctx);
+    return rt_kd_any_hit(a->kd, tris, ray, 0.0f, tmax, filter, ctx);
+}
+
 static int occluded(const RtRenderJob *job, RtRay ray, float tmax)
 {
-    if (job->p.brute_force) {
-        RtHit h;
-        return rt_brute_closest_hit(job->tris, ray, 0.0f, tmax, job->p.use_woop, job_filter(job),
-                                    job, &h);
-    }
-    if (job->accel.kind == RT_ACCEL_BVH)
-        return rt_bvh_any_hit(job->accel.bvh, job->tris, ray, 0.0f, tmax, job->p.use_woop,
-                              job_filter(job), job);
-    return rt_kd_any_hit(job->accel.kd, job->tris, ray, 0.0f, tmax, job_filter(job), job);
+    return accel_any_hit(job->p.brute_force ? NULL : &job->accel, job->tris, ray, tmax, job->p.use_woop,
+                         job_filter(job), job);
 }
 
 /* ---- shading (shade.h) ------------------------------------------------- */
