@@ -414,7 +414,8 @@ static void bench_variant(Fixture *f, const RtCamera *cam, const RtTraceParams *
     out[3] = frame[2];
 }
 
-static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name)
+/* bvh_only: the BVH walk's rows alone (RT_GPU_BENCH=2, for quick A/B runs). */
+static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, int bvh_only)
 {
     const int w = 1920, h = 1080;
     RtError err = {0};
@@ -460,7 +461,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name)
     RtTraceParams v;
     double r[4];
     for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
-        if (i >= 32 && !f->walk_bvh) continue;
+        if ((i >= 32 || bvh_only) && !f->walk_bvh) continue;
         bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
         print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
                       f->walk_bvh ? "LBVH (stack)" : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
@@ -472,7 +473,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name)
     print_message("BENCH stack | short-stack entries (shortstack, woop, no leaf skip, 4x8, no "
                   "packets) | primary Mrays/s | shadow Mrays/s | reflection Mrays/s | full frame ms |\n");
     static const int sizes[] = {1, 2, 4, 8, 16};
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !bvh_only; k++) {
         v = rt_trace_params_default();
         v.traversal = RT_TRAV_SHORT_STACK;
         v.isect = RT_ISECT_WOOP;
@@ -497,15 +498,18 @@ static void gpu_trace_benchmark(void **state)
 {
     need_gpu(state);
     const char *b = getenv("RT_GPU_BENCH");
-    if (!b || atoi(b) != 1) {
-        print_message("skip: benchmark runs with RT_GPU_BENCH=1\n");
+    if (!b || (atoi(b) != 1 && atoi(b) != 2)) {
+        print_message("skip: benchmark runs with RT_GPU_BENCH=1 (2: the BVH walk alone)\n");
         skip();
     }
     const char *gpu_name = rt_gpu_info((RtGpu *)*state)->name;
+    const int bvh_only = atoi(b) == 2;
     Fixture f;
-    default_fixture(&f, 1);
-    bench_scene(&f, &f.s.camera, gpu_name);
-    fixture_free(&f);
+    if (!bvh_only) {
+        default_fixture(&f, 1);
+        bench_scene(&f, &f.s.camera, gpu_name, 0);
+        fixture_free(&f);
+    }
     /* the real scenes (each skipped with a message when its asset is absent):
      * Sponza inside the atrium (docs/renderer.md's camera), the BART kitchen
      * from its own camera at t = 0, the bunny from the framed default view */
@@ -516,7 +520,7 @@ static void gpu_trace_benchmark(void **state)
     };
     for (size_t k = 0; k < sizeof scenes / sizeof scenes[0]; k++) {
         char buf[1024];
-        if (!rt_test_asset(scenes[k].asset, buf)) continue;
+        if (!rt_test_asset(scenes[k].asset, buf) || (bvh_only && strcmp(scenes[k].name, "kitchen") == 0)) continue;
         RtError err = {0};
         memset(&f, 0, sizeof f);
         f.name = scenes[k].name;
@@ -526,7 +530,7 @@ static void gpu_trace_benchmark(void **state)
         fixture_finish(&f);
         print_message("BENCH %s loaded + CPU kd-tree in %.0f ms\n", f.name, rt_now_ms() - t0);
         RtCamera cam = scenes[k].own_camera ? f.s.camera : scenes[k].cam;
-        bench_scene(&f, &cam, gpu_name);
+        bench_scene(&f, &cam, gpu_name, bvh_only);
         fixture_free(&f);
     }
 }
@@ -581,6 +585,11 @@ int main(void)
         cmocka_unit_test(gpu_trace_default_scene_image_matches_cpu),
         cmocka_unit_test(gpu_trace_benchmark), /* with RT_GPU_BENCH=1 only */
     };
+    /* RT_GPU_BENCH=2: the BVH walk's benchmark rows alone (profiler runs) */
+    const struct CMUnitTest bench_only[] = {cmocka_unit_test(gpu_trace_benchmark)};
+    const char *b = getenv("RT_GPU_BENCH");
+    if (b && atoi(b) == 2)
+        return cmocka_run_group_tests_name("gpu_trace_bench", bench_only, gpu_setup, gpu_teardown);
     const char *q = getenv("RT_GPU_QUICK");
     if (q && atoi(q) == 1)
         return cmocka_run_group_tests_name("gpu_trace_quick", quick, gpu_setup, gpu_teardown);

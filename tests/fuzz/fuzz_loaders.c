@@ -128,7 +128,20 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     static const char *const ext[4] = {"in.obj", "in.ply", "in.scene", "in.mtl"};
     if (size == 0) return 0;
-    unsigned kind = data[0] % 4u;
+    /* RT_FUZZ_FORMAT=obj|ply|scene|mtl pins the format whatever the first
+     * byte says: an hour-long run of one loader (tests/fuzz/README.md) */
+    static int pinned = -2;
+    if (pinned == -2) {
+        const char *f = getenv("RT_FUZZ_FORMAT");
+        pinned = -1;
+        for (int k = 0; f && k < 4; k++)
+            if (strcmp(f, ext[k] + 3) == 0) pinned = k;
+        if (f && pinned < 0) {
+            fprintf(stderr, "fuzz_loaders: RT_FUZZ_FORMAT=%s: expected obj, ply, scene or mtl\n", f);
+            exit(2);
+        }
+    }
+    unsigned kind = pinned >= 0 ? (unsigned)pinned : data[0] % 4u;
     data++, size--;
     char path[128], mtl[128];
     fixture_path(path, sizeof path, kind == 3 ? "in.obj" : ext[kind]);
