@@ -13,6 +13,7 @@
 #   BENCH_RUNNERS="0 1 2 4 8"                  runner counts (build time vs triangles)
 #   BENCH_DOCS=0                               leave docs/ alone (tables stay in $BENCH_OUT)
 #   BENCH_QUICK=1                              scenes, ladder and variants on one scene only
+#   BENCH_BIG=0                                leave out the 10M grid and the 12M city (GPU)
 #   BENCH_REUSE=1                              no runs: tables and plots from $BENCH_OUT's results
 #   BENCH_DOC / BENCH_IMG                      where the tables / plots go (docs/benchmarks.md, docs/img)
 # Without a GPU it runs the CPU path (the --build/--trace variants are GPU
@@ -71,6 +72,12 @@ MAIN=default; [ -f "$SPONZA" ] && MAIN=$SPONZA
 # scene with runners (so that something moves whatever the default scene is)
 ANIM=default; ANIM_ARGS="--runners 2"; [ -f "$KITCHEN" ] && ANIM=$KITCHEN && ANIM_ARGS=""
 [ -n "$BENCH_QUICK" ] && SCENES=$MAIN
+# the scenes at scale, GPU only (minutes per frame on the CPU path): the
+# 10M-triangle grid and, with Sponza and the bunny, the 12M-triangle city
+if [ $MODE = gpu ] && [ -z "$BENCH_QUICK" ] && [ "${BENCH_BIG:-1}" != 0 ]; then
+    SCENES="$SCENES scenes/grid10m.scene"
+    [ -f "$SPONZA" ] && [ -f "$EXT/models/bunny.obj" ] && [ "$EXT" = build/ext ] && SCENES="$SCENES scenes/city.scene"
+fi
 
 FAILED=""
 # bench NAME SCENE [rtviewer options...]: one run -> $OUT/NAME.{json,csv,log}
