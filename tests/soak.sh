@@ -19,13 +19,17 @@
 #                 LeakSanitizer at exit: a leak fails the soak), built here
 #                 with `make SAN=1 NVCC= BUILD=build-san-cpu` if missing
 #   RTVIEWER      the binary (default ./rtviewer, or the SAN one)
+# With --gpu and nvidia-smi present, the GPU's memory in use (the whole
+# device's: a container may not map the process's PID) is sampled beside
+# RSS and judged the same way (flat: below SOAK_FLAT_GPU_MB, default 64 MiB).
 # Every frame writes a PNG (rtviewer's headless loop); they go to a temporary
 # folder and are deleted as the soak goes.
 FRAMES=${SOAK_FRAMES:-300}
 SCENE=${SOAK_SCENE:-scenes/runners.scene}
 SIZE=${SOAK_SIZE:-160x90}
 BACKEND=${SOAK_BACKEND:---cpu}
-[ "$BACKEND" = --gpu ] && BACKEND=""
+GPUMEM=0
+[ "$BACKEND" = --gpu ] && BACKEND="" && command -v nvidia-smi >/dev/null 2>&1 && GPUMEM=1
 if [ "${SAN:-0}" = 1 ]; then
     BIN=${RTVIEWER:-build-san-cpu/rtviewer}
     if [ ! -x "$BIN" ]; then
@@ -60,6 +64,7 @@ while kill -0 "$PID" 2>/dev/null; do
         if [ -n "$first" ]; then
             last=$rss; last_frames=$done_frames; samples=$((samples + 1))
             echo "$rss" >>"$DIR/rss"
+            [ $GPUMEM = 1 ] && nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -i 0 >>"$DIR/gpu" 2>/dev/null
         fi
         [ "${hwm:-0}" -gt "$peak" ] && peak=$hwm
     fi
@@ -98,5 +103,17 @@ echo "soak: RSS first quarter max $first kB, last quarter max $last kB, peak $pe
 if [ "$growth" -ge "$bound" ]; then
     echo "soak: NOT FLAT: RSS grew $growth kB over $((last_frames - frames_at_first)) frames"
     exit 1
+fi
+if [ $GPUMEM = 1 ] && [ -s "$DIR/gpu" ]; then
+    gq=$((($(wc -l <"$DIR/gpu") + 3) / 4))
+    gfirst=$(head -n "$gq" "$DIR/gpu" | sort -n | tail -1)
+    glast=$(tail -n "$gq" "$DIR/gpu" | sort -n | tail -1)
+    gpeak=$(sort -n "$DIR/gpu" | tail -1)
+    gbound=${SOAK_FLAT_GPU_MB:-64}
+    echo "soak: GPU memory in use (device): first quarter max $gfirst MiB, last quarter max $glast MiB, peak $gpeak MiB; growth $((glast - gfirst)) MiB (flat: below $gbound MiB)"
+    if [ $((glast - gfirst)) -ge "$gbound" ]; then
+        echo "soak: NOT FLAT: GPU memory grew $((glast - gfirst)) MiB"
+        exit 1
+    fi
 fi
 echo "soak: flat"
