@@ -148,6 +148,11 @@ typedef struct RtAnim {
     uint32_t light_track_cap;
     float t_start, t_end;  /* animation range, seconds (AFF `a`); t_end <= t_start: none given */
     int frames;            /* AFF `a`'s frame count; 0 = none given */
+    /* The clip played, of a file with animation clips (assimp formats:
+     * --clip and the viewer's clip key pick one per load) */
+    uint32_t clip_count;   /* clips in the file; 0 = none (or a format without clips) */
+    int32_t clip;          /* the index of the clip played, -1 = none */
+    char clip_name[64];    /* its name ("" when unnamed) */
 } RtAnim;
 
 void rt_anim_init(RtAnim *a);

@@ -51,6 +51,12 @@ int rt_assimp_claims(const char *path)
     return 0;
 }
 
+const char *rt_assimp_models_dir(void)
+{
+    const char *dir = getenv(RT_ASSIMP_MODELS_VAR);
+    return dir && dir[0] ? dir : RT_ASSIMP_MODELS_DEFAULT;
+}
+
 #if !RT_HAVE_ASSIMP
 
 RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError *err)
@@ -959,6 +965,11 @@ static RtStatus as_pick_clip(AsLoad *L)
         if (a && (a->mNumChannels || a->mNumMorphMeshChannels)) L->clip = a;
     }
     if (!L->clip) return RT_OK;
+    RtAnim *a = &L->s->anim;
+    a->clip_count = ai->mNumAnimations;
+    for (unsigned i = 0; i < ai->mNumAnimations; i++)
+        if (ai->mAnimations[i] == L->clip) a->clip = (int32_t)i;
+    as_name(a->clip_name, sizeof a->clip_name, &L->clip->mName, "");
     L->tps = L->clip->mTicksPerSecond > 0.0 ? L->clip->mTicksPerSecond : AS_DEFAULT_TICKS_PER_SECOND;
     L->node_anim = L->clip->mNumChannels > 0;
     double dur = L->clip->mDuration / L->tps;
