@@ -910,6 +910,13 @@ static void quat_z(float deg, float q[4])
     q[0] = q[1] = 0.0f, q[2] = sinf(h), q[3] = cosf(h);
 }
 
+/* The channel at each row's time t equals the row's (x, y, z): rows
+ * {t, x, y, z} of hand-computed values. */
+static void expect_vec3_at(const RtKbChannel *c, const float (*rows)[4], int n)
+{
+    for (int i = 0; i < n; i++) assert_v3_near(rt_kb_eval_vec3(c, rows[i][0]), v3(rows[i][1], rows[i][2], rows[i][3]), kTol);
+}
+
 static float rot_degrees_about_z(const RtKbChannel *c, float t)
 {
     RtVec3 axis;
@@ -917,6 +924,15 @@ static float rot_degrees_about_z(const RtKbChannel *c, float t)
     rt_kb_eval_rot_axis_angle(c, t, &axis, &d);
     if (d > 1e-3f) assert_near(fabsf(axis.z), 1.0, 1e-5);
     return axis.z < 0.0f ? -d : d;
+}
+
+/* Keys at t[0] and t[1]: 0 and 90 degrees about z. */
+static RtKbChannel quarter_turn(RtKbKey *k, const float *t, int interp)
+{
+    float q[2][4];
+    quat_z(0.0f, q[0]);
+    quat_z(90.0f, q[1]);
+    return keys_channel(k, 2, t, (const float (*)[4])q, interp);
 }
 
 /* STEP holds a key's value up to the next key; before the first and after
@@ -927,25 +943,19 @@ static void keys_step_holds_each_value_until_the_next_key(void **state)
     const float t[3] = {0.0f, 1.0f, 3.0f}, v[3][4] = {{1, 2, 3, 0}, {4, 5, 6, 0}, {7, 8, 9, 0}};
     RtKbKey k[3];
     RtKbChannel c = keys_channel(k, 3, t, v, RT_KEYS_STEP);
-    assert_v3_near(rt_kb_eval_vec3(&c, -1.0f), v3(1, 2, 3), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 0.5f), v3(1, 2, 3), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 1.0f), v3(4, 5, 6), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 2.99f), v3(4, 5, 6), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 3.0f), v3(7, 8, 9), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 50.0f), v3(7, 8, 9), kTol);
+    const float want[6][4] = {{-1.0f, 1, 2, 3}, {0.5f, 1, 2, 3}, {1.0f, 4, 5, 6},
+                              {2.99f, 4, 5, 6}, {3.0f, 7, 8, 9}, {50.0f, 7, 8, 9}};
+    expect_vec3_at(&c, want, 6);
     /* rotations: 0, then 90 degrees from t = 1 */
-    float q[2][4];
-    quat_z(0.0f, q[0]);
-    quat_z(90.0f, q[1]);
-    RtKbChannel r = keys_channel(k, 2, t, (const float (*)[4])q, RT_KEYS_STEP);
+    RtKbChannel r = quarter_turn(k, t, RT_KEYS_STEP);
     assert_near(rot_degrees_about_z(&r, 0.99f), 0.0, 1e-4);
     assert_near(rot_degrees_about_z(&r, 1.0f), 90.0, 1e-4);
     /* sizes 0 and 1: identity, then a constant */
     RtKbChannel none = {NULL, 0, RT_KEYS_STEP};
     assert_v3_near(rt_kb_eval_vec3(&none, 1.0f), v3(0, 0, 0), kTol);
     RtKbChannel one = keys_channel(k, 1, t, v, RT_KEYS_STEP);
-    assert_v3_near(rt_kb_eval_vec3(&one, -5.0f), v3(1, 2, 3), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&one, 5.0f), v3(1, 2, 3), kTol);
+    const float held[2][4] = {{-5.0f, 1, 2, 3}, {5.0f, 1, 2, 3}};
+    expect_vec3_at(&one, held, 2);
 }
 
 /* LINEAR: the straight line between two keys at uneven spacing; rotations
@@ -957,11 +967,9 @@ static void keys_linear_lerps_and_slerps_the_shorter_arc(void **state)
     const float t[3] = {0.0f, 1.0f, 3.0f}, v[3][4] = {{1, 2, 3, 0}, {4, 5, 6, 0}, {7, 8, 9, 0}};
     RtKbKey k[3];
     RtKbChannel c = keys_channel(k, 3, t, v, RT_KEYS_LINEAR);
-    assert_v3_near(rt_kb_eval_vec3(&c, -1.0f), v3(1, 2, 3), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 0.5f), v3(2.5f, 3.5f, 4.5f), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 2.0f), v3(5.5f, 6.5f, 7.5f), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 2.5f), v3(6.25f, 7.25f, 8.25f), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 4.0f), v3(7, 8, 9), kTol);
+    const float want[5][4] = {{-1.0f, 1, 2, 3}, {0.5f, 2.5f, 3.5f, 4.5f}, {2.0f, 5.5f, 6.5f, 7.5f},
+                              {2.5f, 6.25f, 7.25f, 8.25f}, {4.0f, 7, 8, 9}};
+    expect_vec3_at(&c, want, 5);
     float q[3][4];
     quat_z(0.0f, q[0]);
     quat_z(90.0f, q[1]);
@@ -995,18 +1003,13 @@ static void keys_cubic_spline_uses_out_then_in_tangents(void **state)
     k[0].in[0] = k[1].out[0] = 100.0f;            /* unused: before the first key, after the last */
     k[0].in[1] = k[1].out[1] = -100.0f;
     /* x = 0.5*0 + 2*0.125*2 + 0.5*1 = 1;  y = 0.5*1 + 2*(-0.125)*(-1) = 0.75;  z stays 5 */
-    assert_v3_near(rt_kb_eval_vec3(&c, 1.0f), v3(1.0f, 0.75f, 5.0f), kTol);
-    /* x = 2*0.140625*2 + 0.15625 = 0.71875;  y = 0.15625 + 2*(-0.046875)*(-1) = 0.25 */
-    assert_v3_near(rt_kb_eval_vec3(&c, 0.5f), v3(0.71875f, 0.25f, 5.0f), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, 2.0f), v3(1, 1, 5), kTol);
-    assert_v3_near(rt_kb_eval_vec3(&c, -3.0f), v3(0, 0, 5), kTol);
+    /* x = 2*0.140625*2 + 0.15625 = 0.71875;  y = 0.15625 + 2*(-0.046875)*(-1) = 0.25 (t = 0.5) */
+    const float want[4][4] = {{1.0f, 1.0f, 0.75f, 5.0f}, {0.5f, 0.71875f, 0.25f, 5.0f}, {2.0f, 1, 1, 5}, {-3.0f, 0, 0, 5}};
+    expect_vec3_at(&c, want, 4);
     /* rotation 0 -> 90 degrees about z, zero tangents: the Hermite blend of
      * the components, normalised: 45 at s = 0.5, 2 atan2(0.15625 sin 45,
      * 0.84375 + 0.15625 cos 45) = 13.2090804 degrees at s = 0.25 */
-    float q[2][4];
-    quat_z(0.0f, q[0]);
-    quat_z(90.0f, q[1]);
-    RtKbChannel r = keys_channel(k, 2, t, (const float (*)[4])q, RT_KEYS_CUBIC);
+    RtKbChannel r = quarter_turn(k, t, RT_KEYS_CUBIC);
     assert_near(rot_degrees_about_z(&r, 1.0f), 45.0, 1e-4);
     assert_near(rot_degrees_about_z(&r, 0.5f), 13.2090804, 1e-4);
 }
