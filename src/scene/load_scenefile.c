@@ -1040,14 +1040,6 @@ static RtStatus st_time(SceneCtx *c, SceneLine *L)
 #define SCENE_FIELD_MAX 40000      /* ~270 triangles an object: 10.8M */
 #define SCENE_WAVE_MAX (10u << 20) /* 10.5M triangles */
 
-/* Only .scene files generate geometry, so the limits live here (load.c
- * calls this file, not the other way round). */
-RtLoadLimits rt_load_limits_default(void)
-{
-    RtLoadLimits l = {32u << 20, 64u << 20};
-    return l;
-}
-
 /* Refuses a procedural statement that would take the triangles of this
  * load's procedural statements past RtLoadLimits.procedural_tris. */
 static RtStatus procedural_fits(SceneCtx *c, SceneLine *L, const char *kw, uint64_t tris)
