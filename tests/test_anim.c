@@ -7,6 +7,7 @@
 #include "scene/load.h"
 
 #include "anim/anim_eval.h"
+#include "anim/anim_keys.h"
 #include "scene/primitives.h"
 #include "scene/scene.h"
 
@@ -888,57 +889,164 @@ static void anim_random_hierarchy_matches_naive_recursion(void **state)
     rt_scene_free(&s);
 }
 
-/* rt_kb_make_linear: between the inner keys a channel is the straight line
- * (and a rotation the slerp) of its two keys, at any spacing; 4 keys (one
- * segment), and 12 at random times and values. */
-static void kb_make_linear_keys_interpolate_linearly(void **state)
+/* ---- glTF-style channels: step, linear, cubic spline (anim_keys.h) ---------- */
+
+/* A channel of n keys at times t[] with values v[][4] in mode interp. */
+static RtKbChannel keys_channel(RtKbKey *k, uint32_t n, const float *t, const float (*v)[4], int interp)
 {
-    (void)state;
-    RtTestRng rng = {0x5eed1234u};
-    for (int round = 0; round < 2; round++) {
-        uint32_t n = round ? 12 : 4;
-        RtKbKey keys[12];
-        memset(keys, 0, sizeof keys);
-        float t = 0.0f;
-        for (uint32_t i = 0; i < n; i++) {
-            t += 0.05f + 2.0f * rt_test_randf(&rng); /* uneven spacing */
-            keys[i].t = t;
-            for (int a = 0; a < 3; a++) keys[i].v[a] = 10.0f * rt_test_randf(&rng) - 5.0f;
-            keys[i].v[3] = 0.0f;
-        }
-        rt_kb_make_linear(keys, n);
-        RtKbChannel c = {keys, n};
-        for (int j = 0; j < 200; j++) {
-            float tt = keys[1].t + (keys[n - 2].t - keys[1].t) * rt_test_randf(&rng);
-            uint32_t k = 1;
-            while (k + 2 < n - 1 && keys[k + 1].t <= tt) k++;
-            float u = (tt - keys[k].t) / (keys[k + 1].t - keys[k].t);
-            RtVec3 want = v3_lerp(v3(keys[k].v[0], keys[k].v[1], keys[k].v[2]),
-                                  v3(keys[k + 1].v[0], keys[k + 1].v[1], keys[k + 1].v[2]), u);
-            assert_v3_near(rt_kb_eval_vec3(&c, tt), want, 1e-4);
-        }
+    memset(k, 0, n * sizeof *k);
+    for (uint32_t i = 0; i < n; i++) {
+        k[i].t = t[i];
+        memcpy(k[i].v, v[i], sizeof k[i].v);
     }
-    /* rotation: 0 -> 90 degrees about z over uneven keys; 45 at the middle */
-    RtKbKey r[5];
-    memset(r, 0, sizeof r);
-    const float times[5] = {-1.0f, 0.0f, 0.3f, 1.0f, 3.0f}, deg[5] = {0, 0, 27, 90, 90};
-    for (int i = 0; i < 5; i++) r[i].t = times[i], r[i].v[2] = 1.0f, r[i].v[3] = deg[i];
-    rt_kb_make_linear(r, 5);
-    RtKbChannel rc = {r, 5};
+    RtKbChannel c = {k, n, interp};
+    return c;
+}
+
+/* A unit quaternion (x, y, z, w) of deg degrees about z. */
+static void quat_z(float deg, float q[4])
+{
+    float h = 0.5f * deg * 3.14159265358979f / 180.0f;
+    q[0] = q[1] = 0.0f, q[2] = sinf(h), q[3] = cosf(h);
+}
+
+/* The channel at each row's time t equals the row's (x, y, z): rows
+ * {t, x, y, z} of hand-computed values. */
+static void expect_vec3_at(const RtKbChannel *c, const float (*rows)[4], int n)
+{
+    for (int i = 0; i < n; i++) assert_v3_near(rt_kb_eval_vec3(c, rows[i][0]), v3(rows[i][1], rows[i][2], rows[i][3]), kTol);
+}
+
+static float rot_degrees_about_z(const RtKbChannel *c, float t)
+{
     RtVec3 axis;
     float d;
-    rt_kb_eval_rot_axis_angle(&rc, 0.15f, &axis, &d);
-    assert_near(d, 13.5, 1e-4);
-    rt_kb_eval_rot_axis_angle(&rc, 0.65f, &axis, &d);
-    assert_near(d, 58.5, 1e-4);
-    assert_near(axis.z, 1.0, 1e-5);
+    rt_kb_eval_rot_axis_angle(c, t, &axis, &d);
+    if (d > 1e-3f) assert_near(fabsf(axis.z), 1.0, 1e-5);
+    return axis.z < 0.0f ? -d : d;
+}
+
+/* Keys at t[0] and t[1]: 0 and 90 degrees about z. */
+static RtKbChannel quarter_turn(RtKbKey *k, const float *t, int interp)
+{
+    float q[2][4];
+    quat_z(0.0f, q[0]);
+    quat_z(90.0f, q[1]);
+    return keys_channel(k, 2, t, (const float (*)[4])q, interp);
+}
+
+/* STEP holds a key's value up to the next key; before the first and after
+ * the last the channel is clamped. Hand-computed values. */
+static void keys_step_holds_each_value_until_the_next_key(void **state)
+{
+    (void)state;
+    const float t[3] = {0.0f, 1.0f, 3.0f}, v[3][4] = {{1, 2, 3, 0}, {4, 5, 6, 0}, {7, 8, 9, 0}};
+    RtKbKey k[3];
+    RtKbChannel c = keys_channel(k, 3, t, v, RT_KEYS_STEP);
+    const float want[6][4] = {{-1.0f, 1, 2, 3}, {0.5f, 1, 2, 3}, {1.0f, 4, 5, 6},
+                              {2.99f, 4, 5, 6}, {3.0f, 7, 8, 9}, {50.0f, 7, 8, 9}};
+    expect_vec3_at(&c, want, 6);
+    /* rotations: 0, then 90 degrees from t = 1 */
+    RtKbChannel r = quarter_turn(k, t, RT_KEYS_STEP);
+    assert_near(rot_degrees_about_z(&r, 0.99f), 0.0, 1e-4);
+    assert_near(rot_degrees_about_z(&r, 1.0f), 90.0, 1e-4);
+    /* sizes 0 and 1: identity, then a constant */
+    RtKbChannel none = {NULL, 0, RT_KEYS_STEP};
+    assert_v3_near(rt_kb_eval_vec3(&none, 1.0f), v3(0, 0, 0), kTol);
+    RtKbChannel one = keys_channel(k, 1, t, v, RT_KEYS_STEP);
+    const float held[2][4] = {{-5.0f, 1, 2, 3}, {5.0f, 1, 2, 3}};
+    expect_vec3_at(&one, held, 2);
+}
+
+/* LINEAR: the straight line between two keys at uneven spacing; rotations
+ * slerp, along the shorter arc even when the second key is written as the
+ * negated quaternion. */
+static void keys_linear_lerps_and_slerps_the_shorter_arc(void **state)
+{
+    (void)state;
+    const float t[3] = {0.0f, 1.0f, 3.0f}, v[3][4] = {{1, 2, 3, 0}, {4, 5, 6, 0}, {7, 8, 9, 0}};
+    RtKbKey k[3];
+    RtKbChannel c = keys_channel(k, 3, t, v, RT_KEYS_LINEAR);
+    const float want[5][4] = {{-1.0f, 1, 2, 3}, {0.5f, 2.5f, 3.5f, 4.5f}, {2.0f, 5.5f, 6.5f, 7.5f},
+                              {2.5f, 6.25f, 7.25f, 8.25f}, {4.0f, 7, 8, 9}};
+    expect_vec3_at(&c, want, 5);
+    float q[3][4];
+    quat_z(0.0f, q[0]);
+    quat_z(90.0f, q[1]);
+    quat_z(-90.0f, q[2]);
+    RtKbChannel r = keys_channel(k, 3, t, (const float (*)[4])q, RT_KEYS_LINEAR);
+    assert_near(rot_degrees_about_z(&r, 0.5f), 45.0, 1e-4);
+    assert_near(rot_degrees_about_z(&r, 0.25f), 22.5, 1e-4);
+    assert_near(rot_degrees_about_z(&r, 2.0f), 0.0, 1e-3); /* 90 -> -90 through 0 */
+    for (int c4 = 0; c4 < 4; c4++) k[1].v[c4] = -k[1].v[c4]; /* the same rotation, far hemisphere */
+    assert_near(rot_degrees_about_z(&r, 0.5f), 45.0, 1e-4);
+    /* 170 degrees apart: halfway is 85, not the long way round */
+    quat_z(170.0f, k[1].v);
+    assert_near(rot_degrees_about_z(&r, 0.5f), 85.0, 1e-3);
+    /* nearly equal keys (the nlerp branch): still the right angle */
+    quat_z(0.5f, k[1].v);
+    assert_near(rot_degrees_about_z(&r, 0.5f), 0.25, 1e-3);
+}
+
+/* CUBICSPLINE (glTF 2.0 Appendix C): the out-tangent of the first key and
+ * the in-tangent of the second shape the segment, scaled by its length;
+ * the other two tangents must not matter. Hand-computed: td = 2, s = 0.5
+ * gives h = (0.5, 0.125, 0.5, -0.125), s = 0.25 gives
+ * (0.84375, 0.140625, 0.15625, -0.046875). */
+static void keys_cubic_spline_uses_out_then_in_tangents(void **state)
+{
+    (void)state;
+    const float t[2] = {0.0f, 2.0f}, v[2][4] = {{0, 0, 5, 0}, {1, 1, 5, 0}};
+    RtKbKey k[2];
+    RtKbChannel c = keys_channel(k, 2, t, v, RT_KEYS_CUBIC);
+    k[0].out[0] = 2.0f, k[1].in[1] = -1.0f;       /* x leaves with slope 2, y arrives with slope -1 */
+    k[0].in[0] = k[1].out[0] = 100.0f;            /* unused: before the first key, after the last */
+    k[0].in[1] = k[1].out[1] = -100.0f;
+    /* x = 0.5*0 + 2*0.125*2 + 0.5*1 = 1;  y = 0.5*1 + 2*(-0.125)*(-1) = 0.75;  z stays 5 */
+    /* x = 2*0.140625*2 + 0.15625 = 0.71875;  y = 0.15625 + 2*(-0.046875)*(-1) = 0.25 (t = 0.5) */
+    const float want[4][4] = {{1.0f, 1.0f, 0.75f, 5.0f}, {0.5f, 0.71875f, 0.25f, 5.0f}, {2.0f, 1, 1, 5}, {-3.0f, 0, 0, 5}};
+    expect_vec3_at(&c, want, 4);
+    /* rotation 0 -> 90 degrees about z, zero tangents: the Hermite blend of
+     * the components, normalised: 45 at s = 0.5, 2 atan2(0.15625 sin 45,
+     * 0.84375 + 0.15625 cos 45) = 13.2090804 degrees at s = 0.25 */
+    RtKbChannel r = quarter_turn(k, t, RT_KEYS_CUBIC);
+    assert_near(rot_degrees_about_z(&r, 1.0f), 45.0, 1e-4);
+    assert_near(rot_degrees_about_z(&r, 0.5f), 13.2090804, 1e-4);
+}
+
+/* The segment search (binary) against a linear scan: sizes 0, 1, 2 and
+ * random sorted times, t before, on, between and after the keys. */
+static void keys_segment_matches_a_linear_scan(void **state)
+{
+    (void)state;
+    RtTestRng rng = {0x6b657973u};
+    RtKbKey k[64];
+    for (int round = 0; round < 200; round++) {
+        uint32_t n = round < 3 ? (uint32_t)round : 1 + (uint32_t)(rt_test_randf(&rng) * 63.0f);
+        float t = 0.0f;
+        for (uint32_t i = 0; i < n; i++) k[i].t = t += 0.01f + rt_test_randf(&rng);
+        for (int j = 0; j < 50; j++) {
+            float q = j < (int)n ? k[j].t : (t + 2.0f) * rt_test_randf(&rng) - 1.0f;
+            uint32_t i, want = 0;
+            float s;
+            rt_keys_segment(k, n, q, &i, &s);
+            for (uint32_t m = 0; m < n; m++)
+                if (k[m].t <= q) want = m;
+            assert_int_equal(i, want);
+            assert_true(s >= 0.0f && s < 1.0f);
+            if (n && want + 1 < n && q > k[0].t) assert_near(s, (q - k[want].t) / (k[want + 1].t - k[want].t), 1e-5);
+        }
+    }
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(anim_static_scene_frame_shares_verts),
-        cmocka_unit_test(kb_make_linear_keys_interpolate_linearly),
+        cmocka_unit_test(keys_step_holds_each_value_until_the_next_key),
+        cmocka_unit_test(keys_linear_lerps_and_slerps_the_shorter_arc),
+        cmocka_unit_test(keys_cubic_spline_uses_out_then_in_tangents),
+        cmocka_unit_test(keys_segment_matches_a_linear_scan),
         cmocka_unit_test(anim_zero_and_one_node),
         cmocka_unit_test(anim_set_vert_node_rejects_bad_ranges),
         cmocka_unit_test(anim_find_track_returns_last_of_a_name),

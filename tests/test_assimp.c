@@ -1,7 +1,7 @@
 /* test_assimp.c — the assimp loader (load_assimp.c) through rt_scene_load,
  * the path a user's file takes:
  *   - the corpus: every file of an assimp format in Debian's
- *     assimp-testmodels (/usr/share/assimp/models, or $RT_CORPUS_DIR:
+ *     assimp-testmodels (/usr/share/assimp/models, or $RT_ASSIMP_MODELS:
  *     glTF 2.0, FBX, Collada, MD2, 3DS, X, STL, Blender, LWO, ...) loads (triangles, finite corners, indices in range)
  *     or fails cleanly (non-OK, an empty scene, a message naming the file),
  *     each in a forked child under alarm() so a crash or hang names the
@@ -17,6 +17,8 @@
 #include "load_child.h"
 #include "test_util.h"
 
+#include "anim/anim_eval.h"
+#include "app/headless.h"
 #include "kd/kd_cpu.h"
 #include "render/render_cpu.h"
 #include "scene/load.h"
@@ -27,7 +29,6 @@
 #include <strings.h>
 #include <time.h>
 
-#define CORPUS_DIR "/usr/share/assimp/models"
 /* Seconds one load may take before it counts as a hang: the slowest file
  * (2CylinderEngine.glb) loads in well under a second; a hang never ends. */
 #define LOAD_HANG_SECONDS 30
@@ -53,10 +54,13 @@ static void expect_near(double got, double want, double tol, const char *what, i
 }
 #define assert_near(a, b, tol) expect_near((a), (b), (tol), #a, __LINE__)
 
+/* $RT_ASSIMP_MODELS (a copy of the corpus, e.g. the GPU machine's kit),
+ * else $RT_CORPUS_DIR (test_corpus.c's name for the same folder), else the
+ * package's. */
 static const char *corpus_dir(void)
 {
     const char *dir = getenv("RT_CORPUS_DIR");
-    return dir && dir[0] ? dir : CORPUS_DIR;
+    return getenv(RT_ASSIMP_MODELS_VAR) || !dir || !dir[0] ? rt_assimp_models_dir() : dir;
 }
 
 /* The corpus file rel, or NULL (and a skip message) when absent. */
@@ -512,15 +516,15 @@ static void assimp_gltf_skin_matches_hand_computed(void **state)
 /* A glTF with two clips moving node "tri": "slide" (x 0 -> 2 in 1 s) and
  * "lift" (y 0 -> 3 in 1 s), picked by name, by index, by default (the
  * first), and a clip the file lacks (an error listing both). */
-static void assimp_clip_by_name_index_and_unknown(void **state)
+/* A triangle with two clips: 'slide' moves it by (2, 0, 0) and 'lift' by
+ * (0, 3, 0) over 0..1 s (so by half that at t = 0.5). */
+static const char *write_two_clip_gltf(char *path)
 {
-    (void)state;
-    if (!have_assimp()) skip();
     Buf b;
     triangle_buffer(&b);
     const float times[2] = {0.0f, 1.0f}, slide[6] = {0, 0, 0, 2, 0, 0}, lift[6] = {0, 0, 0, 0, 3, 0};
     size_t o_t = put_f(&b, times, 2), o_s = put_f(&b, slide, 6), o_l = put_f(&b, lift, 6);
-    char views[512], accs[1024], anim[1024], path[1024];
+    char views[512], accs[1024], anim[1024];
     snprintf(views, sizeof views,
              ",{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":8},{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":24},"
              "{\"buffer\":0,\"byteOffset\":%zu,\"byteLength\":24}",
@@ -534,7 +538,15 @@ static void assimp_clip_by_name_index_and_unknown(void **state)
              "\"channels\":[{\"sampler\":0,\"target\":{\"node\":0,\"path\":\"translation\"}}]},"
              "{\"name\":\"lift\",\"samplers\":[{\"input\":2,\"output\":4}],"
              "\"channels\":[{\"sampler\":0,\"target\":{\"node\":0,\"path\":\"translation\"}}]}]");
-    write_gltf(&b, "", accs, views, anim, path);
+    return write_gltf(&b, "", accs, views, anim, path);
+}
+
+static void assimp_clip_by_name_index_and_unknown(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    char path[1024];
+    write_two_clip_gltf(path);
     const char *clip[4] = {"lift", "0", NULL, "1"};
     const RtVec3 want[4] = {v3(0, 1.5f, 0), v3(1, 0, 0), v3(1, 0, 0), v3(0, 1.5f, 0)};
     for (int k = 0; k < 4; k++) {
@@ -563,6 +575,123 @@ static void assimp_clip_by_name_index_and_unknown(void **state)
         rt_test_assert_contains(err.msg, "1 'lift'");
     }
     unlink(path);
+}
+
+/* The clip key (rt_app_load_next_clip): from the default clip the next is
+ * 1 'lift', then it wraps to 0; Shift goes back; the scene says which clip
+ * of how many it plays; a file with one clip refuses. */
+static void assimp_clip_key_cycles_the_files_clips(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    char path[1024], buf[16];
+    write_two_clip_gltf(path);
+    RtOptions o;
+    rt_options_default(&o);
+    o.scene_path = path;
+    RtScene s;
+    RtError err = {0};
+    assert_int_equal(rt_app_load_scene(&o, &s, &err), RT_OK);
+    assert_int_equal(s.anim.clip_count, 2);
+    assert_int_equal(s.anim.clip, 0);
+    assert_string_equal(s.anim.clip_name, "slide");
+    const int dir[3] = {1, 1, -1}, want[3] = {1, 0, 1};
+    const char *name[2] = {"slide", "lift"};
+    for (int k = 0; k < 3; k++) {
+        RtScene next;
+        assert_int_equal(rt_app_load_next_clip(&o, &s, dir[k], &next, buf, sizeof buf, &err), RT_OK);
+        assert_int_equal(next.anim.clip, want[k]);
+        assert_int_equal(next.anim.clip_count, 2);
+        assert_string_equal(next.anim.clip_name, name[want[k]]);
+        RtSceneFrame f;
+        memset(&f, 0, sizeof f);
+        assert_int_equal(rt_scene_frame_at(&next, 0.5f, &f, &err), RT_OK);
+        uint32_t vi = vertex_at(&next, v3(0, 0, 0));
+        assert_near(f.view.verts[vi].p.x, want[k] ? 0.0 : 1.0, kTol);
+        assert_near(f.view.verts[vi].p.y, want[k] ? 1.5 : 0.0, kTol);
+        rt_scene_frame_free(&f);
+        rt_scene_free(&s);
+        s = next;
+        o.clip = buf; /* as the viewer keeps it */
+    }
+    rt_scene_free(&s);
+    unlink(path);
+    /* one clip (simple_skin), and a file without any (an OBJ-free glTF box) */
+    char cp[1024];
+    if (!corpus_file("glTF2/simple_skin/simple_skin.gltf", cp)) return;
+    rt_options_default(&o);
+    o.scene_path = cp;
+    assert_int_equal(rt_app_load_scene(&o, &s, &err), RT_OK);
+    assert_int_equal(s.anim.clip_count, 1);
+    RtScene next;
+    assert_int_equal(rt_app_load_next_clip(&o, &s, 1, &next, buf, sizeof buf, &err), RT_ERR_UNSUPPORTED);
+    rt_test_assert_contains(err.msg, "one animation clip only");
+    rt_scene_free(&s);
+}
+
+/* A .scene places a skinned model (through $RT_ASSIMP_MODELS) three times:
+ * each copy is skinned by joints of its own, so at every time copy k is
+ * copy 0 moved by its placement; `animate` on such a copy is refused; and
+ * scenes/skinned_crowd.scene, the skinning benchmark, has its million
+ * triangles, every vertex skinned. */
+static void assimp_scene_copies_of_a_skinned_model_each_skin(void **state)
+{
+    (void)state;
+    if (!have_assimp()) skip();
+    char cp[1024];
+    if (!corpus_file("glTF2/simple_skin/simple_skin.gltf", cp)) skip();
+    const char *text = "mesh $RT_ASSIMP_MODELS/glTF2/simple_skin/simple_skin.gltf name a\n"
+                       "mesh $RT_ASSIMP_MODELS/glTF2/simple_skin/simple_skin.gltf name b translate 5 0 0\n"
+                       "mesh $RT_ASSIMP_MODELS/glTF2/simple_skin/simple_skin.gltf name c translate 0 0 -7\n";
+    char path[1024];
+    RT_TEST_TMP_TEXT(".scene", text, path);
+    RtScene s;
+    RtError err = {0};
+    if (rt_scene_load(path, &s, &err) != RT_OK) fail_msg("%s", err.msg);
+    uint32_t nv = s.vert_count / 3;
+    assert_int_equal(s.vert_count, 3 * nv);
+    assert_int_equal(s.anim.joint_count, 3 * 2);
+    const RtVec3 off[3] = {v3(0, 0, 0), v3(5, 0, 0), v3(0, 0, -7)};
+    float t0, t1;
+    rt_scene_time_range(&s, &t0, &t1);
+    assert_true(t1 > t0);
+    int moved = 0;
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    for (int k = 0; k <= 4; k++) {
+        float t = t0 + 0.25f * (float)k * (t1 - t0);
+        assert_int_equal(rt_scene_frame_at(&s, t, &f, &err), RT_OK);
+        for (uint32_t i = 0; i < nv; i++)
+            for (int c = 1; c < 3; c++) {
+                RtVec3 want = v3_add(f.view.verts[i].p, off[c]), got = f.view.verts[(uint32_t)c * nv + i].p;
+                assert_near(got.x, want.x, kTol);
+                assert_near(got.y, want.y, kTol);
+                assert_near(got.z, want.z, kTol);
+            }
+        moved |= k && v3_len(v3_sub(f.view.verts[nv - 1].p, s.verts[nv - 1].p)) > 1e-3f;
+    }
+    assert_true(moved);
+    rt_scene_frame_free(&f);
+    rt_scene_free(&s);
+    unlink(path);
+
+    RT_TEST_TMP_TEXT(".scene",
+                     "mesh $RT_ASSIMP_MODELS/glTF2/simple_skin/simple_skin.gltf name a\nanimate a spin speed 90\n", path);
+    assert_int_not_equal(rt_scene_load(path, &s, &err), RT_OK);
+    rt_test_assert_contains(err.msg, "'a' animates itself");
+    unlink(path);
+
+    char crowd[1024];
+    if (!corpus_file("FBX/animation_with_skeleton.fbx", cp)) return;
+    if (rt_scene_load(rt_test_src_path("scenes/skinned_crowd.scene", crowd), &s, &err) != RT_OK) fail_msg("%s", err.msg);
+    assert_true(s.tri_count >= 1000000u);
+    assert_int_equal(s.anim.joint_count, 480 * 13);
+    for (uint32_t i = 0; i < s.vert_count; i += 997) {
+        const RtAnimSkinVert *sv = rt_anim_skin_of(s.anim.skin, s.anim.skin_cap, i);
+        assert_non_null(sv);
+        assert_true(sv->weight[0] + sv->weight[1] + sv->weight[2] + sv->weight[3] > 0.0f);
+    }
+    rt_scene_free(&s);
 }
 
 /* The skinned models of the corpus (a glTF and two FBX skeletons): joints
@@ -684,6 +813,8 @@ int main(void)
         cmocka_unit_test(assimp_gltf_morph_weights_match_hand_computed),
         cmocka_unit_test(assimp_gltf_skin_matches_hand_computed),
         cmocka_unit_test(assimp_clip_by_name_index_and_unknown),
+        cmocka_unit_test(assimp_clip_key_cycles_the_files_clips),
+        cmocka_unit_test(assimp_scene_copies_of_a_skinned_model_each_skin),
         cmocka_unit_test(assimp_corpus_skinned_models_move_and_stay_finite),
         cmocka_unit_test(assimp_gltf_textures_from_file_and_embedded),
         cmocka_unit_test(assimp_gltf_fbx_md2_render_on_the_cpu),

@@ -28,17 +28,6 @@
 
 /* ---- helpers -------------------------------------------------------------- */
 
-/* Path of a file of the source tree: tests run from the repository root
- * (tests/run.sh), but a binary started elsewhere still finds its inputs when
- * __FILE__ is absolute. */
-static const char *src_path(const char *rel, char *buf)
-{
-    const char *me = __FILE__, *tail = strstr(me, "tests/test_render.c");
-    int root = tail ? (int)(tail - me) : 0;
-    snprintf(buf, 1024, "%.*s%s", root, me, rel);
-    return buf;
-}
-
 static int file_exists(const char *path)
 {
     struct stat st;
@@ -139,7 +128,7 @@ static void expect_matches_ref(const RtImage *img, const char *name)
     char rel[256], path[1024];
     RtError err = {0};
     snprintf(rel, sizeof rel, "tests/ref/%s.png", name);
-    src_path(rel, path);
+    rt_test_src_path(rel, path);
     const char *upd = getenv("RT_UPDATE_REFS");
     if (upd && atoi(upd) == 1) {
         assert_int_equal(rt_image_write_png(img, path, &err), RT_OK);
@@ -278,7 +267,7 @@ static void cornell_build(RtScene *s)
 static int cornell_fixture(Fixture *f)
 {
     char path[1024];
-    if (file_exists(src_path("scenes/cornell.scene", path))) {
+    if (file_exists(rt_test_src_path("scenes/cornell.scene", path))) {
         fixture_load(f, path);
         return 1;
     }
@@ -295,7 +284,7 @@ static RtCamera textured_camera(void) { return camera(v3(0.4f, 1.5f, 4.5f), v3(0
 static void textured_fixture(Fixture *f)
 {
     char path[1024];
-    fixture_load(f, src_path("scenes/textured/textured.obj", path));
+    fixture_load(f, rt_test_src_path("scenes/textured/textured.obj", path));
 }
 
 /* ---- tree == brute force ------------------------------------------------- */

@@ -752,9 +752,9 @@ static void scenefile_bad_lines_name_file_line_and_expectation(void **state)
     assert_bad(state, "sphere segments 1.5\n", RT_ERR_PARSE, 1, "after 'segments'");
     assert_bad(state, "box segments 8\n", RT_ERR_PARSE, 1,
                "expected one of name, material, translate, rotate, scale after 'box'");
-    assert_bad(state, "mesh\n", RT_ERR_PARSE, 1, "expected a .obj or .ply PATH after 'mesh'");
-    assert_bad(state, "mesh x.stl\n", RT_ERR_PARSE, 1,
-               "expected a .obj or .ply PATH after 'mesh', found 'x.stl'");
+    assert_bad(state, "mesh\n", RT_ERR_PARSE, 1, "expected a .obj, .ply or assimp-format (.gltf, .fbx, ...) PATH after 'mesh'");
+    assert_bad(state, "mesh x.txt\n", RT_ERR_PARSE, 1,
+               "expected a .obj, .ply or assimp-format (.gltf, .fbx, ...) PATH after 'mesh', found 'x.txt'");
     assert_bad(state, "include\n", RT_ERR_PARSE, 1, "expected a .scene PATH after 'include'");
     assert_bad(state, "box\ninclude a.scene b\n", RT_ERR_PARSE, 2, "expected the end of the line");
     assert_bad(state, "box \"unterminated\n", RT_ERR_PARSE, 1, "expected a closing '\"'");
@@ -804,7 +804,7 @@ static void scenefile_missing_files_and_directories_are_errors(void **state)
     char buf[1024];
     put(state, "bad.obj", "v 0 0 0\nv 1 0 0\nv 0 1\nf 1 2 3\n", buf);
     put(state, "notimage.png", "this is text\n", buf);
-    assert_bad(state, "box\nmesh bad.obj\n", RT_ERR_PARSE, 2, "expected a valid .obj or .ply after 'mesh': ");
+    assert_bad(state, "box\nmesh bad.obj\n", RT_ERR_PARSE, 2, "expected a valid mesh file after 'mesh': ");
     assert_bad(state, "box\nmesh bad.obj\n", RT_ERR_PARSE, 2, "bad.obj:3: OBJ: ");
     assert_bad(state, "material m map_kd notimage.png\n", RT_ERR_IO, 1, "expected a readable image after 'map_kd'");
     assert_bad(state, "box\ninclude /dev/null\n", RT_ERR_PARSE, 2, "expected a .scene PATH after 'include'");

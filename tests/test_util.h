@@ -43,6 +43,16 @@ static inline const char *rt_test_write_tmp(const char *suffix, const void *data
 }
 #define RT_TEST_TMP_TEXT(suffix, text, buf) rt_test_write_tmp(suffix, text, strlen(text), buf)
 
+/* The project file rel (e.g. "scenes/cornell.scene") in buf (1024 bytes):
+ * tests run from the project root (tests/run.sh), and a binary started
+ * elsewhere still finds it when __FILE__ is absolute. */
+static inline const char *rt_test_src_path(const char *rel, char *buf)
+{
+    const char *me = __FILE__, *tail = strstr(me, "tests/test_util.h");
+    snprintf(buf, 1024, "%.*s%s", tail ? (int)(tail - me) : 0, me, rel);
+    return buf;
+}
+
 /* Fails the test unless needle occurs in hay (an error message, a log). */
 static inline void rt_test_assert_contains(const char *hay, const char *needle)
 {

@@ -13,6 +13,7 @@ void rt_anim_init(RtAnim *a)
 {
     memset(a, 0, sizeof *a);
     a->camera_track = -1;
+    a->clip = -1;
 }
 
 static void channel_free(RtKbChannel *c)

@@ -28,42 +28,52 @@
 extern "C" {
 #endif
 
-/* ---- Kochanek-Bartels keyframe channels (aff.md section 5) ---------------- */
+/* ---- keyframe channels ------------------------------------------------------ */
+/* How a channel interpolates between its keys. AFF and the .scene format's
+ * `key` lines are Kochanek-Bartels splines (aff.md section 5); glTF's
+ * samplers are STEP, LINEAR or CUBICSPLINE (glTF 2.0 "Animations"), and
+ * what assimp hands over is read as LINEAR (docs/animation.md says why). */
+typedef enum RtKbInterp {
+    RT_KEYS_TCB = 0,   /* KB spline: keys in file order, keys 0 and n-1 only bound the range
+                          (aff.md 5.1); rot keys are axis + degrees (kbspline.c) */
+    RT_KEYS_STEP,      /* the value of the last key at or before t (anim_keys.h) */
+    RT_KEYS_LINEAR,    /* lerp; rotations slerp along the shorter arc (anim_keys.h) */
+    RT_KEYS_CUBIC,     /* cubic Hermite through the keys with their in/out tangents (anim_keys.h) */
+} RtKbInterp;
+
 typedef struct RtKbKey {
     float t;
-    float v[4];                        /* transl/scale: xyz; rot: axis xyz + degrees;
-                                          visibility: v[0] != 0 = visible */
-    float tension, continuity, bias;
+    float v[4];                        /* transl/scale: xyz; rot: axis xyz + degrees (TCB) or a
+                                          quaternion x y z w (other modes); visibility: v[0] != 0 = visible */
+    float tension, continuity, bias;   /* RT_KEYS_TCB */
+    float in[4], out[4];               /* RT_KEYS_CUBIC: in- and out-tangent, value units per second
+                                          (glTF's a_k and b_k) */
 } RtKbKey;
 
 typedef struct RtKbChannel {
-    RtKbKey *keys;                     /* in file order, never sorted (aff.md 5.1) */
+    RtKbKey *keys;                     /* TCB: in file order, never sorted (aff.md 5.1); other
+                                          modes: strictly increasing times */
     uint32_t count;                    /* 0 = channel absent (identity) */
+    int32_t interp;                    /* RtKbInterp; 0 (a zeroed channel) = TCB */
 } RtKbChannel;
 
-/* One named keyframe animation (an AFF `k name { }` block). */
+/* One named keyframe animation (an AFF `k name { }` block, a glTF node's
+ * channels). */
 typedef struct RtAnimTrack {
     char name[64];
     RtKbChannel transl, rot, scale, visibility;
 } RtAnimTrack;
 
-/* Evaluation per aff.md 5.1-5.5 (kbspline.c). transl/scale: cubic Hermite
- * (count >= 4); rot: quaternion squad -> row-major 3x3 in r[9]; visibility:
- * step function, 1 before the first key. */
+/* A channel at t. TCB channels per aff.md 5.1-5.5 (kbspline.c):
+ * transl/scale cubic Hermite (count >= 4), rot quaternion squad; the other
+ * modes through anim_keys.h (any count >= 1). rot -> row-major 3x3 in r[9];
+ * visibility: a step function, 1 before the first key, whatever interp. */
 RtVec3 rt_kb_eval_vec3(const RtKbChannel *c, float t);
 void rt_kb_eval_rot(const RtKbChannel *c, float t, float r[9]);
 /* The rotation at t as angle (degrees) and unit axis, as the reference
  * converts it (aff.md 5.4 "Output"). */
 void rt_kb_eval_rot_axis_angle(const RtKbChannel *c, float t, RtVec3 *axis, float *degrees);
 int rt_kb_eval_visible(const RtKbChannel *c, float t);
-/* Makes a channel of n >= 4 keys interpolate LINEARLY between keys
- * 1..n-2 (a rotation channel then slerps: squad with both inner control
- * quaternions equal to the keys), at any key spacing, by setting their
- * tension, continuity and bias; keys 0 and n-1 are padding that only
- * bound the time range (the caller repeats the neighbouring value there).
- * How formats with linear keys (glTF, FBX, Collada through assimp) use the
- * one channel model; kbspline.c derives it. */
-void rt_kb_make_linear(RtKbKey *keys, uint32_t n);
 /* M(t) = T(t) R(t) S(t) of a track (missing channels are identity). */
 void rt_anim_track_matrix(const RtAnimTrack *tr, float t, float m[12]);
 
@@ -138,6 +148,11 @@ typedef struct RtAnim {
     uint32_t light_track_cap;
     float t_start, t_end;  /* animation range, seconds (AFF `a`); t_end <= t_start: none given */
     int frames;            /* AFF `a`'s frame count; 0 = none given */
+    /* The clip played, of a file with animation clips (assimp formats:
+     * --clip and the viewer's clip key pick one per load) */
+    uint32_t clip_count;   /* clips in the file; 0 = none (or a format without clips) */
+    int32_t clip;          /* the index of the clip played, -1 = none */
+    char clip_name[64];    /* its name ("" when unnamed) */
 } RtAnim;
 
 void rt_anim_init(RtAnim *a);

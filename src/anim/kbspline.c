@@ -11,8 +11,11 @@
  *     conversion. The axes of keys are used as written, not normalised: the
  *     robots' non-unit axes depend on it.
  * All arithmetic is double, like the reference; results are rounded to
- * float at the end. */
+ * float at the end. Channels of the other modes (step, linear, cubic
+ * spline: glTF's samplers) are evaluated by anim_keys.h, in float, the
+ * formulas a device stage would share. */
 #include "anim/anim.h"
+#include "anim/anim_keys.h"
 
 #include <string.h>
 
@@ -74,35 +77,16 @@ static uint32_t kb_step_key(const RtKbChannel *c, float t)
     return j;
 }
 
-/* Linear keys as TCB keys. The Hermite segment p1 + u (tout + u (c2 + u c3))
- * is the straight line p1 + u d (d = p2 - p1) exactly when tout = tin = d,
- * i.e. w = (0, 1, 1, 0) in kb_weights. Continuity -1 zeroes w[0] and w[3];
- * with A = adj0 = 2 (t[k+1] - t[k]) / (t[k+1] - t[k-1]) of key k as the
- * segment's first key and B = adj1 = 2 (t[k] - t[k-1]) / (t[k+1] - t[k-1])
- * as its second (A + B = 2), w[1] = A (1 - T)(1 - b) = 1 and
- * w[2] = B (1 - T)(1 + b) = 1 give 1 - T = 1 / (A B) and b = A - 1, the
- * same for both segments the key ends. The rotation squad with these
- * weights has a = q1, b = q2: slerp(u, q1, q2). */
-void rt_kb_make_linear(RtKbKey *keys, uint32_t n)
-{
-    for (uint32_t k = 1; k + 1 < n; k++) {
-        double span = (double)keys[k + 1].t - (double)keys[k - 1].t;
-        double a = span > KB_TIME_EPS ? 2.0 * ((double)keys[k + 1].t - (double)keys[k].t) / span : 1.0;
-        double b = 2.0 - a;
-        /* a key on top of a neighbour (zero span one side): that segment
-         * is a jump anyway; keep the tangent finite */
-        if (a < 1e-6 || b < 1e-6) a = b = 1.0;
-        keys[k].tension = (float)(1.0 - 1.0 / (a * b));
-        keys[k].continuity = -1.0f;
-        keys[k].bias = (float)(a - 1.0);
-    }
-}
-
 /* ---- translation and scale (aff.md 5.3) --------------------------------- */
 
 RtVec3 rt_kb_eval_vec3(const RtKbChannel *c, float t)
 {
     if (!c || c->count == 0) return v3(0.0f, 0.0f, 0.0f);
+    if (c->interp != RT_KEYS_TCB) {
+        float v[4];
+        rt_keys_eval(c->keys, c->count, c->interp, 0, t, v);
+        return v3(v[0], v[1], v[2]);
+    }
     if (c->count < 4) {
         const float *v = c->keys[kb_step_key(c, t)].v;
         return v3(v[0], v[1], v[2]);
@@ -257,7 +241,12 @@ static void kb_rot_angle_axis(const RtKbChannel *c, float t, double *angle, doub
         return;
     }
     KbQuat q;
-    if (c->count < 4) {
+    if (c->interp != RT_KEYS_TCB) {
+        float v[4];
+        rt_keys_eval(c->keys, c->count, c->interp, 1, t, v);
+        KbQuat u = {v[3], v[0], v[1], v[2]};
+        q = u;
+    } else if (c->count < 4) {
         q = kb_quat_from_key(&c->keys[kb_step_key(c, t)]);
     } else {
         q = kb_rot_quat(c, t);

@@ -4,6 +4,7 @@
 #include "app/headless.h"
 #include "scene/load.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,6 +26,21 @@ RtStatus rt_app_load_scene(const RtOptions *o, RtScene *scene, RtError *err)
             scene->path, scene->tri_count, scene->vert_count, scene->mat_count, scene->tex_count,
             scene->light_count, rt_anim_is_dynamic(&scene->anim) ? ", animated" : "", rt_now_ms() - t0);
     return RT_OK;
+}
+
+RtStatus rt_app_load_next_clip(const RtOptions *o, const RtScene *cur, int dir, RtScene *out, char *clip_buf,
+                               size_t n, RtError *err)
+{
+    const RtAnim *a = &cur->anim;
+    if (!o->scene_path || a->clip_count < 2)
+        return rt_fail(err, RT_ERR_UNSUPPORTED, "APP: %s has %s", o->scene_path ? o->scene_path : "the default scene",
+                       a->clip_count ? "one animation clip only" : "no animation clips");
+    int64_t k = (a->clip < 0 ? 0 : a->clip) + (dir < 0 ? -1 : 1);
+    k = (k + a->clip_count) % a->clip_count;
+    snprintf(clip_buf, n, "%lld", (long long)k);
+    RtOptions next = *o;
+    next.clip = clip_buf;
+    return rt_app_load_scene(&next, out, err);
 }
 
 float rt_app_frame_time(const RtOptions *o, const RtScene *scene, int f, int frames)

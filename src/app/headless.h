@@ -11,6 +11,14 @@
  * the caller frees it. */
 RtStatus rt_app_load_scene(const RtOptions *o, RtScene *scene, RtError *err);
 
+/* The clip key: loads o's scene file again into *out, playing the clip
+ * after (dir > 0) or before (dir < 0) the one cur plays, wrapping over the
+ * file's clips; clip_buf (n bytes) receives its index as --clip takes it,
+ * for the caller to point o->clip at once it keeps *out. RT_ERR_UNSUPPORTED
+ * (nothing loaded) when cur's file has fewer than two clips. */
+RtStatus rt_app_load_next_clip(const RtOptions *o, const RtScene *cur, int dir, RtScene *out, char *clip_buf,
+                               size_t n, RtError *err);
+
 /* The moment of frame f of `frames`: --time T when given, else evenly over
  * rt_scene_time_range, first and last frame on its ends (t0 for a single
  * frame or a static scene). */

@@ -70,6 +70,7 @@ typedef struct RtViewer {
     double mouse_x, mouse_y, look_dx, look_dy, wheel;
 
     int show_hud, show_help, vsync, want_screenshot;
+    char clip_buf[16];        /* opt.clip after the clip key: the index played */
     char message[256];
     double message_until;
     char scene_name[128], backend[160], display_desc[RT_ERROR_MAX + 64];
@@ -199,6 +200,46 @@ static void cycle_variant(RtViewer *v, RtVariantId id, int dir)
     say(v, "%s: %s%s", var->name, value, var->gpu_only && !v->use_gpu ? " (GPU only: G switches)" : "");
 }
 
+/* J / Shift+J: the file's next / previous animation clip. assimp picks a
+ * clip per import, so the file is loaded again and the pipelines reopened
+ * on it (the GPU one only if there was one); the camera and the variants
+ * stay, the time restarts at the clip's start. A failed load keeps the
+ * scene as it was. */
+static void cycle_clip(RtViewer *v, int dir)
+{
+    RtScene next;
+    RtError err = {0};
+    char buf[sizeof v->clip_buf];
+    if (rt_app_load_next_clip(&v->opt, &v->scene, dir, &next, buf, sizeof buf, &err) != RT_OK) {
+        say(v, "clip: %s", err.msg);
+        return;
+    }
+    int had_gpu = v->gpu != NULL;
+    rt_pipeline_destroy(v->gpu);
+    rt_pipeline_destroy(v->cpu);
+    v->gpu = v->cpu = NULL; /* the CPU one reopens on the next frame that needs it */
+    rt_scene_free(&v->scene);
+    v->scene = next;
+    memcpy(v->clip_buf, buf, sizeof buf);
+    v->opt.clip = v->clip_buf;
+    int fb_w = 0, fb_h = 0;
+    glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
+    if (had_gpu && rt_pipeline_create(&v->scene, RT_BACKEND_GPU, fb_w > 0 ? fb_w : 1, fb_h > 0 ? fb_h : 1, &v->gpu,
+                                      &err) != RT_OK) {
+        snprintf(v->gpu_off, sizeof v->gpu_off, "%s", err.msg);
+        v->gpu = NULL;
+    }
+    v->use_gpu = v->use_gpu && v->gpu;
+    float t0, t1;
+    rt_scene_time_range(&v->scene, &t0, &t1);
+    v->anim_t0 = t0;
+    v->anim_t1 = t1;
+    v->anim_t = t0;
+    v->dynamic = rt_anim_is_dynamic(&v->scene.anim);
+    const RtAnim *a = &v->scene.anim;
+    say(v, "clip %d/%u '%s' (%.2f s)", a->clip + 1, a->clip_count, a->clip_name, t1 - t0);
+}
+
 static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
 {
     (void)scancode;
@@ -267,6 +308,7 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
         if (v->anim_speed > VIEW_SPEED_MAX) v->anim_speed = VIEW_SPEED_MAX;
         say(v, "animation speed x%g", v->anim_speed);
         break;
+    case GLFW_KEY_J: cycle_clip(v, mods & GLFW_MOD_SHIFT ? -1 : 1); break;
     case GLFW_KEY_G:
         if (!v->gpu) {
             say(v, "backend: GPU unavailable (%s)", v->gpu_off);
@@ -501,12 +543,16 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
     if ((st = rt_gl_display_draw(v->display, fb_w, fb_h, err)) != RT_OK) return st;
     if (v->show_hud) {
         describe_display(v);
-        char anim[128];
+        char anim[192], clip[96] = "";
+        const RtAnim *a = &v->scene.anim;
+        if (a->clip_count)
+            snprintf(clip, sizeof clip, "  clip %d/%u '%.40s'%s", a->clip + 1, a->clip_count, a->clip_name,
+                     a->clip_count > 1 ? " (J)" : "");
         if (v->dynamic)
-            snprintf(anim, sizeof anim, "t %.2f s of %.3g..%.3g  x%g%s", v->anim_t, v->anim_t0, v->anim_t1,
-                     v->anim_speed, v->paused ? "  PAUSED" : "");
+            snprintf(anim, sizeof anim, "t %.2f s of %.3g..%.3g  x%g%s%s", v->anim_t, v->anim_t0, v->anim_t1,
+                     v->anim_speed, v->paused ? "  PAUSED" : "", clip);
         else
-            snprintf(anim, sizeof anim, "static scene");
+            snprintf(anim, sizeof anim, "static scene%s", clip);
         RtHudInfo info = {
             .scene = v->scene_name,
             .backend = v->backend,

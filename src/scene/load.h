@@ -56,6 +56,13 @@ RtStatus rt_aff_load(const char *path, RtScene *s, RtError *err);       /* BART 
  * (RT_HAVE_ASSIMP=0) it refuses them: RT_ERR_UNSUPPORTED, saying so. */
 RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError *err); /* clip: as rt_scene_load_clip */
 int rt_assimp_claims(const char *path); /* 1: path's extension is an assimp format */
+/* Where the assimp-testmodels corpus is: $RT_ASSIMP_MODELS, else Debian's
+ * /usr/share/assimp/models. A .scene path written $RT_ASSIMP_MODELS/... starts
+ * there (scenes/skinned_crowd.scene), and the tests that read the corpus
+ * look there, so a machine without the package can point them at a copy. */
+#define RT_ASSIMP_MODELS_VAR "RT_ASSIMP_MODELS"
+#define RT_ASSIMP_MODELS_DEFAULT "/usr/share/assimp/models"
+const char *rt_assimp_models_dir(void);
 
 #ifdef __cplusplus
 }

@@ -10,8 +10,8 @@
  * itself (embedded, decoded with stb_image), the first camera and the
  * punctual lights become rtviewer's. Motion goes onto the existing model
  * of anim.h, which the GPU's animate stage already evaluates:
- *   - node TRS channels -> RT_NODE_TRACK nodes whose TCB keys are set to
- *     interpolate linearly (rt_kb_make_linear), rotations by slerp;
+ *   - node TRS channels -> RT_NODE_TRACK nodes with LINEAR channels
+ *     (anim_keys.h), rotations by slerp;
  *   - morph targets with animated weights -> RtAnimMorph poses, one per
  *     weight key (a pose is linear in the weights, so this is exact);
  *   - MD2 vertex animation -> RtAnimMorph poses, one import per frame;
@@ -49,6 +49,12 @@ int rt_assimp_claims(const char *path)
     for (size_t i = 0; i < sizeof kAssimpExts / sizeof kAssimpExts[0]; i++)
         if (!strcasecmp(dot, kAssimpExts[i])) return 1;
     return 0;
+}
+
+const char *rt_assimp_models_dir(void)
+{
+    const char *dir = getenv(RT_ASSIMP_MODELS_VAR);
+    return dir && dir[0] ? dir : RT_ASSIMP_MODELS_DEFAULT;
 }
 
 #if !RT_HAVE_ASSIMP
@@ -363,10 +369,13 @@ static RtStatus as_material(AsLoad *L, const struct aiMaterial *am, RtMaterial *
 
 /* ---- animation: node channels ------------------------------------------------------- */
 
-/* One channel's keys as TCB keys made linear: the file's keys framed by a
- * copy of the first and of the last (the padding rt_kb_make_linear needs),
- * or the node's own value as a constant when the file animates the other
- * components only. */
+/* One channel's keys as a LINEAR channel (anim_keys.h; rotations slerp
+ * along the shorter arc), or the node's own value as a constant when the
+ * file animates the other components only. assimp 5.2 hands over no
+ * interpolation mode: its glTF importer keeps a STEP sampler's keys as they
+ * are and only the values of a CUBICSPLINE one (the middle of each
+ * in-tangent, value, out-tangent triple), FBX and Collada curves arrive
+ * sampled; linear is what every one of them becomes (docs/animation.md). */
 typedef struct AsKey {
     double t;
     float v[4];
@@ -381,40 +390,32 @@ static int as_channel(RtKbChannel *out, const AsKey *k, uint32_t n, const float 
         k = &one;
         n = 1;
     }
-    RtKbKey *keys = calloc((size_t)n + 2, sizeof *keys);
+    RtKbKey *keys = calloc(n, sizeof *keys);
     if (!keys) return 0;
+    uint32_t m = 0;
     for (uint32_t i = 0; i < n; i++) {
-        keys[i + 1].t = (float)k[i].t;
-        memcpy(keys[i + 1].v, k[i].v, sizeof keys[i + 1].v);
+        /* times must increase (anim_keys.h): a key at or before the last
+         * one kept replaces it (a file's duplicate key: the later wins) */
+        if (m && !((float)k[i].t > keys[m - 1].t)) m--;
+        keys[m].t = (float)k[i].t;
+        memcpy(keys[m].v, k[i].v, sizeof keys[m].v);
+        m++;
     }
-    double step = n > 1 ? k[1].t - k[0].t : 1.0, last = n > 1 ? k[n - 1].t - k[n - 2].t : 1.0;
-    keys[0] = keys[1];
-    keys[0].t = (float)(k[0].t - (step > 0.0 ? step : 1.0));
-    keys[n + 1] = keys[n];
-    keys[n + 1].t = (float)(k[n - 1].t + (last > 0.0 ? last : 1.0));
-    rt_kb_make_linear(keys, n + 2);
     out->keys = keys;
-    out->count = n + 2;
+    out->count = m;
+    out->interp = RT_KEYS_LINEAR;
     return 1;
 }
 
-/* A quaternion as a rotation key's unit axis and degrees (kbspline.c
- * rebuilds the same quaternion). prev (may be NULL) receives the key's
- * unit quaternion (w x y z); with have_prev it holds the previous key's,
- * and q is negated when on its far side, so successive keys share a
- * hemisphere and the slerp takes the short way. */
-static void as_quat_key(struct aiQuaternion q, double *prev, int have_prev, float v[4])
+/* A quaternion as a rotation key's value: unit, (x, y, z, w). */
+static void as_quat_key(struct aiQuaternion q, float v[4])
 {
     double l = sqrt((double)q.w * q.w + (double)q.x * q.x + (double)q.y * q.y + (double)q.z * q.z);
-    double u[4] = {1.0, 0.0, 0.0, 0.0};
-    if (l > 0.0 && isfinite(l)) u[0] = q.w / l, u[1] = q.x / l, u[2] = q.y / l, u[3] = q.z / l;
-    if (prev && have_prev && prev[0] * u[0] + prev[1] * u[1] + prev[2] * u[2] + prev[3] * u[3] < 0.0)
-        for (int i = 0; i < 4; i++) u[i] = -u[i];
-    if (prev) memcpy(prev, u, sizeof u);
-    double s = sqrt(u[1] * u[1] + u[2] * u[2] + u[3] * u[3]);
-    if (s > 0.0) v[0] = (float)(u[1] / s), v[1] = (float)(u[2] / s), v[2] = (float)(u[3] / s);
-    else v[0] = 1.0f, v[1] = v[2] = 0.0f;
-    v[3] = (float)(2.0 * atan2(s, u[0]) * 180.0 / 3.14159265358979323846);
+    if (!(l > 0.0 && isfinite(l))) {
+        v[0] = v[1] = v[2] = 0.0f, v[3] = 1.0f;
+        return;
+    }
+    v[0] = (float)(q.x / l), v[1] = (float)(q.y / l), v[2] = (float)(q.z / l), v[3] = (float)(q.w / l);
 }
 
 /* Translation or scale keys as AsKeys in seconds. */
@@ -443,13 +444,12 @@ static RtStatus as_track(AsLoad *L, const struct aiNodeAnim *ch, const struct ai
     as_name(tr.name, sizeof tr.name, &ch->mNodeName, "node");
     const float t_rest[4] = {pos.x, pos.y, pos.z, 0.0f}, s_rest[4] = {sc.x, sc.y, sc.z, 0.0f};
     float r_rest[4];
-    as_quat_key(rot, NULL, 0, r_rest);
+    as_quat_key(rot, r_rest);
     as_vec_keys(ch->mPositionKeys, ch->mNumPositionKeys, L->tps, k);
     int ok = as_channel(&tr.transl, k, ch->mNumPositionKeys, t_rest);
-    double prev[4];
     for (uint32_t i = 0; i < ch->mNumRotationKeys; i++) {
         k[i].t = ch->mRotationKeys[i].mTime / L->tps;
-        as_quat_key(ch->mRotationKeys[i].mValue, prev, i > 0, k[i].v);
+        as_quat_key(ch->mRotationKeys[i].mValue, k[i].v);
     }
     ok = ok && as_channel(&tr.rot, k, ch->mNumRotationKeys, r_rest);
     as_vec_keys(ch->mScalingKeys, ch->mNumScalingKeys, L->tps, k);
@@ -965,6 +965,11 @@ static RtStatus as_pick_clip(AsLoad *L)
         if (a && (a->mNumChannels || a->mNumMorphMeshChannels)) L->clip = a;
     }
     if (!L->clip) return RT_OK;
+    RtAnim *a = &L->s->anim;
+    a->clip_count = ai->mNumAnimations;
+    for (unsigned i = 0; i < ai->mNumAnimations; i++)
+        if (ai->mAnimations[i] == L->clip) a->clip = (int32_t)i;
+    as_name(a->clip_name, sizeof a->clip_name, &L->clip->mName, "");
     L->tps = L->clip->mTicksPerSecond > 0.0 ? L->clip->mTicksPerSecond : AS_DEFAULT_TICKS_PER_SECOND;
     L->node_anim = L->clip->mNumChannels > 0;
     double dur = L->clip->mDuration / L->tps;

@@ -75,6 +75,7 @@ typedef struct ScenePlaced {
     RtAnimDeform *waves;
     uint32_t wave_count;
     size_t wave_cap;
+    int own_motion;                  /* a mesh file that animates itself (glTF, FBX, MD2, ...) */
 } ScenePlaced;
 
 /* A mesh file as its loader left it, kept for the load's later `mesh`
@@ -193,7 +194,12 @@ static RtStatus read_path(SceneCtx *c, SceneLine *L, const char *kw, const char 
 {
     const char *t = next_tok(L);
     if (!t || !*t) return expected(c, L, what, kw, t);
-    int n = t[0] == '/' ? snprintf(out, PATH_MAX, "%s", t) : snprintf(out, PATH_MAX, "%s/%s", L->dir, t);
+    size_t var = strlen(RT_ASSIMP_MODELS_VAR);
+    int n;
+    if (t[0] == '$' && !strncmp(t + 1, RT_ASSIMP_MODELS_VAR, var) && t[1 + var] == '/')
+        n = snprintf(out, PATH_MAX, "%s%s", rt_assimp_models_dir(), t + 1 + var);
+    else
+        n = t[0] == '/' ? snprintf(out, PATH_MAX, "%s", t) : snprintf(out, PATH_MAX, "%s/%s", L->dir, t);
     if (n < 0 || n >= PATH_MAX) return expected(c, L, "a path shorter than PATH_MAX", kw, t);
     return RT_OK;
 }
@@ -507,7 +513,7 @@ static RtStatus st_primitive(SceneCtx *c, SceneLine *L)
 
 /* The loaded mesh of path: parsed on the first line that names the file,
  * the same load for every later one. */
-static RtStatus mesh_cached(SceneCtx *c, const SceneLine *L, const char *path, int is_obj, const RtScene **out)
+static RtStatus mesh_cached(SceneCtx *c, const SceneLine *L, const char *path, const RtScene **out)
 {
     char *real = realpath(path, NULL);
     if (!real) return rt_fail(c->err, RT_ERR_IO, "%s:%d: SCENE: cannot resolve '%s': %s", L->file, L->no, path,
@@ -532,13 +538,19 @@ static RtStatus mesh_cached(SceneCtx *c, const SceneLine *L, const char *path, i
     m->real = real;
     rt_scene_init(&m->scene);
     RtError inner = {RT_OK, ""};
-    RtStatus st = is_obj ? rt_obj_load(path, &m->scene, &inner) : rt_ply_load(path, &m->scene, &inner);
+    RtStatus st = has_ext(path, ".obj")   ? rt_obj_load(path, &m->scene, &inner)
+                  : has_ext(path, ".ply") ? rt_ply_load(path, &m->scene, &inner)
+                                          : rt_assimp_load(path, NULL, &m->scene, &inner);
     if (st != RT_OK) {
         rt_scene_free(&m->scene);
         free(real);
-        return rt_fail(c->err, st, "%s:%d: SCENE: expected a valid .obj or .ply after 'mesh': %s", L->file, L->no,
+        return rt_fail(c->err, st, "%s:%d: SCENE: expected a valid mesh file after 'mesh': %s", L->file, L->no,
                        inner.msg);
     }
+    /* A placed model brings geometry, materials and motion: a file's own
+     * camera and lights (FBX exports carry both) would come once per copy. */
+    m->scene.light_count = 0;
+    m->scene.has_camera = 0;
     c->mesh_count++;
     *out = &m->scene;
     return RT_OK;
@@ -548,11 +560,11 @@ static RtStatus mesh_cached(SceneCtx *c, const SceneLine *L, const char *path, i
 static RtStatus st_mesh(SceneCtx *c, SceneLine *L)
 {
     char path[PATH_MAX];
-    const char *what = "a .obj or .ply PATH";
+    const char *what = "a .obj, .ply or assimp-format (.gltf, .fbx, ...) PATH";
     RtStatus st = read_path(c, L, "mesh", what, path);
     if (st != RT_OK) return st;
-    int is_obj = has_ext(path, ".obj");
-    if (!is_obj && !has_ext(path, ".ply")) return expected(c, L, what, "mesh", L->tok[L->at - 1]);
+    if (!has_ext(path, ".obj") && !has_ext(path, ".ply") && !rt_assimp_claims(path))
+        return expected(c, L, what, "mesh", L->tok[L->at - 1]);
     SceneObjOpts o;
     obj_opts_init(&o, "");
     if ((st = read_obj_opts(c, L, "mesh", &o)) != RT_OK) return st;
@@ -566,7 +578,7 @@ static RtStatus st_mesh(SceneCtx *c, SceneLine *L)
     rt_scene_init(&tmp);
     RtError inner = {RT_OK, ""};
     const RtScene *cached = NULL;
-    if ((st = mesh_cached(c, L, path, is_obj, &cached)) != RT_OK) return st;
+    if ((st = mesh_cached(c, L, path, &cached)) != RT_OK) return st;
     st = rt_scene_append(&tmp, cached, NULL, -1, &inner);
     if (st != RT_OK) {
         rt_scene_free(&tmp);
@@ -598,14 +610,21 @@ static RtStatus st_mesh(SceneCtx *c, SceneLine *L)
             snprintf(tmp.objects[i].name, sizeof tmp.objects[i].name, "%.63s", nm);
         }
     /* Transform here rather than in rt_scene_append so mirrors (a negative
-     * scale) also swap the winding and keep normals outward. */
-    rt_scene_transform(&tmp, o.m);
+     * scale) also swap the winding and keep normals outward. A model that
+     * animates itself keeps its vertices in node or bind-pose space:
+     * rt_scene_append puts its nodes under the placement instead, so each
+     * copy has its own nodes and joints (a crowd of skinned copies is
+     * skinned copy by copy). */
+    int own_motion = rt_anim_moves_verts(&tmp.anim);
+    if (!own_motion) rt_scene_transform(&tmp, o.m);
     uint32_t v0 = c->s->vert_count;
-    st = rt_scene_append(c->s, &tmp, NULL, o.mat, &inner);
+    st = rt_scene_append(c->s, &tmp, own_motion ? o.m : NULL, o.mat, &inner);
     rt_scene_free(&tmp);
     if (st != RT_OK) return rt_fail(c->err, st, "%s:%d: SCENE: %s", L->file, L->no, inner.msg);
     const char *base = strrchr(path, '/');
-    return add_placed(c, L, named ? o.name : (base ? base + 1 : path), v0, o.m);
+    st = add_placed(c, L, named ? o.name : (base ? base + 1 : path), v0, o.m);
+    if (st == RT_OK) c->placed[c->placed_count - 1].own_motion = own_motion;
+    return st;
 }
 
 /* include PATH */
@@ -982,6 +1001,13 @@ static RtStatus st_animate(SceneCtx *c, SceneLine *L)
     ScenePlaced *p;
     RtStatus st = read_placed(c, L, &p);
     if (st != RT_OK) return st;
+    /* its vertices are in its own nodes' or joints' space (a skinned one
+     * ignores any node of ours): a .scene motion cannot add to that */
+    if (p->own_motion)
+        return rt_fail(c->err, RT_ERR_PARSE,
+                       "%s:%d: SCENE: '%s' animates itself (its file's clip); expected an object without its own "
+                       "motion after 'animate'",
+                       L->file, L->no, p->name);
     static const struct {
         const char *kind;
         RtStatus (*read)(SceneCtx *, SceneLine *, ScenePlaced *);
@@ -1013,14 +1039,6 @@ static RtStatus st_time(SceneCtx *c, SceneLine *L)
 #define SCENE_RUNNERS_MAX 128      /* x 78,224 = 10.0M triangles */
 #define SCENE_FIELD_MAX 40000      /* ~270 triangles an object: 10.8M */
 #define SCENE_WAVE_MAX (10u << 20) /* 10.5M triangles */
-
-/* Only .scene files generate geometry, so the limits live here (load.c
- * calls this file, not the other way round). */
-RtLoadLimits rt_load_limits_default(void)
-{
-    RtLoadLimits l = {32u << 20, 64u << 20};
-    return l;
-}
 
 /* Refuses a procedural statement that would take the triangles of this
  * load's procedural statements past RtLoadLimits.procedural_tris. */

@@ -307,6 +307,13 @@ static RtStatus anim_merge_rest(RtScene *dst, const RtScene *src, const AnimMerg
             d->frames = sa->frames;
         }
     }
+    /* the clip named is the first file's that has clips (a .scene placing
+     * several models plays each one's default clip) */
+    if (!d->clip_count && sa->clip_count) {
+        d->clip_count = sa->clip_count;
+        d->clip = sa->clip;
+        memcpy(d->clip_name, sa->clip_name, sizeof d->clip_name);
+    }
     return RT_OK;
 }
 
