@@ -15,6 +15,9 @@
 #                 are the highest sample of the first and of the last
 #                 quarter of the samples (a frame's high-water mark), not
 #                 two single samples.
+#   SOAK_WINDOW=1 the window instead of headless (needs a display: DISPLAY,
+#                 e.g. Xvfb with NVIDIA's GLX on the GPU machine): rtviewer
+#                 --frames N closes it after N frames; sampling starts 3 s in
 #   SAN=1         run build-san-cpu/rtviewer (AddressSanitizer + UBSan,
 #                 LeakSanitizer at exit: a leak fails the soak), built here
 #                 with `make SAN=1 NVCC= BUILD=build-san-cpu` if missing
@@ -49,9 +52,15 @@ DIR=$(mktemp -d /tmp/rt_soak.XXXXXX)
 trap 'rm -rf "$DIR"' EXIT
 LOG=$DIR/log
 # line-buffered, so "frame 1/N" shows when frame 1 ends
-stdbuf -oL -eL "$BIN" "$SCENE" --headless $BACKEND --frames "$FRAMES" --size "$SIZE" -o "$DIR/f.png" >"$LOG" 2>&1 &
-PID=$!
-echo "soak: $BIN $SCENE --headless $BACKEND --frames $FRAMES --size $SIZE (pid $PID)"
+if [ "${SOAK_WINDOW:-0}" = 1 ]; then
+    stdbuf -oL -eL "$BIN" "$SCENE" $BACKEND --frames "$FRAMES" --size "$SIZE" >"$LOG" 2>&1 &
+    PID=$!
+    echo "soak: $BIN $SCENE (window) $BACKEND --frames $FRAMES --size $SIZE (pid $PID)"
+else
+    stdbuf -oL -eL "$BIN" "$SCENE" --headless $BACKEND --frames "$FRAMES" --size "$SIZE" -o "$DIR/f.png" >"$LOG" 2>&1 &
+    PID=$!
+    echo "soak: $BIN $SCENE --headless $BACKEND --frames $FRAMES --size $SIZE (pid $PID)"
+fi
 
 t0=$(date +%s)
 first="" last="" peak=0 samples=0 frames_at_first=0
@@ -59,6 +68,8 @@ while kill -0 "$PID" 2>/dev/null; do
     rss=$(awk '/^VmRSS:/ {print $2}' "/proc/$PID/status" 2>/dev/null)
     hwm=$(awk '/^VmHWM:/ {print $2}' "/proc/$PID/status" 2>/dev/null)
     done_frames=$(grep -c '^frame ' "$LOG")
+    # the window prints no per-frame line: from 3 s in, count it as started
+    [ "${SOAK_WINDOW:-0}" = 1 ] && [ $(($(date +%s) - t0)) -ge 3 ] && done_frames=1
     if [ -n "$rss" ]; then
         if [ -z "$first" ] && [ "$done_frames" -ge 1 ]; then first=$rss; frames_at_first=$done_frames; fi
         if [ -n "$first" ]; then
@@ -75,7 +86,8 @@ wait "$PID"
 rc=$?
 secs=$(($(date +%s) - t0))
 done_frames=$(grep -c '^frame ' "$LOG")
-grep -E 'SCENE: .*triangles|backend:|median frame' "$LOG" | sed 's/^/soak:   /'
+[ "${SOAK_WINDOW:-0}" = 1 ] && done_frames=$(sed -n 's/^window: \([0-9]*\) frames.*/\1/p' "$LOG")
+grep -E 'SCENE: .*triangles|backend:|median frame|^window:|interop' "$LOG" | sed 's/^/soak:   /'
 if [ "$rc" -ne 0 ]; then
     echo "soak: FAILED: rtviewer exited $rc after $done_frames of $FRAMES frames; its last lines:"
     grep -v '^frame ' "$LOG" | tail -40

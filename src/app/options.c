@@ -51,7 +51,8 @@ void rt_options_usage(FILE *f)
             "                        Collada, 3DS, MD2, .blend, .x, STL, ... ; none = built-in default scene\n"
             "  Without --headless rtviewer opens a window (needs a display with OpenGL 3.3).\n"
             "  --headless            no window: render --frames frames to PNG, print timings\n"
-            "  --frames N            frames to render headless (default 1)\n"
+            "  --frames N            frames to render headless (default 1); in the window: close after\n"
+            "                        N frames and print how long they took (scripted runs, soaks)\n"
             "  -o, --output FILE     image to write: .png, .jpg, .bmp or .tga (default rtviewer.png;\n"
             "                        several frames: FILE_0000.png, ...)\n"
             "  --size WxH            image size (default 1280x720) or initial window size (default 640x360)\n"
@@ -225,7 +226,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
                 else o->scene_path = next;
             }
         }
-        else if (!strcmp(a, "--frames")) { TAKES_VALUE(); st = parse_int(a, next, 1, 1000000, &o->frames, err); }
+        else if (!strcmp(a, "--frames")) { TAKES_VALUE(); st = parse_int(a, next, 1, 1000000, &o->frames, err); o->frames_given = 1; }
         else if (!strcmp(a, "--threads")) {
             TAKES_VALUE();
             st = parse_int(a, next, 1, 1024, &o->pipe.threads, err);

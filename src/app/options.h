@@ -13,6 +13,7 @@ typedef struct RtOptions {
     const char *scene_path;  /* NULL = the built-in default scene */
     int headless;            /* render without a window */
     int frames;              /* frames to render headless; default 1 */
+    int frames_given;        /* --frames was given: the window closes after that many frames */
     int width, height;       /* image / window size; default 1280x720 */
     const char *out_png;     /* headless output; default "rtviewer.png" */
     int cpu;                 /* force the CPU backend */

@@ -603,8 +603,9 @@ RtStatus rt_viewer_run(const RtOptions *o, RtError *err)
     if (!v) return rt_fail(err, RT_ERR_OOM, "APP: out of memory");
     RtStatus st = setup(v, o, err);
     int interop = -1; /* as last announced */
-    double last_update = rt_now_ms(), last_end = last_update;
-    while (st == RT_OK && !glfwWindowShouldClose(v->win)) {
+    double last_update = rt_now_ms(), last_end = last_update, start = last_update;
+    long frames = 0;
+    while (st == RT_OK && !glfwWindowShouldClose(v->win) && !(o->frames_given && frames >= o->frames)) {
         glfwPollEvents();
         int fb_w = 0, fb_h = 0;
         glfwGetFramebufferSize(v->win, &fb_w, &fb_h);
@@ -625,6 +626,7 @@ RtStatus rt_viewer_run(const RtOptions *o, RtError *err)
         double end = rt_now_ms();
         t.frame_ms = end - last_end;
         last_end = end;
+        frames++;
         rt_hud_record(v->hud, end, &t);
         /* interop is known once the first frame registered the PBO; say it
          * once, and again only if it fails later */
@@ -636,6 +638,9 @@ RtStatus rt_viewer_run(const RtOptions *o, RtError *err)
             interop = on;
         }
     }
+    if (st == RT_OK && o->frames_given)
+        printf("window: %ld frames in %.1f s (%.2f ms per frame)\n", frames, (rt_now_ms() - start) / 1000.0,
+               frames ? (rt_now_ms() - start) / (double)frames : 0.0);
     teardown(v);
     free(v);
     return st;
