@@ -277,16 +277,23 @@ static RtBvh hploc_gpu_equals_cpu(const RtHplocParams *p, const RtTriArrays *t, 
     return dev;
 }
 
+/* t's vertices and Woop rows on the device (rt_gpu_free both). */
+static void upload(const RtTriArrays *t, RtFloat4 **dv, RtFloat4 **dw)
+{
+    RtError err = {0};
+    const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
+    *dv = *dw = NULL;
+    assert_int_equal(rt_gpu_malloc((void **)dv, bytes ? bytes : 16, &err), RT_OK);
+    assert_int_equal(rt_gpu_malloc((void **)dw, bytes ? bytes : 16, &err), RT_OK);
+    assert_int_equal(rt_gpu_memcpy(*dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+    assert_int_equal(rt_gpu_memcpy(*dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+}
+
 /* Uploads t and compares with max_leaf 8 (the default), 1 and 16. */
 static void check_scene(const RtTriArrays *t, const char *what)
 {
-    RtError err = {0};
-    RtFloat4 *dv = NULL, *dw = NULL;
-    const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
-    assert_int_equal(rt_gpu_malloc((void **)&dv, bytes ? bytes : 16, &err), RT_OK);
-    assert_int_equal(rt_gpu_malloc((void **)&dw, bytes ? bytes : 16, &err), RT_OK);
-    assert_int_equal(rt_gpu_memcpy(dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
-    assert_int_equal(rt_gpu_memcpy(dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+    RtFloat4 *dv, *dw;
+    upload(t, &dv, &dw);
     static const int leaf[3] = {0, 1, 16};
     for (int k = 0; k < 3; k++) {
         RtLbvhParams p = rt_lbvh_params_default();
@@ -427,12 +434,8 @@ static void gpu_bvh_rebuilds_reuse_and_grow_buffers(void **state)
     RtBvh dev[4];
     for (int k = 0; k < 4; k++) {
         const RtTriArrays *t = seq[k];
-        const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
-        RtFloat4 *dv = NULL, *dw = NULL;
-        assert_int_equal(rt_gpu_malloc((void **)&dv, bytes, &err), RT_OK);
-        assert_int_equal(rt_gpu_malloc((void **)&dw, bytes, &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+        RtFloat4 *dv, *dw;
+        upload(t, &dv, &dw);
         char name[64];
         snprintf(name, sizeof name, "rebuild %d: %u triangles", k, t->count);
         dev[k] = gpu_equals_cpu(&p, t, dv, dw, name);
@@ -484,12 +487,8 @@ static void gpu_hploc_rebuilds_reuse_and_grow_buffers(void **state)
     RtBvh dev[4];
     for (int k = 0; k < 4; k++) {
         const RtTriArrays *t = seq[k];
-        const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
-        RtFloat4 *dv = NULL, *dw = NULL;
-        assert_int_equal(rt_gpu_malloc((void **)&dv, bytes, &err), RT_OK);
-        assert_int_equal(rt_gpu_malloc((void **)&dw, bytes, &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+        RtFloat4 *dv, *dw;
+        upload(t, &dv, &dw);
         char name[64];
         snprintf(name, sizeof name, "H-PLOC rebuild %d: %u triangles", k, t->count);
         dev[k] = hploc_gpu_equals_cpu(&p, t, dv, dw, name);

@@ -135,6 +135,15 @@ RtStatus bvh_gpu_alloc(const BvhGpuBase *b, void **p, size_t bytes, const char *
                    bytes, cudaGetErrorString(e));
 }
 
+RtStatus bvh_gpu_alloc_all(const BvhGpuBase *b, const BvhAlloc *want, size_t count, uint32_t tris, RtError *err)
+{
+    for (size_t i = 0; i < count; i++) {
+        RtStatus st = bvh_gpu_alloc(b, want[i].p, want[i].bytes, want[i].what, tris, err);
+        if (st != RT_OK) return st;
+    }
+    return RT_OK;
+}
+
 RtStatus bvh_keys_reserve(BvhGpuBase *b, uint32_t n, RtError *err)
 {
     BvhKeysGpu *k = &b->keys;
@@ -142,18 +151,17 @@ RtStatus bvh_keys_reserve(BvhGpuBase *b, uint32_t n, RtError *err)
     if (!k->boxes || n > k->cap) {
         bvh_keys_free(k);
         const size_t N = n ? n : 1;
-        struct { void **p; size_t bytes; const char *what; } want[] = {
+        const BvhAlloc want[] = {
             {(void **)&k->boxes, N * sizeof(RtAabb), "triangle boxes"},
             {(void **)&k->codes[0], N * sizeof(uint32_t), "Morton codes"},
             {(void **)&k->codes[1], N * sizeof(uint32_t), "sorted Morton codes"},
             {(void **)&k->ids[0], N * sizeof(uint32_t), "triangle ids"},
             {(void **)&k->ids[1], N * sizeof(uint32_t), "sorted triangle ids"},
         };
-        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-            if ((st = bvh_gpu_alloc(b, want[i].p, want[i].bytes, want[i].what, n, err)) != RT_OK) {
-                bvh_keys_free(k);
-                return st;
-            }
+        if ((st = bvh_gpu_alloc_all(b, want, sizeof want / sizeof want[0], n, err)) != RT_OK) {
+            bvh_keys_free(k);
+            return st;
+        }
         k->cap = n;
     }
     size_t bytes = 0;

@@ -123,6 +123,15 @@ RtStatus bvh_base_create(BvhGpuBase *b, const char *tag, RtError *err);
 void bvh_base_destroy(BvhGpuBase *b);
 /* cudaMalloc naming what failed; not sticky. */
 RtStatus bvh_gpu_alloc(const BvhGpuBase *b, void **p, size_t bytes, const char *what, uint32_t tris, RtError *err);
+/* A table of device arrays to allocate: each one's pointer, size and name. */
+typedef struct BvhAlloc {
+    void **p;
+    size_t bytes;
+    const char *what;
+} BvhAlloc;
+/* Allocates every array of the table for a build over `tris` triangles;
+ * on a failure the caller frees those it got (NULL-initialised). */
+RtStatus bvh_gpu_alloc_all(const BvhGpuBase *b, const BvhAlloc *want, size_t count, uint32_t tris, RtError *err);
 /* Steps 1 and 2's arrays for n triangles (kept when large enough) and
  * CUB's temporary storage. */
 RtStatus bvh_keys_reserve(BvhGpuBase *b, uint32_t n, RtError *err);

@@ -341,7 +341,7 @@ static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, RtError *err)
         hploc_free_buffers(b);
         HplocArrays *a = &b->a;
         const size_t N = n ? n : 1, inner = N > 1 ? N - 1 : 1;
-        struct { void **p; size_t bytes; const char *what; } want[] = {
+        const BvhAlloc want[] = {
             {(void **)&a->cidx, N * sizeof(uint32_t), "cluster places"},
             {(void **)&a->cbox, (N + inner) * sizeof(RtAabb), "cluster boxes"},
             {(void **)&a->max_key, inner * sizeof(uint32_t), "cluster keys"},
@@ -356,11 +356,10 @@ static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, RtError *err)
             {(void **)&b->tri_index, N * sizeof(uint32_t), "tri_index"},
             {(void **)&b->nodes, inner * sizeof(RtBvhNode), "BVH nodes"},
         };
-        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-            if ((st = bvh_gpu_alloc(&b->base, want[i].p, want[i].bytes, want[i].what, n, err)) != RT_OK) {
-                hploc_free_buffers(b);
-                return st;
-            }
+        if ((st = bvh_gpu_alloc_all(&b->base, want, sizeof want / sizeof want[0], n, err)) != RT_OK) {
+            hploc_free_buffers(b);
+            return st;
+        }
         b->cap = n;
     }
     return bvh_keys_reserve(&b->base, n, err);

@@ -145,7 +145,7 @@ static RtStatus lbvh_reserve(RtLbvhGpu *b, uint32_t n, RtError *err)
     if (!b->nodes || n > b->cap) {
         lbvh_free_buffers(b);
         const size_t N = n ? n : 1, inner = N > 1 ? N - 1 : 1;
-        struct { void **p; size_t bytes; const char *what; } want[] = {
+        const BvhAlloc want[] = {
             {(void **)&b->splits, inner * sizeof(uint2), "node splits"},
             {(void **)&b->parent_node, inner * sizeof(uint32_t), "node parents"},
             {(void **)&b->parent_leaf, N * sizeof(uint32_t), "leaf parents"},
@@ -153,11 +153,10 @@ static RtStatus lbvh_reserve(RtLbvhGpu *b, uint32_t n, RtError *err)
             {(void **)&b->subs, 3 * inner * sizeof(uint4), "finished subtrees"},
             {(void **)&b->nodes, inner * sizeof(RtBvhNode), "BVH nodes"},
         };
-        for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
-            if ((st = bvh_gpu_alloc(&b->base, want[i].p, want[i].bytes, want[i].what, n, err)) != RT_OK) {
-                lbvh_free_buffers(b);
-                return st;
-            }
+        if ((st = bvh_gpu_alloc_all(&b->base, want, sizeof want / sizeof want[0], n, err)) != RT_OK) {
+            lbvh_free_buffers(b);
+            return st;
+        }
         b->cap = n;
     }
     return bvh_keys_reserve(&b->base, n, err);
