@@ -495,7 +495,7 @@ static void bench_cpu_diffuse_zero_and_one_ray(void **state)
 }
 
 
-/* ---- the structure slot: kd vs lbvh ------------------------------------------------ */
+/* ---- the structure slot: kd vs lbvh vs bvh --------------------------------------------- */
 
 /* One frame of s through the slot's structure on a backend into img; the
  * validator and the tree statistics of it. 0 (skip) when the backend is
@@ -535,13 +535,14 @@ static double pixels_within(const RtImage *a, const RtImage *b, int tol)
     return (double)close / (double)n;
 }
 
-/* The CPU renderer through the LBVH gives the kd-tree's image to the pixel:
- * both walks are exact and break ties alike (bvh_layout.h, kd_layout.h).
- * The LBVH references every non-degenerate triangle once, and its SAH cost
- * (the kd-tree's constants) is a finite positive number. On the default
- * scene, and on scenes/kolodzey.scene (mirrors, glass, moving spheres) at
- * two times when the bunny it names is unpacked. */
-static void lbvh_equals_kd_on(const RtScene *s, const char *name, float t)
+/* The CPU renderer through a BVH (structure lbvh or bvh) gives the
+ * kd-tree's image to the pixel: the walks are exact and break ties alike
+ * (bvh_layout.h, kd_layout.h). The BVH references every non-degenerate
+ * triangle once, and its SAH cost (the kd-tree's constants) is a finite
+ * positive number. On the default scene, and on scenes/kolodzey.scene
+ * (mirrors, glass, moving spheres) at two times when the bunny it names is
+ * unpacked. */
+static void bvh_equals_kd_on(const RtScene *s, const char *name, float t, int structure)
 {
     enum { W = 96, H = 72 };
     RtImage kd, bvh;
@@ -549,9 +550,10 @@ static void lbvh_equals_kd_on(const RtScene *s, const char *name, float t)
     assert_int_equal(rt_image_alloc(&bvh, W, H), RT_OK);
     RtFrameStats sk, sb;
     assert_true(structure_frame(s, RT_BACKEND_CPU, RT_STRUCT_KD, t, &kd, &sk));
-    assert_true(structure_frame(s, RT_BACKEND_CPU, RT_STRUCT_LBVH, t, &bvh, &sb));
-    print_message("  %s t=%g: kd %u nodes, SAH %.2f; lbvh %u nodes, %u leaves, depth %u, SAH %.2f\n", name, t,
-                  sk.tree.nodes, sk.tree.sah_cost, sb.tree.nodes, sb.tree.leaves, sb.tree.depth, sb.tree.sah_cost);
+    assert_true(structure_frame(s, RT_BACKEND_CPU, structure, t, &bvh, &sb));
+    print_message("  %s t=%g: kd %u nodes, SAH %.2f; %s %u nodes, %u leaves, depth %u, SAH %.2f\n", name, t,
+                  sk.tree.nodes, sk.tree.sah_cost, structure == RT_STRUCT_BVH ? "bvh" : "lbvh", sb.tree.nodes,
+                  sb.tree.leaves, sb.tree.depth, sb.tree.sah_cost);
     assert_memory_equal(kd.rgba, bvh.rgba, (size_t)W * H * 4);
     assert_int_equal(sb.tree.references, (uint64_t)(sb.tree.triangles - sb.tree.degenerate));
     assert_true(sb.tree.sah_cost > 0 && isfinite(sb.tree.sah_cost));
@@ -561,14 +563,13 @@ static void lbvh_equals_kd_on(const RtScene *s, const char *name, float t)
     rt_image_free(&bvh);
 }
 
-static void pipeline_cpu_lbvh_frame_equals_kd_frame(void **state)
+static void cpu_bvh_frames_equal_kd_frames(int structure)
 {
-    (void)state;
     RtError err = {0};
     RtScene s;
     rt_scene_init(&s);
     assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
-    lbvh_equals_kd_on(&s, "default scene", 0.0f);
+    bvh_equals_kd_on(&s, "default scene", 0.0f, structure);
     rt_scene_free(&s);
     char path[1024];
     const char *me = __FILE__, *tail = strstr(me, "tests/test_bench.c");
@@ -577,17 +578,29 @@ static void pipeline_cpu_lbvh_frame_equals_kd_frame(void **state)
         print_message("skip: %s (its bunny comes from ../shared/assets)\n", err.msg);
         return;
     }
-    lbvh_equals_kd_on(&s, "kolodzey.scene", 0.0f);
-    lbvh_equals_kd_on(&s, "kolodzey.scene", 1.0f);
+    bvh_equals_kd_on(&s, "kolodzey.scene", 0.0f, structure);
+    bvh_equals_kd_on(&s, "kolodzey.scene", 1.0f, structure);
     rt_scene_free(&s);
 }
 
-/* The GPU's LBVH frame against the CPU's: the same tree (lbvh.h), traced by
- * the two tracers, images within 2/255 on >= 99 % of pixels (as the kd
- * path, docs/trace_gpu.md), the downloaded tree valid. */
-static void pipeline_gpu_lbvh_frame_matches_cpu(void **state)
+static void pipeline_cpu_lbvh_frame_equals_kd_frame(void **state)
 {
     (void)state;
+    cpu_bvh_frames_equal_kd_frames(RT_STRUCT_LBVH);
+}
+
+static void pipeline_cpu_bvh_frame_equals_kd_frame(void **state)
+{
+    (void)state;
+    cpu_bvh_frames_equal_kd_frames(RT_STRUCT_BVH);
+}
+
+/* The GPU's BVH frame (structure lbvh or bvh) against the CPU's: the same
+ * tree (lbvh.h, hploc.h), traced by the two tracers, images within 2/255
+ * on >= 99 % of pixels (as the kd path, docs/trace_gpu.md), the
+ * downloaded tree valid. */
+static void gpu_bvh_frame_matches_cpu(int structure)
+{
     enum { W = 160, H = 120 };
     RtError err = {0};
     RtScene s;
@@ -597,16 +610,18 @@ static void pipeline_gpu_lbvh_frame_matches_cpu(void **state)
     assert_int_equal(rt_image_alloc(&cpu, W, H), RT_OK);
     assert_int_equal(rt_image_alloc(&gpu, W, H), RT_OK);
     RtFrameStats sc, sg;
-    if (!structure_frame(&s, RT_BACKEND_GPU, RT_STRUCT_LBVH, 0.0f, &gpu, &sg)) {
+    if (!structure_frame(&s, RT_BACKEND_GPU, structure, 0.0f, &gpu, &sg)) {
         rt_image_free(&cpu);
         rt_image_free(&gpu);
         rt_scene_free(&s);
         skip();
     }
-    assert_true(structure_frame(&s, RT_BACKEND_CPU, RT_STRUCT_LBVH, 0.0f, &cpu, &sc));
+    assert_true(structure_frame(&s, RT_BACKEND_CPU, structure, 0.0f, &cpu, &sc));
     double f = pixels_within(&cpu, &gpu, 2);
-    print_message("  lbvh gpu vs cpu: %.3f%% of pixels within 2/255; nodes %u / %u, SAH %.4f / %.4f\n",
-                  100 * f, sg.tree.nodes, sc.tree.nodes, sg.tree.sah_cost, sc.tree.sah_cost);
+    print_message("  %s gpu vs cpu: %.3f%% of pixels within 2/255; nodes %u / %u, SAH %.4f / %.4f, build %.3f ms "
+                  "(GPU)\n",
+                  structure == RT_STRUCT_BVH ? "bvh" : "lbvh", 100 * f, sg.tree.nodes, sc.tree.nodes,
+                  sg.tree.sah_cost, sc.tree.sah_cost, sg.build_ms);
     assert_true(f >= 0.99);
     /* the same tree: the same reachable nodes and SAH cost */
     assert_int_equal(sg.tree.nodes, sc.tree.nodes);
@@ -617,11 +632,24 @@ static void pipeline_gpu_lbvh_frame_matches_cpu(void **state)
     rt_scene_free(&s);
 }
 
-/* --structure auto on the CPU: kd and lbvh measured twice each first, then
- * the cheaper by the last measurements (within the 10 % margin), re-probed
- * after RT_AUTO_REPROBE frames and when the camera turns; every frame's
- * image is the same (both structures are exact), and the note says why. */
-static void pipeline_auto_measures_both_then_keeps_the_faster(void **state)
+static void pipeline_gpu_lbvh_frame_matches_cpu(void **state)
+{
+    (void)state;
+    gpu_bvh_frame_matches_cpu(RT_STRUCT_LBVH);
+}
+
+static void pipeline_gpu_bvh_frame_matches_cpu(void **state)
+{
+    (void)state;
+    gpu_bvh_frame_matches_cpu(RT_STRUCT_BVH);
+}
+
+/* --structure auto on the CPU: kd, lbvh and bvh measured twice each first,
+ * then the cheapest by the last measurements (within the 10 % margin), one
+ * other re-probed every RT_AUTO_REPROBE frames and when the camera turns;
+ * every frame's image is the same (the structures are exact), and the note
+ * says why. */
+static void pipeline_auto_measures_each_then_keeps_the_fastest(void **state)
 {
     (void)state;
     enum { W = 48, H = 36 };
@@ -640,26 +668,31 @@ static void pipeline_auto_measures_both_then_keeps_the_faster(void **state)
     RtCamera cam;
     assert_int_equal(rt_scene_camera_at(&s, 0.0f, &cam, &err), RT_OK);
     RtFrameStats st;
-    int seen[2] = {0, 0};
-    double cost[2] = {0, 0};
-    for (int f = 0; f < 4 + RT_AUTO_REPROBE + 2; f++) {
+    int seen[RT_STRUCT_AUTO] = {0, 0, 0};
+    double cost[RT_STRUCT_AUTO] = {0, 0, 0};
+    const int n = RT_STRUCT_AUTO; /* candidates */
+    for (int f = 0; f < 2 * n + 2 * RT_AUTO_REPROBE + 2; f++) {
         if (rt_pipeline_frame(p, &pp, 0.0f, &cam, &target, &st, &err) != RT_OK) fail_msg("%s", err.msg);
-        assert_true(st.structure == RT_STRUCT_KD || st.structure == RT_STRUCT_LBVH);
+        assert_true(st.structure >= RT_STRUCT_KD && st.structure < RT_STRUCT_AUTO);
         assert_non_null(st.auto_note);
         rt_test_assert_contains(st.auto_note, "auto:");
-        if (f < 4) assert_int_equal(st.structure, f % 2 ? RT_STRUCT_LBVH : RT_STRUCT_KD);
-        /* the first choice: lbvh only when its second frame was 10 % cheaper */
-        if (f == 4)
-            assert_int_equal(st.structure, cost[RT_STRUCT_LBVH] < 0.9 * cost[RT_STRUCT_KD] ? RT_STRUCT_LBVH
-                                                                                              : RT_STRUCT_KD);
+        if (f < 2 * n) assert_int_equal(st.structure, f % n);
+        /* the first choice: another than kd only when its second frame was 10 % cheaper */
+        if (f == 2 * n) {
+            int best = RT_STRUCT_KD;
+            for (int k = 0; k < n; k++)
+                if (cost[k] < cost[best]) best = k;
+            assert_int_equal(st.structure, cost[best] < 0.9 * cost[RT_STRUCT_KD] ? best : RT_STRUCT_KD);
+        }
         if (f == 0) memcpy(first.rgba, img.rgba, (size_t)W * H * 4);
         else assert_memory_equal(first.rgba, img.rgba, (size_t)W * H * 4);
         seen[st.structure]++;
         cost[st.structure] = st.build_ms + st.trace_ms;
     }
-    print_message("  auto: kd %d frames, lbvh %d frames; %s\n", seen[0], seen[1], st.auto_note);
-    /* each measured twice, and the one not chosen probed again after RT_AUTO_REPROBE frames */
-    assert_true(seen[0] >= 3 && seen[1] >= 3);
+    print_message("  auto: kd %d frames, lbvh %d frames, bvh %d frames; %s\n", seen[0], seen[1], seen[2],
+                  st.auto_note);
+    /* each measured twice, and the ones not chosen probed again, one every RT_AUTO_REPROBE frames */
+    assert_true(seen[0] >= 3 && seen[1] >= 3 && seen[2] >= 3);
     /* a turned camera: the very next frame probes the structure not in use */
     /* (which one that is depends on the last frame's timing: a frame whose
      * own cost reads 10 % above the other's last one switches after it, so
@@ -719,7 +752,9 @@ int main(void)
         cmocka_unit_test(bench_cpu_diffuse_zero_and_one_ray),
         cmocka_unit_test(pipeline_cpu_lbvh_frame_equals_kd_frame),
         cmocka_unit_test(pipeline_gpu_lbvh_frame_matches_cpu),
-        cmocka_unit_test(pipeline_auto_measures_both_then_keeps_the_faster),
+        cmocka_unit_test(pipeline_cpu_bvh_frame_equals_kd_frame),
+        cmocka_unit_test(pipeline_gpu_bvh_frame_matches_cpu),
+        cmocka_unit_test(pipeline_auto_measures_each_then_keeps_the_fastest),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,11 +1,15 @@
-/* test_bvh_cpu.c — the CPU side of the BVH family: the LBVH builder's trees
- * pass rt_bvh_validate on every kind of triangle soup (sizes 0, 1, 2, 3 and
+/* test_bvh_cpu.c — the CPU side of the BVH family: the LBVH's and H-PLOC's
+ * trees (the "hploc:" rows run the same tests with H-PLOC) pass
+ * rt_bvh_validate on every kind of triangle soup (sizes 0, 1, 2, 3 and
  * random; degenerate, coincident, flat, huge), the traversal's hits equal
  * the brute force's bit for bit (t, triangle, u, v; Woop and
  * Moller-Trumbore; filtered; any-hit), lbvh.h's node ranges equal a
  * top-down split, the tree is the same on any thread count, the SAH cost
  * and the statistics add up, and the validator names what is wrong with a
- * broken tree without ever crashing. */
+ * broken tree without ever crashing. H-PLOC's own: its SAH cost is no
+ * higher than the LBVH's, every radius and threshold gives a valid tree,
+ * and a chain deeper than the tracers' stacks falls back to the radix
+ * tree. */
 #include "soup.h"
 #include "scene/load.h"
 
@@ -49,13 +53,39 @@ static uint32_t count_degenerate(const RtTriArrays *t)
 
 /* ---- building and checking --------------------------------------------------- */
 
+/* The builder the tests run: 0 the LBVH, 1 H-PLOC (main's "hploc:" rows
+ * run the same tests again with it). */
+static int g_hploc;
+
+static int use_hploc(void **state)
+{
+    (void)state;
+    g_hploc = 1;
+    return 0;
+}
+
+static int use_lbvh(void **state)
+{
+    (void)state;
+    g_hploc = 0;
+    return 0;
+}
+
 static RtBvhStats build(const RtTriArrays *t, int max_leaf, RtBvh *bvh)
 {
-    RtLbvhParams p = rt_lbvh_params_default();
-    p.max_leaf = max_leaf;
     RtBvhStats st;
     RtError err = {0};
-    if (rt_lbvh_build_cpu(&p, t, bvh, &st, &err) != RT_OK) fail_msg("build: %s", err.msg);
+    RtStatus s;
+    if (g_hploc) {
+        RtHplocParams p = rt_hploc_params_default();
+        p.max_leaf = max_leaf;
+        s = rt_hploc_build_cpu(&p, t, bvh, &st, NULL, &err);
+    } else {
+        RtLbvhParams p = rt_lbvh_params_default();
+        p.max_leaf = max_leaf;
+        s = rt_lbvh_build_cpu(&p, t, bvh, &st, &err);
+    }
+    if (s != RT_OK) fail_msg("build: %s", err.msg);
     return st;
 }
 
@@ -1132,6 +1162,188 @@ static void bvh_sponza_matches_kd_traversal(void **state)
     rt_scene_free(&scene);
 }
 
+/* ---- H-PLOC's own --------------------------------------------------------------------------- */
+
+static void hploc_params_defaults_and_bad_values(void **state)
+{
+    (void)state;
+    RtError err = {0};
+    RtHplocParams p = rt_hploc_params_default();
+    assert_true(p.radius == 8 && p.threshold == 16 && p.max_leaf == 8 && p.c_trav == 1.0f &&
+                p.c_isect == 1.5f);
+    assert_int_equal(rt_hploc_params_check(&p, &err), RT_OK);
+    const struct {
+        int radius, threshold, max_leaf;
+        float c_isect;
+        const char *names;
+    } bad[] = {{0, 16, 8, 1.5f, "radius"},    {RT_HPLOC_MAX_RADIUS + 1, 16, 8, 1.5f, "radius"},
+               {8, 0, 8, 1.5f, "threshold"},  {8, RT_HPLOC_MAX_THRESHOLD + 1, 8, 1.5f, "threshold"},
+               {8, 16, 0, 1.5f, "max_leaf"}, {8, 16, 8, NAN, "c_isect"}};
+    Soup s = {0};
+    soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
+    RtBvh bvh = {0};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        p = rt_hploc_params_default();
+        p.radius = bad[i].radius;
+        p.threshold = bad[i].threshold;
+        p.max_leaf = bad[i].max_leaf;
+        p.c_isect = bad[i].c_isect;
+        assert_int_equal(rt_hploc_params_check(&p, &err), RT_ERR_ARG);
+        rt_test_assert_contains(err.msg, bad[i].names);
+        rt_test_assert_contains(err.msg, "BVH:");
+        assert_int_equal(rt_hploc_build_cpu(&p, &s.t, &bvh, NULL, NULL, &err), RT_ERR_ARG);
+    }
+    assert_int_equal(rt_hploc_build_cpu(NULL, &s.t, &bvh, NULL, NULL, &err), RT_OK);
+    expect_valid(&bvh, &s.t);
+    rt_bvh_free(&bvh);
+    soup_free(&s);
+}
+
+/* Both builders over one scene: H-PLOC's SAH cost, printed beside the
+ * LBVH's, is at most `slack` (relative) higher; same references. */
+static void expect_sah_no_worse(const char *name, const RtTriArrays *t, double slack)
+{
+    RtBvh a = {0}, b = {0};
+    RtBvhStats ls, hs;
+    RtHplocInfo info;
+    RtError err = {0};
+    RtLbvhParams lp = rt_lbvh_params_default();
+    RtHplocParams hp = rt_hploc_params_default();
+    assert_int_equal(rt_lbvh_build_cpu(&lp, t, &a, &ls, &err), RT_OK);
+    assert_int_equal(rt_hploc_build_cpu(&hp, t, &b, &hs, &info, &err), RT_OK);
+    expect_valid(&b, t);
+    print_message("SAH %-14s %7u tris: lbvh %8.2f (%6u nodes, depth %2u, %5.1f ms), H-PLOC %8.2f (%6u nodes, "
+                  "depth %2u, %5.1f ms)%s\n",
+                  name, t->count, ls.sah_cost, ls.nodes, ls.depth, ls.build_ms, hs.sah_cost, hs.nodes, hs.depth,
+                  hs.build_ms, info.fallback ? " (fell back to the radix tree)" : "");
+    assert_true(hs.references == ls.references);
+    assert_true(hs.sah_cost <= ls.sah_cost * (1.0 + slack));
+    rt_bvh_free(&a);
+    rt_bvh_free(&b);
+}
+
+/* The scenes (the default, the Cornell box, Sponza when unpacked) and a
+ * soup of mixed sizes: no worse. A soup of 100000 uniform tiny triangles is
+ * where Morton order is at its best and greedy clustering near the root
+ * costs a little: within 5 % (measured 1.3 % worse; docs/bvh.md). */
+static void hploc_sah_no_worse_than_lbvh(void **state)
+{
+    (void)state;
+    RtScene scene;
+    RtError err = {0};
+    RtTriArrays t;
+    if (rt_scene_make_default(&scene, &err) != RT_OK) fail_msg("default scene: %s", err.msg);
+    assert_int_equal(rt_tri_arrays_make(&scene, &t, NULL), RT_OK);
+    expect_sah_no_worse("default scene", &t, 1e-6);
+    rt_tri_arrays_free(&t);
+    rt_scene_free(&scene);
+    char path[1024];
+    if (rt_scene_load(src_path("scenes/cornell.scene", path), &scene, &err) != RT_OK)
+        fail_msg("load %s: %s", path, err.msg);
+    assert_int_equal(rt_tri_arrays_make(&scene, &t, NULL), RT_OK);
+    expect_sah_no_worse("Cornell box", &t, 1e-6);
+    rt_tri_arrays_free(&t);
+    rt_scene_free(&scene);
+    const uint32_t sizes[] = {1000, 100000};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        Soup s = {0};
+        RtTestRng r = {171 + i};
+        add_random(&s, &r, sizes[i], sizes[i] > 1000 ? 0.01f : 0.05f);
+        expect_sah_no_worse(sizes[i] > 1000 ? "soup 100000" : "soup 1000", &s.t, sizes[i] > 1000 ? 0.05 : 1e-6);
+        soup_free(&s);
+    }
+    char buf[1024];
+    const char *sponza = rt_test_asset("sponza/sponza.obj", buf);
+    if (sponza && rt_scene_load(sponza, &scene, &err) == RT_OK) {
+        assert_int_equal(rt_tri_arrays_make(&scene, &t, NULL), RT_OK);
+        expect_sah_no_worse("sponza", &t, 1e-6);
+        rt_tri_arrays_free(&t);
+        rt_scene_free(&scene);
+    }
+}
+
+/* Every radius and threshold the parameters allow, on a soup with
+ * coincident codes and degenerate triangles: valid trees, every threshold's
+ * root reached with one cluster. */
+static void hploc_every_radius_and_threshold_is_valid(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {181};
+    add_random(&s, &r, 2000, 0.05f);
+    for (int i = 0; i < 300; i++) soup_add(&s, v3(0.3f, 0.3f, 0.3f), v3(0.4f, 0.3f, 0.3f), v3(0.3f, 0.4f, 0.3f));
+    for (int i = 0; i < 20; i++) soup_add(&s, v3(0.1f, 0.1f, 0.1f), v3(0.1f, 0.1f, 0.1f), v3(0.2f, 0.2f, 0.2f));
+    const uint32_t n = s.t.count - count_degenerate(&s.t);
+    for (int radius = 1; radius <= RT_HPLOC_MAX_RADIUS; radius += radius < 4 ? 1 : 4)
+        for (int threshold = 1; threshold <= RT_HPLOC_MAX_THRESHOLD; threshold += threshold < 4 ? 1 : 4) {
+            RtHplocParams p = rt_hploc_params_default();
+            p.radius = radius;
+            p.threshold = threshold;
+            p.max_leaf = 1;
+            RtBvh bvh = {0};
+            RtBvhStats st;
+            RtError err = {0};
+            assert_int_equal(rt_hploc_build_cpu(&p, &s.t, &bvh, &st, NULL, &err), RT_OK);
+            expect_valid(&bvh, &s.t);
+            assert_int_equal(st.nodes, n - 1); /* max_leaf 1: the binary tree itself */
+            assert_int_equal(st.leaves, n);
+            rt_bvh_free(&bvh);
+        }
+    soup_free(&s);
+}
+
+/* Equal triangles along a line at x = 0.9^i, ever closer together: the
+ * closest pair is always at the tail, so each PLOC step merges one pair
+ * there and every radix level adds up to `threshold` to one chain — a
+ * clustered depth of 94, beyond the tracers' stacks (the tail's codes are
+ * equal: the radix tree over them is balanced by index). The build
+ * measures it and outputs the radix tree instead (hploc.h, Depth): the
+ * LBVH's tree, within RT_BVH_MAX_DEPTH, with its SAH cost. */
+static void hploc_chain_deeper_than_the_stacks_falls_back_to_the_radix_tree(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    for (int i = 0; i < 600; i++) {
+        const float x = powf(0.9f, (float)i), w = 0.001f;
+        soup_add(&s, v3(x, 0, 0), v3(x + w, 0, 0), v3(x, w, w));
+    }
+    RtHplocParams p = rt_hploc_params_default();
+    RtBvh bvh = {0}, lbvh = {0};
+    RtBvhStats st, ls;
+    RtHplocInfo info;
+    RtError err = {0};
+    for (int max_leaf = 1; max_leaf <= 8; max_leaf += 7) {
+        p.max_leaf = max_leaf;
+        RtLbvhParams lp = rt_lbvh_params_default();
+        lp.max_leaf = max_leaf;
+        assert_int_equal(rt_hploc_build_cpu(&p, &s.t, &bvh, &st, &info, &err), RT_OK);
+        assert_int_equal(rt_lbvh_build_cpu(&lp, &s.t, &lbvh, &ls, &err), RT_OK);
+        print_message("chain of %u (max_leaf %d): clustered depth %u, fallback %d; output depth %u, SAH %.3f "
+                      "(LBVH: depth %u, SAH %.3f)\n",
+                      s.t.count, max_leaf, info.cluster_depth, info.fallback, st.depth, st.sah_cost, ls.depth,
+                      ls.sah_cost);
+        assert_true(info.cluster_depth > RT_BVH_MAX_DEPTH);
+        assert_true(info.fallback);
+        expect_valid(&bvh, &s.t);
+        assert_true(st.depth <= RT_BVH_MAX_DEPTH);
+        assert_int_equal(st.depth, ls.depth);
+        assert_int_equal(st.nodes, ls.nodes);
+        assert_true(fabs(st.sah_cost - ls.sah_cost) <= 1e-6 * ls.sah_cost);
+    }
+    /* a short chain stays clustered */
+    s.t.count = 100;
+    assert_int_equal(rt_hploc_build_cpu(&p, &s.t, &bvh, &st, &info, &err), RT_OK);
+    assert_false(info.fallback);
+    assert_int_equal(st.depth, info.cluster_depth);
+    expect_valid(&bvh, &s.t);
+    rt_bvh_free(&bvh);
+    rt_bvh_free(&lbvh);
+    soup_free(&s);
+}
+
+/* An H-PLOC row: the test run again with the H-PLOC builder. */
+#define HPLOC_TEST(f) {"hploc: " #f, f, use_hploc, use_lbvh, NULL}
+
 int main(void)
 {
     rt_log_set_level(RT_LOG_ERROR);
@@ -1159,6 +1371,28 @@ int main(void)
         cmocka_unit_test(bvh_validate_rejects_trees_deeper_than_the_stacks),
         cmocka_unit_test(bvh_corrupt_trees_never_crash),
         cmocka_unit_test(bvh_sponza_matches_kd_traversal),
+        /* H-PLOC (hploc.h): the same behaviours, and its own */
+        HPLOC_TEST(bvh_zero_triangles_build_an_empty_tree),
+        HPLOC_TEST(bvh_one_triangle_is_a_root_with_an_empty_leaf),
+        HPLOC_TEST(bvh_two_and_three_triangles_match_brute_force),
+        HPLOC_TEST(bvh_random_soups_match_brute_force),
+        HPLOC_TEST(bvh_default_scene_matches_brute_force),
+        HPLOC_TEST(bvh_cornell_box_matches_brute_force),
+        HPLOC_TEST(bvh_all_triangles_at_one_point_build_an_empty_tree),
+        HPLOC_TEST(bvh_identical_triangles_share_one_morton_code),
+        HPLOC_TEST(bvh_same_centroid_different_sizes),
+        HPLOC_TEST(bvh_non_finite_vertices_are_left_out),
+        HPLOC_TEST(bvh_huge_and_tiny_coordinates),
+        HPLOC_TEST(bvh_flat_scene_matches_brute_force),
+        HPLOC_TEST(bvh_max_leaf_1_8_16_are_valid_and_exact),
+        HPLOC_TEST(bvh_filter_rejects_and_search_goes_on),
+        HPLOC_TEST(bvh_same_tree_on_any_thread_count),
+        HPLOC_TEST(bvh_sah_max_leaf_8_no_worse_than_1),
+        HPLOC_TEST(bvh_sponza_matches_kd_traversal),
+        cmocka_unit_test(hploc_params_defaults_and_bad_values),
+        cmocka_unit_test(hploc_sah_no_worse_than_lbvh),
+        cmocka_unit_test(hploc_every_radius_and_threshold_is_valid),
+        cmocka_unit_test(hploc_chain_deeper_than_the_stacks_falls_back_to_the_radix_tree),
     };
     return cmocka_run_group_tests_name("bvh_cpu", tests, NULL, NULL);
 }

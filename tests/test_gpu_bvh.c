@@ -1,11 +1,16 @@
-/* test_gpu_bvh.c — the GPU LBVH builder (cuda/bvh/lbvh_gpu.h) against the
- * CPU oracle (rt_lbvh_build_cpu, the same lbvh.h arithmetic as loops): on
+/* test_gpu_bvh.c — the GPU BVH builders, LBVH (cuda/bvh/lbvh_gpu.h) and
+ * H-PLOC (cuda/bvh/hploc_gpu.h), against their CPU oracles
+ * (rt_lbvh_build_cpu, rt_hploc_build_cpu: the same lbvh.h / hploc.h rules
+ * as loops): on
  * the default scene, the Cornell box, random soups of sizes 0, 1, 2, 3,
  * 1000 and 100000, all-degenerate triangles, many identical triangles, NaN
  * vertices mixed in and Crytek Sponza (when unpacked), with max_leaf 8
  * (the default), 1 and 16, the downloaded tree equals the oracle's byte for
  * byte (the nodes, the referenced tri_index entries, the bounds and their
- * device copy) and passes rt_bvh_validate; builds of other sizes on one
+ * device copy; H-PLOC also with radius 1 and threshold 3, and the node
+ * count, depth and SAH compared first so a failure says how far apart the
+ * trees are) and passes rt_bvh_validate; H-PLOC's depth fallback happens
+ * on the device as on the CPU; builds of other sizes on one
  * builder reuse or grow its buffers and stay right. Skips with a message
  * where no GPU is usable. */
 #include "test_util.h"
@@ -13,6 +18,7 @@
 #include <math.h>
 
 #include "bvh/bvh_cpu.h"
+#include "bvh/hploc_gpu.h"
 #include "bvh/lbvh_gpu.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_scene.h"
@@ -21,6 +27,7 @@
 typedef struct GpuFixture {
     RtGpu *gpu;
     RtLbvhGpu *lbvh;
+    RtHplocGpu *hploc;
 } GpuFixture;
 
 static GpuFixture g_fx;
@@ -35,6 +42,10 @@ static int gpu_ready(void)
     }
     if (rt_lbvh_gpu_create(&g_fx.lbvh, &err) != RT_OK) {
         print_message("skip: no GPU LBVH builder: %s\n", err.msg);
+        return 0;
+    }
+    if (rt_hploc_gpu_create(&g_fx.hploc, &err) != RT_OK) {
+        print_message("skip: no GPU H-PLOC builder: %s\n", err.msg);
         return 0;
     }
     return 1;
@@ -126,7 +137,79 @@ static void print_node(const char *who, const RtBvhNode *n)
                   n->count[1]);
 }
 
-/* The GPU tree of t (device arrays dv, dw) downloaded and compared with the
+/* Depth of node `node` below the root (-1: unreachable), for the messages. */
+static int node_depth(const RtBvh *b, uint32_t node)
+{
+    if (node == 0) return 0;
+    for (uint32_t i = 0; i < b->node_count; i++)
+        for (int k = 0; k < 2; k++)
+            if (!bvh_child_is_leaf(&b->nodes[i], k) && b->nodes[i].child[k] == node && i != node) {
+                int d = node_depth(b, i);
+                return d < 0 ? d : d + 1;
+            }
+    return -1;
+}
+
+/* The downloaded device tree h (its device bounds db) equals the oracle's
+ * cpu byte for byte: the nodes, the referenced tri_index entries, the
+ * bounds; and it is valid. Prints both trees' statistics and, on a
+ * difference, the first differing node (both sides, its depth) or index. */
+static void expect_same_tree(const RtBvh *h, const RtBvh *cpu, RtAabb db, const RtTriArrays *t, uint32_t n,
+                             float c_trav, float c_isect, const char *what)
+{
+    RtError err = {0};
+    RtBvhStats hs, cs;
+    rt_bvh_tree_stats(h, NULL, c_trav, c_isect, &hs);
+    rt_bvh_tree_stats(cpu, NULL, c_trav, c_isect, &cs);
+    if (h->node_count != cpu->node_count || hs.nodes != cs.nodes || hs.depth != cs.depth ||
+        fabs(hs.sah_cost - cs.sah_cost) > 1e-5 * fabs(cs.sah_cost))
+        print_message("%s: GPU tree %u nodes (%u reachable, %u leaves, depth %u, SAH %.6f), CPU %u nodes (%u "
+                      "reachable, %u leaves, depth %u, SAH %.6f)\n",
+                      what, h->node_count, hs.nodes, hs.leaves, hs.depth, hs.sah_cost, cpu->node_count, cs.nodes,
+                      cs.leaves, cs.depth, cs.sah_cost);
+    assert_int_equal(h->node_count, n == 0 ? 0 : (n > 1 ? n - 1 : 1));
+    assert_int_equal(h->node_count, cpu->node_count);
+    assert_int_equal(hs.nodes, cs.nodes);
+    assert_int_equal(hs.leaves, cs.leaves);
+    assert_int_equal(hs.depth, cs.depth);
+    assert_true(fabs(hs.sah_cost - cs.sah_cost) <= 1e-5 * fabs(cs.sah_cost));
+    assert_int_equal(h->index_count, t->count);
+    assert_true(cpu->index_count >= n);
+    for (uint32_t i = 0; i < h->node_count; i++)
+        if (memcmp(&h->nodes[i], &cpu->nodes[i], sizeof(RtBvhNode))) {
+            print_message("%s: node %u of %u differs (depth %d on the GPU, %d on the CPU)\n", what, i,
+                          h->node_count, node_depth(h, i), node_depth(cpu, i));
+            print_node("GPU", &h->nodes[i]);
+            print_node("CPU", &cpu->nodes[i]);
+            fail();
+        }
+    for (uint32_t i = 0; i < n; i++)
+        if (h->tri_index[i] != cpu->tri_index[i]) {
+            print_message("%s: tri_index[%u] = %u on the GPU, %u on the CPU\n", what, i, h->tri_index[i],
+                          cpu->tri_index[i]);
+            fail();
+        }
+    assert_memory_equal(&h->bounds, &cpu->bounds, sizeof(RtAabb));
+    assert_memory_equal(&db, &cpu->bounds, sizeof db);
+    RtStatus s = rt_bvh_validate(h, t, &err);
+    if (s != RT_OK) print_message("%s: invalid tree: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+}
+
+/* The device BVH's checks before the download: the arrays' lengths, the
+ * bounds on the device; then the download and its device bounds. */
+static RtAabb expect_device_bvh(const RtBvh *dev, const RtTriArrays *t)
+{
+    RtError err = {0};
+    assert_int_equal(dev->node_count, t->count > 1 ? t->count - 1 : 1);
+    assert_int_equal(dev->index_count, t->count);
+    assert_non_null(dev->d_bounds);
+    RtAabb db;
+    assert_int_equal(rt_gpu_memcpy(&db, dev->d_bounds, sizeof db, RT_COPY_TO_HOST, &err), RT_OK);
+    return db;
+}
+
+/* The GPU LBVH of t (device arrays dv, dw) downloaded and compared with the
  * oracle's byte for byte; returns the device BVH (the builder's arrays). */
 static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const RtFloat4 *dv, const RtFloat4 *dw,
                             const char *what)
@@ -142,35 +225,13 @@ static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const R
     if (s != RT_OK) print_message("%s: GPU build failed: %s\n", what, err.msg);
     assert_int_equal(s, RT_OK);
     const uint32_t n = valid_count(t);
-    /* the device BVH before the download: the arrays' lengths, the bounds on the device */
-    assert_int_equal(dev.node_count, t->count > 1 ? t->count - 1 : 1);
-    assert_int_equal(dev.index_count, t->count);
-    assert_non_null(dev.d_bounds);
+    RtAabb db = expect_device_bvh(&dev, t);
     assert_int_equal(st.triangles, t->count);
     assert_int_equal(st.valid, n);
-
     assert_int_equal(rt_lbvh_gpu_download(g_fx.lbvh, &dev, &h, &err), RT_OK);
     assert_null(h.d_bounds);
-    assert_int_equal(h.node_count, n == 0 ? 0 : (n > 1 ? n - 1 : 1));
-    assert_int_equal(h.node_count, cpu.node_count);
-    assert_int_equal(h.index_count, t->count);
-    assert_true(cpu.index_count >= n);
-    for (uint32_t i = 0; i < h.node_count; i++)
-        if (memcmp(&h.nodes[i], &cpu.nodes[i], sizeof(RtBvhNode))) {
-            print_message("%s: node %u of %u differs\n", what, i, h.node_count);
-            print_node("GPU", &h.nodes[i]);
-            print_node("CPU", &cpu.nodes[i]);
-            fail();
-        }
-    if (n) assert_memory_equal(h.tri_index, cpu.tri_index, n * sizeof(uint32_t));
-    assert_memory_equal(&h.bounds, &cpu.bounds, sizeof(RtAabb));
-    RtAabb db;
-    assert_int_equal(rt_gpu_memcpy(&db, dev.d_bounds, sizeof db, RT_COPY_TO_HOST, &err), RT_OK);
-    assert_memory_equal(&db, &cpu.bounds, sizeof db);
-    s = rt_bvh_validate(&h, t, &err);
-    if (s != RT_OK) print_message("%s: invalid tree: %s\n", what, err.msg);
-    assert_int_equal(s, RT_OK);
-    print_message("%-30s leaf %-2d n=%-7u valid %-7u nodes %-7u GPU %.3f ms (codes %.3f sort %.3f tree %.3f "
+    expect_same_tree(&h, &cpu, db, t, n, p->c_trav, p->c_isect, what);
+    print_message("%-30s lbvh  leaf %-2d n=%-7u valid %-7u nodes %-7u GPU %.3f ms (codes %.3f sort %.3f tree %.3f "
                   "bottom-up %.3f), %u launches\n",
                   what, p->max_leaf, t->count, n, h.node_count, st.ms, st.morton_ms, st.sort_ms, st.tree_ms,
                   st.bottom_up_ms, st.launches);
@@ -179,22 +240,75 @@ static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const R
     return dev;
 }
 
+/* The GPU H-PLOC tree of t against rt_hploc_build_cpu's: the same node
+ * count, SAH cost (1e-5) and depth, and — the design's claim, hploc.h —
+ * the same bytes; the clustered depth and the fallback agree. */
+static RtBvh hploc_gpu_equals_cpu(const RtHplocParams *p, const RtTriArrays *t, const RtFloat4 *dv,
+                                  const RtFloat4 *dw, const char *what)
+{
+    RtError err = {0};
+    RtBvh cpu, dev, h;
+    memset(&cpu, 0, sizeof cpu);
+    RtHplocInfo info;
+    RtStatus s = rt_hploc_build_cpu(p, t, &cpu, NULL, &info, &err);
+    if (s != RT_OK) print_message("%s: CPU build failed: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    RtHplocGpuStats st;
+    s = rt_hploc_gpu_build(g_fx.hploc, p, dv, dw, t->count, &dev, &st, &err);
+    if (s != RT_OK) print_message("%s: GPU build failed: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    const uint32_t n = valid_count(t);
+    print_message("%-30s H-PLOC r %-2d t %-2d leaf %-2d n=%-7u valid %-7u (GPU %u) GPU %.3f ms (codes %.3f sort "
+                  "%.3f cluster %.3f collapse %.3f output %.3f), %u launches; clustered depth GPU %u CPU %u, "
+                  "fallback GPU %d CPU %d\n",
+                  what, p->radius, p->threshold, p->max_leaf, t->count, n, st.valid, st.ms, st.morton_ms,
+                  st.sort_ms, st.cluster_ms, st.collapse_ms, st.output_ms, st.launches, st.cluster_depth,
+                  info.cluster_depth, st.fallback, info.fallback);
+    RtAabb db = expect_device_bvh(&dev, t);
+    assert_int_equal(st.triangles, t->count);
+    assert_int_equal(st.valid, n);
+    assert_int_equal(st.cluster_depth, info.cluster_depth);
+    assert_int_equal(st.fallback, info.fallback);
+    assert_int_equal(rt_hploc_gpu_download(g_fx.hploc, &dev, &h, &err), RT_OK);
+    assert_null(h.d_bounds);
+    expect_same_tree(&h, &cpu, db, t, n, p->c_trav, p->c_isect, what);
+    rt_bvh_free(&cpu);
+    rt_bvh_free(&h);
+    return dev;
+}
+
+/* t's vertices and Woop rows on the device (rt_gpu_free both). */
+static void upload(const RtTriArrays *t, RtFloat4 **dv, RtFloat4 **dw)
+{
+    RtError err = {0};
+    const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
+    *dv = *dw = NULL;
+    assert_int_equal(rt_gpu_malloc((void **)dv, bytes ? bytes : 16, &err), RT_OK);
+    assert_int_equal(rt_gpu_malloc((void **)dw, bytes ? bytes : 16, &err), RT_OK);
+    assert_int_equal(rt_gpu_memcpy(*dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+    assert_int_equal(rt_gpu_memcpy(*dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+}
+
 /* Uploads t and compares with max_leaf 8 (the default), 1 and 16. */
 static void check_scene(const RtTriArrays *t, const char *what)
 {
-    RtError err = {0};
-    RtFloat4 *dv = NULL, *dw = NULL;
-    const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
-    assert_int_equal(rt_gpu_malloc((void **)&dv, bytes ? bytes : 16, &err), RT_OK);
-    assert_int_equal(rt_gpu_malloc((void **)&dw, bytes ? bytes : 16, &err), RT_OK);
-    assert_int_equal(rt_gpu_memcpy(dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
-    assert_int_equal(rt_gpu_memcpy(dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+    RtFloat4 *dv, *dw;
+    upload(t, &dv, &dw);
     static const int leaf[3] = {0, 1, 16};
     for (int k = 0; k < 3; k++) {
         RtLbvhParams p = rt_lbvh_params_default();
-        if (leaf[k]) p.max_leaf = leaf[k];
+        RtHplocParams hp = rt_hploc_params_default();
+        if (leaf[k]) p.max_leaf = hp.max_leaf = leaf[k];
         gpu_equals_cpu(&p, t, dv, dw, what);
+        hploc_gpu_equals_cpu(&hp, t, dv, dw, what);
     }
+    /* H-PLOC's other parameters: the smallest radius and threshold */
+    RtHplocParams hp = rt_hploc_params_default();
+    hp.radius = 1;
+    hploc_gpu_equals_cpu(&hp, t, dv, dw, what);
+    hp = rt_hploc_params_default();
+    hp.threshold = 3;
+    hploc_gpu_equals_cpu(&hp, t, dv, dw, what);
     rt_gpu_free(dv);
     rt_gpu_free(dw);
 }
@@ -257,6 +371,8 @@ static void gpu_bvh_default_scene_matches_cpu(void **state)
     assert_int_equal(dt.count, t.count);
     RtLbvhParams p = rt_lbvh_params_default();
     gpu_equals_cpu(&p, &t, dt.verts, dt.woop, "default scene, GPU scene arrays");
+    RtHplocParams hp = rt_hploc_params_default();
+    hploc_gpu_equals_cpu(&hp, &t, dt.verts, dt.woop, "default scene, GPU scene arrays");
     rt_gpu_scene_destroy(gs);
     rt_tri_arrays_free(&t);
     rt_scene_free(&s);
@@ -318,12 +434,8 @@ static void gpu_bvh_rebuilds_reuse_and_grow_buffers(void **state)
     RtBvh dev[4];
     for (int k = 0; k < 4; k++) {
         const RtTriArrays *t = seq[k];
-        const size_t bytes = 3 * (size_t)t->count * sizeof(RtFloat4);
-        RtFloat4 *dv = NULL, *dw = NULL;
-        assert_int_equal(rt_gpu_malloc((void **)&dv, bytes, &err), RT_OK);
-        assert_int_equal(rt_gpu_malloc((void **)&dw, bytes, &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(dv, t->verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(dw, t->woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+        RtFloat4 *dv, *dw;
+        upload(t, &dv, &dw);
         char name[64];
         snprintf(name, sizeof name, "rebuild %d: %u triangles", k, t->count);
         dev[k] = gpu_equals_cpu(&p, t, dv, dw, name);
@@ -338,6 +450,55 @@ static void gpu_bvh_rebuilds_reuse_and_grow_buffers(void **state)
     assert_int_equal(dev[2].index_cap, dev[1].index_cap);
     rt_lbvh_gpu_destroy(own);
     g_fx.lbvh = shared;
+    free_scene(&a);
+    free_scene(&b);
+}
+
+/* hploc.h's depth fallback on the GPU: equal triangles at x = 0.9^i
+ * cluster into a chain deeper than the stacks (test_bvh_cpu.c's case); the
+ * GPU decides the fallback on the device as the CPU does, and outputs the
+ * same radix tree. */
+static void gpu_hploc_chain_falls_back_as_the_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtTriArrays t = make_scene(SC_SOUP, 600, 50);
+    for (uint32_t i = 0; i < t.count; i++) {
+        const float x = powf(0.9f, (float)i), w = 0.001f;
+        set_tri(&t, i, v3(x, 0, 0), v3(x + w, 0, 0), v3(x, w, w));
+    }
+    check_scene(&t, "chain of 600 (fallback)");
+    free_scene(&t);
+}
+
+/* One H-PLOC builder, sizes up and down: the arrays are reused or grown,
+ * every tree still the oracle's. */
+static void gpu_hploc_rebuilds_reuse_and_grow_buffers(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtHplocGpu *own = NULL, *shared = g_fx.hploc;
+    RtError err = {0};
+    assert_int_equal(rt_hploc_gpu_create(&own, &err), RT_OK);
+    g_fx.hploc = own;
+    RtTriArrays a = make_scene(SC_SOUP, 2000, 60), b = make_scene(SC_SOUP, 20000, 61);
+    RtHplocParams p = rt_hploc_params_default();
+    const RtTriArrays *seq[4] = {&a, &b, &a, &b};
+    RtBvh dev[4];
+    for (int k = 0; k < 4; k++) {
+        const RtTriArrays *t = seq[k];
+        RtFloat4 *dv, *dw;
+        upload(t, &dv, &dw);
+        char name[64];
+        snprintf(name, sizeof name, "H-PLOC rebuild %d: %u triangles", k, t->count);
+        dev[k] = hploc_gpu_equals_cpu(&p, t, dv, dw, name);
+        rt_gpu_free(dv);
+        rt_gpu_free(dw);
+    }
+    assert_ptr_equal(dev[2].nodes, dev[1].nodes);
+    assert_ptr_equal(dev[3].tri_index, dev[1].tri_index);
+    rt_hploc_gpu_destroy(own);
+    g_fx.hploc = shared;
     free_scene(&a);
     free_scene(&b);
 }
@@ -357,6 +518,14 @@ static void gpu_bvh_rejects_bad_params(void **state)
     assert_int_equal(rt_lbvh_gpu_build(g_fx.lbvh, &p, NULL, NULL, 5, &dev, NULL, &err), RT_ERR_ARG);
     /* NULL params: the defaults */
     assert_int_equal(rt_lbvh_gpu_build(g_fx.lbvh, NULL, NULL, NULL, 0, &dev, NULL, &err), RT_OK);
+    RtHplocParams hp = rt_hploc_params_default();
+    hp.radius = 0;
+    assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, &hp, NULL, NULL, 0, &dev, NULL, &err), RT_ERR_ARG);
+    hp = rt_hploc_params_default();
+    hp.threshold = RT_HPLOC_MAX_THRESHOLD + 1;
+    assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, &hp, NULL, NULL, 0, &dev, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, NULL, NULL, NULL, 5, &dev, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, NULL, NULL, NULL, 0, &dev, NULL, &err), RT_OK);
 }
 
 int main(void)
@@ -368,9 +537,12 @@ int main(void)
         cmocka_unit_test(gpu_bvh_cornell_matches_cpu),
         cmocka_unit_test(gpu_bvh_sponza_matches_cpu),
         cmocka_unit_test(gpu_bvh_rebuilds_reuse_and_grow_buffers),
+        cmocka_unit_test(gpu_hploc_chain_falls_back_as_the_cpu),
+        cmocka_unit_test(gpu_hploc_rebuilds_reuse_and_grow_buffers),
         cmocka_unit_test(gpu_bvh_rejects_bad_params),
     };
     int rc = cmocka_run_group_tests_name("gpu_bvh", tests, NULL, NULL);
+    if (g_fx.hploc) rt_hploc_gpu_destroy(g_fx.hploc);
     if (g_fx.lbvh) rt_lbvh_gpu_destroy(g_fx.lbvh);
     if (g_fx.gpu) rt_gpu_destroy(g_fx.gpu);
     return rc;

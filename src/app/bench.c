@@ -43,7 +43,7 @@ typedef struct BenchColumn {
 
 static const BenchColumn kCols[BC_COUNT] = {
     [BC_T] = {"t", 4, "animation time of the frame (s)"},
-    [BC_STRUCTURE] = {"structure", 0, "the structure the frame built and traced: 0 kd, 1 lbvh (--structure auto picks per frame)"},
+    [BC_STRUCTURE] = {"structure", 0, "the structure the frame built and traced: 0 kd, 1 lbvh, 2 bvh (--structure auto picks per frame)"},
     [BC_ANIMATE] = {"animate_ms", 4, "animate stage as the GPU pipeline reports it / rt_scene_frame_at + flattening, wall (CPU)"},
     [BC_BUILD] = {"build_ms", 4, "the structure's build: events around the whole build (GPU) / wall (CPU)"},
     [BC_BUILD_LARGE] = {"build_large_ms", 4, "large-node stage (GPU events)"},

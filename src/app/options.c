@@ -69,7 +69,7 @@ void rt_options_usage(FILE *f)
             "  --heatmap             colour = kd-tree traversal steps per pixel\n"
             "  --brute               test every triangle (no tree; slow, for checking)\n"
             "  --stats               print kd-tree statistics per frame\n"
-            "  --structure NAME      acceleration structure: kd (default), lbvh or auto\n"
+            "  --structure NAME      acceleration structure: kd (default), lbvh, bvh (H-PLOC) or auto\n"
             "  --build K=V[,K=V...]  builder variant (keys below)\n"
             "  --trace K=V[,K=V...]  tracer and shading variant (keys below)\n"
             "  --time T              the animation at time T seconds (headless: every frame; window: start)\n"

@@ -38,7 +38,7 @@ struct RtPipeline {
     RtSceneFrame frame;   /* the scene at t (also the GPU's host fallback of the animate stage) */
     RtTriArrays tris;     /* frame.view flattened; GPU: the host fallback's upload */
     RtKdTree tree;        /* host kd-tree (empty with brute_force) */
-    RtBvh bvh;            /* host BVH (structure lbvh) */
+    RtBvh bvh;            /* host BVH (structures lbvh and bvh) */
     /* GPU backend */
     RtGpu *gpu;
     RtGpuScene *gscene;
@@ -47,7 +47,8 @@ struct RtPipeline {
     RtKdTree d_tree;      /* device pointers owned by kd */
     RtKdGpuStats kd_stats;
     RtLbvhGpu *lbvh;      /* created at the first lbvh frame */
-    RtBvh d_bvh;          /* device pointers owned by lbvh */
+    RtHplocGpu *hploc;    /* created at the first bvh frame */
+    RtBvh d_bvh;          /* device pointers owned by lbvh or hploc (the one `built` names) */
     uint8_t *d_rgba;      /* w*h*4, grown on demand: the frame when the caller gives no device buffer */
     size_t rgba_bytes;
     int animated;         /* the device holds a frame's triangles */
@@ -58,6 +59,7 @@ struct RtPipeline {
     struct {
         double cost[RT_STRUCT_AUTO];   /* last build + trace ms of each candidate; NAN: not yet */
         int measured[RT_STRUCT_AUTO];  /* times measured */
+        uint64_t at[RT_STRUCT_AUTO];   /* the frame of its last measurement */
         int current;                   /* the choice */
         uint64_t frame, probed;        /* frames run; the frame of the last probe */
         RtCamera cam;                  /* the view at the last probe */
@@ -77,6 +79,7 @@ RtPipelineParams rt_pipeline_params_default(void)
     p.build = rt_kd_gpu_params_default();
     p.kd_cpu = rt_kd_cpu_params_default();
     p.lbvh = rt_lbvh_params_default();
+    p.hploc = rt_hploc_params_default();
     p.trace = rt_trace_params_default();
     return p;
 }
@@ -181,6 +184,7 @@ void rt_pipeline_destroy(RtPipeline *p)
     rt_gpu_anim_destroy(p->anim);
     rt_kd_gpu_destroy(p->kd);
     rt_lbvh_gpu_destroy(p->lbvh);
+    rt_hploc_gpu_destroy(p->hploc);
     rt_gpu_scene_destroy(p->gscene);
     rt_gpu_destroy(p->gpu);
     rt_scene_frame_free(&p->frame);
@@ -212,10 +216,12 @@ void rt_pipeline_describe(const RtPipeline *p, char *buf, size_t n)
 
 /* The tree held now as the tracers take it (render/accel.h): host memory on
  * the CPU backend, device memory on the GPU's. */
+static int is_bvh(int structure) { return structure == RT_STRUCT_LBVH || structure == RT_STRUCT_BVH; }
+
 static RtAccel frame_accel(const RtPipeline *p)
 {
     const int gpu = p->backend == RT_BACKEND_GPU;
-    if (p->built == RT_STRUCT_LBVH) return rt_accel_bvh(gpu ? &p->d_bvh : &p->bvh);
+    if (is_bvh(p->built)) return rt_accel_bvh(gpu ? &p->d_bvh : &p->bvh);
     return rt_accel_kd(gpu ? &p->d_tree : &p->tree);
 }
 
@@ -276,9 +282,12 @@ static RtStatus cpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
             st->tree_full = 1;
             break;
         }
-        case RT_STRUCT_LBVH: {
+        case RT_STRUCT_LBVH:
+        case RT_STRUCT_BVH: {
             RtBvhStats bs;
-            if ((s = rt_lbvh_build_cpu(&pp->lbvh, &p->tris, &p->bvh, &bs, err)) != RT_OK) return s;
+            s = pp->structure == RT_STRUCT_LBVH ? rt_lbvh_build_cpu(&pp->lbvh, &p->tris, &p->bvh, &bs, err)
+                                                : rt_hploc_build_cpu(&pp->hploc, &p->tris, &p->bvh, &bs, NULL, err);
+            if (s != RT_OK) return s;
             st->tree = tree_stats_of_bvh(&bs);
             st->tree_full = 1;
             break;
@@ -361,6 +370,39 @@ static RtStatus gpu_readback(RtPipeline *p, const RtFrameTarget *target, const u
     return s;
 }
 
+/* build, structure lbvh or bvh: queued on the structure's builder (created
+ * at its first frame), its device BVH in d_bvh. */
+static RtStatus gpu_bvh_build(RtPipeline *p, const RtPipelineParams *pp, const RtTriArrays *d, RtError *err)
+{
+    RtStatus s;
+    if (pp->structure == RT_STRUCT_LBVH) {
+        if (!p->lbvh && (s = rt_lbvh_gpu_create(&p->lbvh, err)) != RT_OK) return s;
+        s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d->verts, d->woop, d->count, &p->d_bvh, NULL, err);
+    } else {
+        if (!p->hploc && (s = rt_hploc_gpu_create(&p->hploc, err)) != RT_OK) return s;
+        s = rt_hploc_gpu_build(p->hploc, &pp->hploc, d->verts, d->woop, d->count, &p->d_bvh, NULL, err);
+    }
+    if (s == RT_OK) p->built = pp->structure;
+    return s;
+}
+
+/* The last BVH build's GPU time, launches, input and valid triangles. */
+static RtStatus gpu_bvh_finish(RtPipeline *p, double *ms, uint32_t *launches, uint32_t *tris, uint32_t *valid,
+                               RtError *err)
+{
+    RtStatus s;
+    if (p->built == RT_STRUCT_LBVH) {
+        RtLbvhGpuStats ls;
+        if ((s = rt_lbvh_gpu_build_finish(p->lbvh, &ls, err)) != RT_OK) return s;
+        *ms = ls.ms, *launches = ls.launches, *tris = ls.triangles, *valid = ls.valid;
+    } else {
+        RtHplocGpuStats hs;
+        if ((s = rt_hploc_gpu_build_finish(p->hploc, &hs, err)) != RT_OK) return s;
+        *ms = hs.ms, *launches = hs.launches, *tris = hs.triangles, *valid = hs.valid;
+    }
+    return RT_OK;
+}
+
 static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, const RtCamera *cam,
                           const RtFrameTarget *target, RtFrameStats *st, RtError *err)
 {
@@ -409,24 +451,23 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
         st->kd_gpu = k;
         break;
     }
-    case RT_STRUCT_LBVH: {
-        if (!p->lbvh && (s = rt_lbvh_gpu_create(&p->lbvh, err)) != RT_OK) return s;
+    case RT_STRUCT_LBVH:
+    case RT_STRUCT_BVH: {
+        if ((s = gpu_bvh_build(p, pp, &d_tris, err)) != RT_OK) return s;
         /* build and trace queued without a wait; the build's time and counts after the trace */
-        s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d_tris.verts, d_tris.woop, d_tris.count, &p->d_bvh, NULL, err);
-        if (s != RT_OK) return s;
-        p->built = RT_STRUCT_LBVH;
         RtAccel accel = frame_accel(p);
         s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
-        RtLbvhGpuStats ls;
-        RtStatus fs = rt_lbvh_gpu_build_finish(p->lbvh, &ls, err);
+        double ms = 0;
+        uint32_t launches = 0, tris = 0, valid = 0;
+        RtStatus fs = gpu_bvh_finish(p, &ms, &launches, &tris, &valid, err);
         if (s != RT_OK) return s;
         if (fs != RT_OK) return fs;
-        st->build_ms = ls.ms;
-        st->launches = ls.launches;
-        st->tree.nodes = ls.valid > 1 ? ls.valid - 1 : ls.valid; /* all interior nodes; reachable: tree_stats */
-        st->tree.references = ls.valid;
-        st->tree.triangles = ls.triangles;
-        st->tree.degenerate = ls.triangles - ls.valid;
+        st->build_ms = ms;
+        st->launches = launches;
+        st->tree.nodes = valid > 1 ? valid - 1 : valid; /* all interior nodes; reachable: tree_stats */
+        st->tree.references = valid;
+        st->tree.triangles = tris;
+        st->tree.degenerate = tris - valid;
         break;
     }
     default: return rt_fail(err, RT_ERR_ARG, "APP: unknown structure %d", pp->structure);
@@ -444,7 +485,11 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
 
 /* ---- the frame ----------------------------------------------------------------- */
 
-static const char *structure_name(int s) { return s == RT_STRUCT_LBVH ? "lbvh" : "kd"; }
+static const char *structure_name(int s)
+{
+    static const char *const names[RT_STRUCT_AUTO] = {"kd", "lbvh", "bvh"};
+    return s >= 0 && s < RT_STRUCT_AUTO ? names[s] : "?";
+}
 
 /* RT_STRUCT_AUTO: the view moved or turned enough since the last probe. */
 static int auto_view_changed(RtPipeline *p, const RtCamera *cam)
@@ -461,15 +506,23 @@ static int auto_view_changed(RtPipeline *p, const RtCamera *cam)
            fabsf(a->fov_y - cam->fov_y) > RT_AUTO_TURN;
 }
 
+/* RT_STRUCT_AUTO: the candidate not in use measured longest ago (the next
+ * to probe). */
+static int auto_other(const RtPipeline *p)
+{
+    int other = -1;
+    for (int s = 0; s < RT_STRUCT_AUTO; s++)
+        if (s != p->auto_.current && (other < 0 || p->auto_.at[s] < p->auto_.at[other])) other = s;
+    return other;
+}
+
 /* RT_STRUCT_AUTO: the structure of this frame. */
 static int auto_pick(RtPipeline *p, const RtCamera *cam)
 {
     for (int k = 0; k < 2; k++)
         for (int s = 0; s < RT_STRUCT_AUTO; s++)
             if (p->auto_.measured[s] <= k) return s; /* each twice: the first pays its allocations */
-    int other = p->auto_.current == RT_STRUCT_KD ? RT_STRUCT_LBVH : RT_STRUCT_KD;
-    if (p->auto_.frame - p->auto_.probed >= RT_AUTO_REPROBE || auto_view_changed(p, cam))
-        return other;
+    if (p->auto_.frame - p->auto_.probed >= RT_AUTO_REPROBE || auto_view_changed(p, cam)) return auto_other(p);
     return p->auto_.current;
 }
 
@@ -479,21 +532,32 @@ static void auto_learn(RtPipeline *p, int s, double ms, const RtCamera *cam)
     int probe = s != p->auto_.current || p->auto_.measured[s] < 2;
     p->auto_.cost[s] = ms;
     p->auto_.measured[s]++;
+    p->auto_.at[s] = p->auto_.frame;
     if (probe) {
         p->auto_.probed = p->auto_.frame;
         p->auto_.cam = *cam;
     }
-    int cur = p->auto_.current, other = cur == RT_STRUCT_KD ? RT_STRUCT_LBVH : RT_STRUCT_KD;
-    int ready = p->auto_.measured[RT_STRUCT_KD] >= 2 && p->auto_.measured[RT_STRUCT_LBVH] >= 2;
-    if (ready && p->auto_.cost[other] < (1.0 - RT_AUTO_MARGIN) * p->auto_.cost[cur]) p->auto_.current = other;
-    cur = p->auto_.current;
-    other = cur == RT_STRUCT_KD ? RT_STRUCT_LBVH : RT_STRUCT_KD;
-    if (!ready)
+    int ready = 1, best = p->auto_.current;
+    for (int k = 0; k < RT_STRUCT_AUTO; k++) {
+        ready &= p->auto_.measured[k] >= 2;
+        if (p->auto_.cost[k] < p->auto_.cost[best]) best = k;
+    }
+    if (ready && p->auto_.cost[best] < (1.0 - RT_AUTO_MARGIN) * p->auto_.cost[p->auto_.current])
+        p->auto_.current = best;
+    const int cur = p->auto_.current;
+    if (!ready) {
         snprintf(p->auto_.note, sizeof p->auto_.note, "auto: measuring (%s %.2f ms)", structure_name(s), ms);
-    else
-        snprintf(p->auto_.note, sizeof p->auto_.note, "auto: %s %.2f ms vs %s %.2f ms build+trace (probed %llu frames ago)",
-                 structure_name(cur), p->auto_.cost[cur], structure_name(other), p->auto_.cost[other],
-                 (unsigned long long)(p->auto_.frame - p->auto_.probed));
+    } else {
+        int at = snprintf(p->auto_.note, sizeof p->auto_.note, "auto: %s %.2f ms vs", structure_name(cur),
+                          p->auto_.cost[cur]);
+        for (int k = 0; k < RT_STRUCT_AUTO; k++)
+            if (k != cur && at > 0 && (size_t)at < sizeof p->auto_.note)
+                at += snprintf(p->auto_.note + at, sizeof p->auto_.note - (size_t)at, " %s %.2f ms",
+                               structure_name(k), p->auto_.cost[k]);
+        if (at > 0 && (size_t)at < sizeof p->auto_.note)
+            snprintf(p->auto_.note + at, sizeof p->auto_.note - (size_t)at, " build+trace (probed %llu frames ago)",
+                     (unsigned long long)(p->auto_.frame - p->auto_.probed));
+    }
     p->auto_.frame++;
 }
 
@@ -727,7 +791,8 @@ static RtStatus host_bvh(RtPipeline *p, RtBvh *h, int *owned, RtError *err)
         return RT_OK;
     }
     memset(h, 0, sizeof *h);
-    return rt_lbvh_gpu_download(p->lbvh, &p->d_bvh, h, err);
+    return p->built == RT_STRUCT_LBVH ? rt_lbvh_gpu_download(p->lbvh, &p->d_bvh, h, err)
+                                      : rt_hploc_gpu_download(p->hploc, &p->d_bvh, h, err);
 }
 
 static RtStatus need_tree(const RtPipeline *p, RtError *err)
@@ -749,11 +814,13 @@ RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFra
     int owned = 0;
     RtKdStats ks;
     memset(&ks, 0, sizeof ks);
-    if (p->built == RT_STRUCT_LBVH) {
+    if (is_bvh(p->built)) {
         RtBvh h;
         if ((s = host_bvh(p, &h, &owned, err)) != RT_OK) return s;
         RtBvhStats bs;
-        rt_bvh_tree_stats(&h, NULL, pp->lbvh.c_trav, pp->lbvh.c_isect, &bs);
+        const int l = p->built == RT_STRUCT_LBVH;
+        rt_bvh_tree_stats(&h, NULL, l ? pp->lbvh.c_trav : pp->hploc.c_trav, l ? pp->lbvh.c_isect : pp->hploc.c_isect,
+                          &bs);
         ks = tree_stats_of_bvh(&bs);
         if (owned) rt_bvh_free(&h);
     } else {
@@ -778,7 +845,7 @@ RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err)
     if (gpu && (s = gpu_host_tris(p, err)) != RT_OK) return s;
     const RtTriArrays *tris = gpu ? &p->host_tris : &p->tris;
     int owned = 0;
-    if (p->built == RT_STRUCT_LBVH) {
+    if (is_bvh(p->built)) {
         RtBvh h;
         if ((s = host_bvh(p, &h, &owned, err)) != RT_OK) return s;
         if (what) *what = gpu ? "rt_bvh_validate on the downloaded BVH and triangles" : "rt_bvh_validate";

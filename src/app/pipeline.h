@@ -6,8 +6,8 @@
  *
  * The acceleration structure is a slot: RtPipelineParams.structure picks
  * it, and each backend builds and traces what it picks: the kd-tree (the
- * CPU oracle's SAH builder, the GPU's Zhou/Chang builder) or Karras's LBVH
- * (the same tree on both backends). A new structure adds an RtStructure
+ * CPU oracle's SAH builder, the GPU's Zhou/Chang builder), Karras's LBVH
+ * or H-PLOC (`bvh`; each the same tree on both backends). A new structure adds an RtStructure
  * value, a registry value (variants.c) and one case per backend in
  * pipeline.c; the tracers walk it through render/accel.h. */
 #ifndef RT_PIPELINE_H
@@ -15,6 +15,7 @@
 
 #include "core/image.h"
 #include "kd/kd_cpu.h"
+#include "bvh/hploc_gpu.h"
 #include "bvh/lbvh_gpu.h"
 #include "kd/kd_gpu.h"
 #include "render/render_cpu.h"
@@ -29,7 +30,9 @@ typedef enum RtBackend {
 typedef enum RtStructure {
     RT_STRUCT_KD = 0,   /* kd-tree: SAH on the CPU, Zhou et al. 2008 / Chang et al. on the GPU */
     RT_STRUCT_LBVH = 1, /* BVH: Karras 2012's LBVH with SAH leaf collapse (src/bvh/lbvh.h), both backends */
-    RT_STRUCT_AUTO = 2, /* each frame one of the above: the one whose build + trace measured shorter
+    RT_STRUCT_BVH = 2,  /* BVH: H-PLOC, Benthin et al. 2024, with the same collapse (src/bvh/hploc.h), both
+                           backends */
+    RT_STRUCT_AUTO = 3, /* each frame one of the above: the one whose build + trace measured shorter
                            (rt_pipeline_frame: probes, hysteresis) */
     RT_STRUCT_COUNT
 } RtStructure;
@@ -41,6 +44,7 @@ typedef struct RtPipelineParams {
     RtKdGpuParams build;  /* the GPU builder (defaults: rt_kd_gpu_params_default) */
     RtKdCpuParams kd_cpu; /* the CPU oracle's builder (defaults: rt_kd_cpu_params_default) */
     RtLbvhParams lbvh;    /* the LBVH builder, both backends (defaults: rt_lbvh_params_default) */
+    RtHplocParams hploc;  /* the H-PLOC builder, both backends (defaults: rt_hploc_params_default) */
     RtTraceParams trace;  /* tracing and shading, both backends: the CPU renderer reads the shading
                              fields and `isect` (defaults: rt_trace_params_default) */
     int threads;          /* CPU backend: threads, 0 = rt_thread_count() */
@@ -109,10 +113,11 @@ RtStatus rt_scene_camera_at(const RtScene *scene, float t, RtCamera *cam, RtErro
  *
  * pp->structure = RT_STRUCT_AUTO: the frame uses the structure whose
  * build + trace (GPU events on the GPU, wall time on the CPU) measured
- * shorter. Each candidate is measured twice at the start (the first frame
- * of a structure pays its allocations), then the other one is measured
- * again every RT_AUTO_REPROBE frames (an animated scene changes what is
- * faster) or when the view changed enough (RT_AUTO_MOVE of the scene's diagonal, RT_AUTO_TURN
+ * shortest. Each candidate (kd, lbvh, bvh) is measured twice at the start
+ * (the first frame of a structure pays its allocations), then the one not
+ * in use measured longest ago is measured again every RT_AUTO_REPROBE
+ * frames (an animated scene changes what is faster) or when the view
+ * changed enough (RT_AUTO_MOVE of the scene's diagonal, RT_AUTO_TURN
  * degrees); the choice switches only to one at least RT_AUTO_MARGIN faster,
  * so two close candidates do not flicker. */
 #define RT_AUTO_REPROBE 120

@@ -12,8 +12,11 @@
 static const RtVariantValue kStructures[] = {
     {"kd", RT_STRUCT_KD, "kd-tree: SAH (CPU oracle), Zhou et al. 2008 / Chang et al. (GPU)"},
     {"lbvh", RT_STRUCT_LBVH, "BVH: Karras 2012's LBVH with SAH leaf collapse (the same tree on both backends)"},
-    {"auto", RT_STRUCT_AUTO, "each frame the one of kd and lbvh whose build + trace measured shorter (probed again "
-                             "every 120 frames or when the view changes; switches only for a 10 % gain)"},
+    {"bvh", RT_STRUCT_BVH, "BVH: H-PLOC (Benthin et al. 2024), clustered in warps, the LBVH's collapse (the same "
+                           "tree on both backends)"},
+    {"auto", RT_STRUCT_AUTO, "each frame the one of kd, lbvh and bvh whose build + trace measured shortest (one "
+                             "probed again every 120 frames or when the view changes; switches only for a 10 % "
+                             "gain)"},
     {NULL, 0, NULL},
 };
 static const RtVariantValue kOnOff[] = {
@@ -129,6 +132,14 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                           0, RT_STRUCT_COUNT - 1, kStructures, 'X', 0, "the acceleration structure built and traced every frame"},
     [RT_VAR_BVH_LEAF] = {"bvhleaf", "BVH leaf", RT_SCOPE_BUILD, RT_VK_INT, offsetof(RtPipelineParams, lbvh.max_leaf), 1, 1,
                          RT_BVH_MAX_LEAF, NULL, 0, 0, "most triangles the LBVH's SAH collapse puts in one leaf"},
+    [RT_VAR_HPLOC_RADIUS] = {"hplocradius", "H-PLOC radius", RT_SCOPE_BUILD, RT_VK_INT, offsetof(RtPipelineParams, hploc.radius),
+                             1, 1, RT_HPLOC_MAX_RADIUS, NULL, 0, 0,
+                             "PLOC search radius of the bvh structure: neighbours either side in Morton order"},
+    [RT_VAR_HPLOC_THRESHOLD] = {"hplocthreshold", "H-PLOC threshold", RT_SCOPE_BUILD, RT_VK_INT,
+                                offsetof(RtPipelineParams, hploc.threshold), 1, 1, RT_HPLOC_MAX_THRESHOLD, NULL, 0, 0,
+                                "clusters a radix node of the bvh structure keeps (warp / 2 at most)"},
+    [RT_VAR_HPLOC_LEAF] = {"hplocleaf", "H-PLOC leaf", RT_SCOPE_BUILD, RT_VK_INT, offsetof(RtPipelineParams, hploc.max_leaf),
+                           1, 1, RT_BVH_MAX_LEAF, NULL, 0, 0, "most triangles the bvh structure's SAH collapse puts in one leaf"},
     [RT_VAR_LADDER] = {"ladder", "Chang's ladder", RT_SCOPE_BUILD, RT_VK_LADDER, offsetof(RtPipelineParams, build), 1, 0, 5,
                        kLadder, '1', 1, "Chang et al.'s optimisation steps [A]-[E], cumulatively"},
     [RT_VAR_CHANG_A] = {"a", "[A]", RT_SCOPE_BUILD, RT_VK_INT, BUILD(chang_a), 1, 0, 1, NULL, 0, 1,

@@ -200,6 +200,7 @@ static RtLbvhSub child_sub(const LbvhBuild *b, uint32_t i, int k)
     s.count = b->last[j] - b->first[j] + 1;
     s.node = j;
     s.as_leaf = b->as_leaf[j];
+    s.height = 0; /* the LBVH's depth is bounded by its keys (bvh_layout.h): not tracked */
     return s;
 }
 
@@ -255,8 +256,8 @@ static void build_free(LbvhBuild *b)
     free(b->as_leaf);
 }
 
-/* Steps 1 and 2: boxes, codes, the sorted ids in bvh->tri_index, b->n. */
-static int sort_triangles(LbvhBuild *b, RtBvh *bvh)
+/* Steps 1 and 2: boxes, codes, the sorted ids in ids[], b->n. */
+static int sort_triangles(LbvhBuild *b, uint32_t *ids)
 {
     const size_t tasks = rt_parallel_chunks(b->count, LBVH_CHUNK);
     b->box = alloc(b->count, sizeof *b->box);
@@ -267,7 +268,7 @@ static int sort_triangles(LbvhBuild *b, RtBvh *bvh)
     b->counts = alloc(rt_parallel_chunks(b->count, LBVH_RADIX_CHUNK) * LBVH_RADIX_BUCKETS,
                       sizeof *b->counts);
     if (!b->box || !b->part || !b->code || !b->code_tmp || !b->id_tmp || !b->counts) return 0;
-    b->id = bvh->tri_index;
+    b->id = ids;
     run(b, tasks, box_task);
     b->scene = aabb_empty();
     for (size_t c = 0; c < tasks; c++) b->scene = aabb_union(b->scene, b->part[c]);
@@ -282,6 +283,32 @@ static int sort_triangles(LbvhBuild *b, RtBvh *bvh)
     free(b->counts);
     b->code_tmp = b->id_tmp = b->counts = NULL;
     return 1;
+}
+
+int rt_bvh_sort_keys_cpu(const RtTriArrays *tris, uint32_t *ids, RtBvhKeys *keys)
+{
+    LbvhBuild b;
+    memset(&b, 0, sizeof b);
+    b.tris = tris;
+    b.count = tris->count;
+    int ok = sort_triangles(&b, ids);
+    keys->count = b.count;
+    keys->n = ok ? b.n : 0;
+    keys->box = b.box;
+    keys->code = b.code;
+    b.box = NULL;
+    b.code = NULL;
+    build_free(&b);
+    if (!ok) rt_bvh_keys_free(keys);
+    return ok;
+}
+
+void rt_bvh_keys_free(RtBvhKeys *keys)
+{
+    free(keys->box);
+    free(keys->code);
+    keys->box = NULL;
+    keys->code = NULL;
 }
 
 /* Steps 3 and 4 for n >= 2 keys. */
@@ -320,7 +347,7 @@ RtStatus rt_lbvh_build_cpu(const RtLbvhParams *params, const RtTriArrays *tris, 
     /* the arrays of a previous build are reused when large enough */
     int ok = rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, b.count,
                               sizeof *bvh->tri_index) &&
-             sort_triangles(&b, bvh);
+             sort_triangles(&b, bvh->tri_index);
     /* n keys make n - 1 internal nodes; one key, a root with an empty leaf */
     uint32_t nodes = b.n > 1 ? b.n - 1 : b.n;
     ok = ok && rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, nodes, sizeof *bvh->nodes);

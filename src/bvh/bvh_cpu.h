@@ -1,11 +1,13 @@
-/* bvh_cpu.h — the CPU side of the BVH family: the oracle's LBVH builder
- * (lbvh.h's steps as loops: the very tree the GPU builder makes), the
- * validator, the statistics (SAH with the kd-tree's constants, so the two
- * structures' costs compare) and a CPU traversal of the shared layout
- * (bvh_layout.h) for the reference renderer and the tests. */
+/* bvh_cpu.h — the CPU side of the BVH family: the oracle's builders, LBVH
+ * and H-PLOC (lbvh.h's and hploc.h's steps as loops: the very trees the GPU
+ * builders make), the validator, the statistics (SAH with the kd-tree's
+ * constants, so the two structures' costs compare) and a CPU traversal of
+ * the shared layout (bvh_layout.h) for the reference renderer and the
+ * tests. */
 #ifndef RT_BVH_CPU_H
 #define RT_BVH_CPU_H
 
+#include "bvh/hploc.h"
 #include "bvh/lbvh.h"
 #include "kd/kd_cpu.h"
 
@@ -24,6 +26,39 @@ RtStatus rt_lbvh_params_check(const RtLbvhParams *p, RtError *err);
 RtStatus rt_lbvh_build_cpu(const RtLbvhParams *p, const RtTriArrays *tris, RtBvh *bvh,
                            RtBvhStats *stats, RtError *err);
 void rt_bvh_free(RtBvh *bvh);
+
+/* lbvh.h's steps 1 and 2, which both BVH builders (the LBVH, H-PLOC) start
+ * with: each triangle's box, the Morton codes of their centres, sorted by
+ * (code, triangle id), the degenerate triangles last. */
+typedef struct RtBvhKeys {
+    uint32_t count; /* input triangles */
+    uint32_t n;     /* valid keys (non-degenerate triangles): the first n sorted */
+    RtAabb *box;    /* per triangle id; empty for a degenerate one */
+    uint32_t *code; /* the sorted codes */
+} RtBvhKeys;
+/* ids (tris->count entries, the caller's) receives the sorted triangle ids.
+ * Returns 0 when out of memory; rt_bvh_keys_free frees the rest. */
+int rt_bvh_sort_keys_cpu(const RtTriArrays *tris, uint32_t *ids, RtBvhKeys *keys);
+void rt_bvh_keys_free(RtBvhKeys *keys);
+
+/* H-PLOC (hploc.h): defaults as hploc.h documents them; RT_OK or RT_ERR_ARG
+ * naming the field out of range. */
+RtHplocParams rt_hploc_params_default(void);
+RtStatus rt_hploc_params_check(const RtHplocParams *p, RtError *err);
+
+/* What an H-PLOC build reports beside RtBvhStats. */
+typedef struct RtHplocInfo {
+    uint32_t cluster_depth; /* the clustered tree's depth once collapsed */
+    int fallback;           /* 1: cluster_depth exceeded RT_BVH_MAX_DEPTH and the radix tree (the
+                               LBVH's) was output instead (hploc.h, Depth) */
+} RtHplocInfo;
+
+/* Builds H-PLOC's BVH over tris (host arrays) into bvh, as
+ * rt_lbvh_build_cpu does (arrays reused, degenerate triangles left out):
+ * the tree the GPU builder makes, node for node. stats and info may be
+ * NULL. */
+RtStatus rt_hploc_build_cpu(const RtHplocParams *p, const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats,
+                            RtHplocInfo *info, RtError *err);
 
 /* The statistics that depend on the tree alone (reachable nodes and leaves,
  * depth, references, SAH cost with c_trav, c_isect; triangles and

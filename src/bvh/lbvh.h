@@ -178,6 +178,8 @@ typedef struct RtLbvhSub {
     uint32_t count;
     uint32_t node;   /* internal: its node index; a single key: unused */
     int as_leaf;     /* 1: its parent references it as one leaf (a single key, or collapsed) */
+    uint32_t height; /* interior levels below and including it once collapsed (a leaf: 0); the
+                        root's is the tree's depth (bvh_layout.h's RT_BVH_MAX_DEPTH bounds it) */
 } RtLbvhSub;
 
 /* The sorted key `pos` as a subtree: one triangle in a leaf. */
@@ -190,29 +192,42 @@ RT_HD RtLbvhSub lbvh_leaf_sub(RtAabb box, uint32_t pos, const RtLbvhParams *p)
     s.count = 1;
     s.node = 0;
     s.as_leaf = 1;
+    s.height = 0;
+    return s;
+}
+
+/* Two finished subtrees as one: the box, the key range, the height and
+ * the SAH leaf collapse (any BVH builder's rule: the LBVH's and H-PLOC's,
+ * hploc.h). A subtree of at most max_leaf triangles becomes one leaf when
+ * that costs no more than keeping it split. node is left to the caller. */
+RT_HD RtLbvhSub lbvh_merge_sub(RtLbvhSub l, RtLbvhSub r, const RtLbvhParams *p)
+{
+    RtLbvhSub s;
+    s.box = lbvh_union(l.box, r.box);
+    s.first = l.first;
+    s.count = l.count + r.count;
+    s.node = 0;
+    float a = lbvh_area(s.box);
+    float split = RT_XADD(RT_XADD(RT_XMUL(p->c_trav, a), l.cost), r.cost);
+    float leaf = RT_XMUL(RT_XMUL(p->c_isect, (float)s.count), a);
+    s.as_leaf = s.count <= (uint32_t)p->max_leaf && leaf <= split;
+    s.cost = s.as_leaf ? leaf : split;
+    uint32_t hl = l.as_leaf ? 0u : l.height, hr = r.as_leaf ? 0u : r.height;
+    s.height = 1u + (hl > hr ? hl : hr);
     return s;
 }
 
 /* Finishes internal node i from its two finished children: writes the
- * output node and returns node i as a subtree for its parent. A subtree
- * of at most max_leaf triangles becomes one leaf when that costs no more
- * than keeping it split (the root is never collapsed: its parent does not
+ * output node and returns node i as a subtree for its parent
+ * (lbvh_merge_sub; the root is never collapsed: its parent does not
  * exist, it is the walk's start). */
 RT_HD RtLbvhSub lbvh_finish_node(uint32_t i, RtLbvhSub l, RtLbvhSub r, const RtLbvhParams *p,
                                  RtBvhNode *out)
 {
     bvh_set_child(out, 0, l.box, l.as_leaf, l.as_leaf ? l.first : l.node, l.as_leaf ? l.count : 0u);
     bvh_set_child(out, 1, r.box, r.as_leaf, r.as_leaf ? r.first : r.node, r.as_leaf ? r.count : 0u);
-    RtLbvhSub s;
-    s.box = lbvh_union(l.box, r.box);
-    s.first = l.first;
-    s.count = l.count + r.count;
+    RtLbvhSub s = lbvh_merge_sub(l, r, p);
     s.node = i;
-    float a = lbvh_area(s.box);
-    float split = RT_XADD(RT_XADD(RT_XMUL(p->c_trav, a), l.cost), r.cost);
-    float leaf = RT_XMUL(RT_XMUL(p->c_isect, (float)s.count), a);
-    s.as_leaf = s.count <= (uint32_t)p->max_leaf && leaf <= split;
-    s.cost = s.as_leaf ? leaf : split;
     return s;
 }
 

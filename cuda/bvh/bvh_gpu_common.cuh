@@ -1,0 +1,161 @@
+/* bvh_gpu_common.cuh — what the GPU BVH builders share (lbvh_gpu.cu,
+ * hploc_gpu.cu): a builder's stream, events, launch log and counters
+ * (BvhGpuBase), lbvh.h's steps 1 and 2 as kernels — triangle boxes, scene
+ * box and valid count, Morton codes, CUB's radix sort (bvh_keys_queue) —
+ * the packed subtree records a bottom-up pass hands its parent, the node
+ * store and the download. C++ (CUDA) only; bvh_gpu_common.cu holds the
+ * kernels and host functions. */
+#ifndef RT_BVH_GPU_COMMON_CUH
+#define RT_BVH_GPU_COMMON_CUH
+
+#include <string.h>
+
+#include "bvh/bvh_cpu.h"
+#include "gpu/launch.h"
+
+/* What the kernels reduce and count; reset before every build (h_init). */
+typedef struct BvhCounters {
+    int scene[6];     /* the scene box, lo then hi, as order-preserving ints (bvh_f2i) */
+    uint32_t valid;   /* n: the non-degenerate triangles */
+    uint32_t fallback; /* H-PLOC: 1 when the clustered tree was too deep (hploc.h, Depth) */
+    RtAabb root;      /* the root's box, the tree's d_bounds: empty unless the build writes it */
+    uint32_t ploc_root, radix_root; /* H-PLOC: the roots' clusters (hploc.h, Names) */
+    uint32_t cluster_depth;         /* H-PLOC: the clustered tree's depth once collapsed */
+    uint32_t pad;
+} BvhCounters;
+
+/* Steps 1 and 2's arrays, for `cap` triangles. */
+typedef struct BvhKeysGpu {
+    uint32_t cap;
+    RtAabb *boxes;      /* by triangle id */
+    uint32_t *codes[2]; /* Morton codes: unsorted, sorted */
+    uint32_t *ids[2];   /* triangle ids: 0 .. N-1, sorted */
+    void *cub_tmp;
+    size_t cub_bytes;
+} BvhKeysGpu;
+
+/* A builder's fixed parts: created once, used by every build. */
+typedef struct BvhGpuBase {
+    const char *tag;               /* "LBVH", "H-PLOC": error messages */
+    cudaStream_t stream;
+    RtLaunchLog log;
+    cudaEvent_t ev_start, ev_end;  /* the build's GPU time (stats) */
+    cudaEvent_t ev_input, ev_done; /* the caller's stream -> the build -> the caller's stream */
+    uint32_t built_tris;           /* the last build's input (_finish) */
+    BvhCounters *d_ctr, *h_init, *h_ctr;
+    BvhKeysGpu keys;
+} BvhGpuBase;
+
+/* Floats ordered as ints, for atomicMin / atomicMax on the scene box
+ * (kd_gpu_internal.cuh's kd_f2i): exact, so the reduction's order does not
+ * matter and the box equals the CPU's union of the triangle boxes. */
+__host__ __device__ __forceinline__ int bvh_f2i(float f)
+{
+    int i;
+    memcpy(&i, &f, sizeof i);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
+__device__ __forceinline__ float bvh_i2f(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
+
+__device__ __forceinline__ RtFloat4 bvh_load_f4(const float4 *p)
+{
+    const float4 f = *p;
+    return f4(f.x, f.y, f.z, f.w);
+}
+
+/* A finished subtree as its parent reads it: the bits of RtLbvhSub in three
+ * uint4, read through L2 (__ldcg) since another block may have written them
+ * in this launch (L1 is not coherent between multiprocessors). */
+__device__ __forceinline__ void bvh_sub_store(uint4 *subs, uint32_t node, const RtLbvhSub &s)
+{
+    uint4 *d = subs + 3 * (size_t)node;
+    d[0] = make_uint4(__float_as_uint(s.box.lo.x), __float_as_uint(s.box.lo.y), __float_as_uint(s.box.lo.z),
+                      __float_as_uint(s.box.hi.x));
+    d[1] = make_uint4(__float_as_uint(s.box.hi.y), __float_as_uint(s.box.hi.z), __float_as_uint(s.cost), s.first);
+    d[2] = make_uint4(s.count, s.node, (uint32_t)s.as_leaf, s.height);
+}
+__device__ __forceinline__ RtLbvhSub bvh_sub_load(const uint4 *subs, uint32_t node)
+{
+    const uint4 a = __ldcg(subs + 3 * (size_t)node), b = __ldcg(subs + 3 * (size_t)node + 1),
+                c = __ldcg(subs + 3 * (size_t)node + 2);
+    RtLbvhSub s;
+    s.box.lo = v3(__uint_as_float(a.x), __uint_as_float(a.y), __uint_as_float(a.z));
+    s.box.hi = v3(__uint_as_float(a.w), __uint_as_float(b.x), __uint_as_float(b.y));
+    s.cost = __uint_as_float(b.z);
+    s.first = b.w;
+    s.count = c.x;
+    s.node = c.y;
+    s.as_leaf = (int)c.z;
+    s.height = c.w;
+    return s;
+}
+
+/* One 64-byte node in four 16-byte stores. */
+__device__ __forceinline__ void bvh_node_store(RtBvhNode *dst, const RtBvhNode &n)
+{
+    float4 *d = reinterpret_cast<float4 *>(dst);
+    for (int k = 0; k < 3; k++) d[k] = make_float4(n.b[k].x, n.b[k].y, n.b[k].z, n.b[k].w);
+    reinterpret_cast<uint4 *>(dst)[3] = make_uint4(n.child[0], n.child[1], n.count[0], n.count[1]);
+}
+
+/* The root of a tree without interior nodes (n < 2): the one triangle and
+ * an empty leaf, or two empty leaves, so a walk of any build finds what it
+ * holds. One thread. */
+__device__ __forceinline__ void bvh_small_root(uint32_t n, const RtAabb *boxes, const uint32_t *tri_index,
+                                               BvhCounters *ctr, RtBvhNode *nodes)
+{
+    RtBvhNode root;
+    if (n == 1) {
+        lbvh_single_root(boxes[tri_index[0]], &root);
+        ctr->root = boxes[tri_index[0]];
+    } else { /* the root box stays the reset's empty one */
+        bvh_set_child(&root, 0, aabb_empty(), 1, 0u, 0u);
+        bvh_set_child(&root, 1, aabb_empty(), 1, 0u, 0u);
+    }
+    bvh_node_store(&nodes[0], root);
+}
+
+/* ---- host side (bvh_gpu_common.cu) ------------------------------------------ */
+
+/* The stream, events, launch log and counters; RT_ERR_NO_DEVICE without a
+ * CUDA device. */
+RtStatus bvh_base_create(BvhGpuBase *b, const char *tag, RtError *err);
+void bvh_base_destroy(BvhGpuBase *b);
+/* cudaMalloc naming what failed; not sticky. */
+RtStatus bvh_gpu_alloc(const BvhGpuBase *b, void **p, size_t bytes, const char *what, uint32_t tris, RtError *err);
+/* A table of device arrays to allocate: each one's pointer, size and name. */
+typedef struct BvhAlloc {
+    void **p;
+    size_t bytes;
+    const char *what;
+} BvhAlloc;
+/* Allocates every array of the table for a build over `tris` triangles;
+ * on a failure the caller frees those it got (NULL-initialised). */
+RtStatus bvh_gpu_alloc_all(const BvhGpuBase *b, const BvhAlloc *want, size_t count, uint32_t tris, RtError *err);
+/* Steps 1 and 2's arrays for n triangles (kept when large enough) and
+ * CUB's temporary storage. */
+RtStatus bvh_keys_reserve(BvhGpuBase *b, uint32_t n, RtError *err);
+void bvh_keys_free(BvhKeysGpu *k);
+/* The start of a build: the argument check, the log reset, the stream
+ * ordered after the caller's (legacy default) stream, the start event and
+ * the counters' reset. timed: an event pair around every launch. */
+RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *err);
+/* Steps 1 and 2 (lbvh.h): boxes, scene box and valid count (kernel
+ * bvh_boxes), Morton codes (bvh_morton), the stable sort (bvh_sort):
+ * keys.ids[1] = the sorted ids, keys.codes[1] their codes. */
+RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, RtError *err);
+/* The end of a build: the end event, the counters copied back behind the
+ * build (read by bvh_build_finish, no wait here) and the caller's stream
+ * ordered after it; d_bvh describes the device arrays (node_count =
+ * index_count - 1 at least 1, as the LBVH documents). */
+RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
+                       RtBvh *d_bvh, RtError *err);
+/* Waits for the last build: its GPU time (*ms), launches and valid count;
+ * the log's per-kernel times are resolved when it was timed. */
+RtStatus bvh_build_finish(BvhGpuBase *b, double *ms, RtError *err);
+/* The log's time of the kernels of that name (0 unless timed). */
+double bvh_entry_ms(RtLaunchLog *log, const char *name);
+/* The device BVH to host arrays, as rt_lbvh_gpu_download documents. */
+RtStatus bvh_download(const BvhGpuBase *b, const RtBvh *d_bvh, RtBvh *h, RtError *err);
+
+#endif

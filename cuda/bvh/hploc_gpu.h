@@ -1,0 +1,59 @@
+/* hploc_gpu.h — the GPU H-PLOC builder (stage "build", structure bvh):
+ * Benthin et al. 2024 as src/bvh/hploc.h writes it, every step a kernel on
+ * the builder's stream, no host round trip: the LBVH's boxes, Morton codes
+ * and CUB sort (bvh_gpu_common.cu), one kernel for the whole clustering
+ * (Apetrei's bottom-up walk of the radix tree, PLOC inside a warp at each
+ * large node), the bottom-up SAH collapse with atomic flags (and the depth
+ * fallback, hploc.h), the output. The tree equals rt_hploc_build_cpu's
+ * node for node (tests/test_gpu_bvh.c).
+ *
+ * The API mirrors lbvh_gpu.h: plain C, opaque handle, never exits; buffers
+ * are allocated at the first build and grown only when the triangle count
+ * grows. */
+#ifndef RT_HPLOC_GPU_H
+#define RT_HPLOC_GPU_H
+
+#include "bvh/bvh_cpu.h"
+#include "bvh/hploc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct RtHplocGpu RtHplocGpu;
+
+typedef struct RtHplocGpuStats {
+    double ms;             /* the whole build, GPU time (events) */
+    /* per step: only when the build was given stats (each launch timed), else 0 */
+    double morton_ms;      /* boxes, scene box and codes */
+    double sort_ms;        /* CUB radix sort */
+    double cluster_ms;     /* the radix-tree walk with PLOC merges (hploc_cluster) */
+    double collapse_ms;    /* bottom-up boxes, SAH collapse, depth (and the fallback's pass) */
+    double output_ms;      /* depth-first leaf order and output nodes */
+    uint32_t launches;
+    uint32_t triangles, valid; /* input triangles; non-degenerate ones (read back) */
+    uint32_t cluster_depth;    /* the clustered tree's depth once collapsed (read back) */
+    int fallback;              /* 1: it exceeded RT_BVH_MAX_DEPTH, the radix tree was output */
+} RtHplocGpuStats;
+
+/* Needs a CUDA device; RT_ERR_NO_DEVICE without one. */
+RtStatus rt_hploc_gpu_create(RtHplocGpu **out, RtError *err);
+void rt_hploc_gpu_destroy(RtHplocGpu *b);
+
+/* Queues the build as rt_lbvh_gpu_build does (the same arguments, d_bvh's
+ * arrays owned by b until the next build or destroy, d_bounds on the
+ * device; stats: wait and time each step; NULL: return at once). */
+RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *p, const RtFloat4 *d_verts,
+                            const RtFloat4 *d_woop, uint32_t tri_count, RtBvh *d_bvh,
+                            RtHplocGpuStats *stats, RtError *err);
+/* The last build's GPU time, launches and counts, waiting for it. */
+RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *stats, RtError *err);
+
+/* Copies a device BVH to host arrays (rt_bvh_free), as
+ * rt_lbvh_gpu_download: n - 1 nodes (1 for n = 1, none for n = 0). */
+RtStatus rt_hploc_gpu_download(const RtHplocGpu *b, const RtBvh *d_bvh, RtBvh *h_bvh, RtError *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
