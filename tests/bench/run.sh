@@ -124,7 +124,7 @@ sname() { case $1 in default) echo default ;; *) basename "$1" | sed 's/\.[^.]*$
 for s in $SCENES; do bench "scene_$(sname "$s")" "$s"; done
 for n in $RUNNERS; do bench "runners_$n" "$MAIN" --runners "$n"; done
 # the other structures of the slot (kd is the scene_* and runners_* runs)
-STRUCTS="lbvh"
+STRUCTS="lbvh bvh"
 for st in $STRUCTS; do
     for s in $SCENES; do bench "struct_${st}_$(sname "$s")" "$s" --structure "$st"; done
     for n in $RUNNERS; do bench "runners_${st}_$n" "$MAIN" --runners "$n" --structure "$st"; done
@@ -181,7 +181,8 @@ echo "### Structures per scene (default parameters)"
 echo
 echo "Per frame: build + trace (primary, shadow, reflection: the frame) + the diffuse cast, medians;"
 echo "the shortest per scene in bold. kd: the Zhou/Chang kd-tree (GPU) or the SAH kd-tree (CPU path);"
-echo "lbvh: Karras's LBVH with SAH leaf collapse, traced with the BVH loop (same shading)."
+echo "lbvh: Karras's LBVH with SAH leaf collapse; bvh: H-PLOC (Benthin et al. 2024) over the same"
+echo "Morton order, same collapse; both traced with the BVH loop (same shading)."
 echo
 echo "| scene | structure | build | primary | shadow | reflection | diffuse | build + trace + diffuse | nodes | SAH |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
