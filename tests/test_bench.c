@@ -19,6 +19,7 @@
 #include "gpu/gpu.h"
 #include "app/headless.h"
 #include "scene/load.h"
+#include "scene/runners.h"
 #include "render/sample.h"
 
 /* ---- a minimal JSON reader: syntax check + "does this object have key K" -- */
@@ -644,6 +645,100 @@ static void pipeline_gpu_bvh_frame_matches_cpu(void **state)
     gpu_bvh_frame_matches_cpu(RT_STRUCT_BVH);
 }
 
+/* One GPU frame of s with the device held to `headroom_mib` beyond what the
+ * pipeline holds then (RT_GPU_MEM_LIMIT_MB, rt_gpu_alloc): after a first
+ * lbvh frame when warm (what every structure shares, and the lbvh's own
+ * arrays, are then allocated), else right after the scene's upload.
+ * Returns the status, *used_structure what the frame used. */
+static RtStatus oom_frame(const RtScene *s, int warm, int structure, double headroom_mib, int *used_structure,
+                          char *note, size_t note_n, RtError *err)
+{
+    enum { W = 64, H = 48 };
+    RtPipeline *p = NULL;
+    RtStatus st = rt_pipeline_create(s, RT_BACKEND_GPU, W, H, &p, err);
+    if (st != RT_OK) return st;
+    RtPipelineParams pp = rt_pipeline_params_default();
+    pp.structure = RT_STRUCT_LBVH;
+    RtFrameStats fs;
+    RtImage img;
+    assert_int_equal(rt_image_alloc(&img, W, H), RT_OK);
+    RtFrameTarget target = {W, H, NULL, &img};
+    /* a first lbvh frame allocates what every structure shares (scene, image) */
+    if (warm) st = rt_pipeline_frame(p, &pp, 0.0f, NULL, &target, &fs, err);
+    size_t used = 0, total = 0;
+    if (st == RT_OK) st = rt_gpu_mem_used(&used, &total, err);
+    if (st == RT_OK) {
+        char v[64];
+        snprintf(v, sizeof v, "%.0f", used / 1048576.0 + headroom_mib);
+        setenv("RT_GPU_MEM_LIMIT_MB", v, 1);
+        pp.structure = structure;
+        st = rt_pipeline_frame(p, &pp, 0.5f, NULL, &target, &fs, err);
+        unsetenv("RT_GPU_MEM_LIMIT_MB");
+        *used_structure = fs.structure;
+        snprintf(note, note_n, "%s", st == RT_OK && fs.structure_note ? fs.structure_note : "");
+    }
+    rt_image_free(&img);
+    rt_pipeline_destroy(p);
+    return st;
+}
+
+/* Out of device memory in the middle of a run (RT_GPU_MEM_LIMIT_MB plays a
+ * smaller GPU): a kd frame that no longer fits is redone with the leaner
+ * lbvh, saying so with the numbers; with no room at all the frame fails
+ * with RT_ERR_OOM and the message (the callers then go on on the CPU);
+ * nothing crashes, and a pipeline opened afterwards works as before. */
+static void pipeline_gpu_out_of_memory_falls_back(void **state)
+{
+    (void)state;
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_wave(&s, 400000, &err), RT_OK);
+    RtPipeline *probe = NULL;
+    if (rt_pipeline_create(&s, RT_BACKEND_GPU, 8, 8, &probe, &err) != RT_OK) {
+        print_message("skip: no GPU pipeline: %s\n", err.msg);
+        rt_scene_free(&s);
+        skip();
+    }
+    rt_pipeline_destroy(probe);
+    /* room for the lbvh's arrays but not for the kd-tree's: found by trying */
+    int fell_back = 0;
+    for (double headroom = 16; headroom <= 1024 && !fell_back; headroom *= 2) {
+        int used = -1;
+        char note[RT_ERROR_MAX + 64];
+        RtStatus st = oom_frame(&s, 1, RT_STRUCT_KD, headroom, &used, note, sizeof note, &err);
+        if (st == RT_ERR_OOM) {
+            rt_test_assert_contains(err.msg, "out of device memory");
+            rt_test_assert_contains(err.msg, "MiB free of");
+            print_message("  headroom %.0f MiB: %s\n", headroom, err.msg);
+            continue;
+        }
+        if (st != RT_OK) fail_msg("%s", err.msg);
+        if (used == RT_STRUCT_LBVH) {
+            fell_back = 1;
+            rt_test_assert_contains(note, "kd -> lbvh");
+            print_message("  headroom %.0f MiB: the kd frame fell back: %s\n", headroom, note);
+        } else {
+            print_message("  headroom %.0f MiB: the kd frame fit\n", headroom);
+            break;
+        }
+    }
+    assert_true(fell_back);
+    /* no room at all: a clean error */
+    int used = -1;
+    char note[8];
+    assert_int_equal(oom_frame(&s, 0, RT_STRUCT_LBVH, 0, &used, note, sizeof note, &err), RT_ERR_OOM);
+    rt_test_assert_contains(err.msg, "out of device memory");
+    /* and the device is fine afterwards */
+    RtImage img;
+    assert_int_equal(rt_image_alloc(&img, 32, 24), RT_OK);
+    RtFrameStats fs;
+    assert_true(structure_frame(&s, RT_BACKEND_GPU, RT_STRUCT_KD, 0.0f, &img, &fs));
+    assert_int_equal(fs.structure, RT_STRUCT_KD);
+    rt_image_free(&img);
+    rt_scene_free(&s);
+}
+
 /* --structure auto on the CPU: kd, lbvh and bvh measured twice each first,
  * then the cheapest by the last measurements (within the 10 % margin), one
  * other re-probed every RT_AUTO_REPROBE frames and when the camera turns;
@@ -674,8 +769,8 @@ static void pipeline_auto_measures_each_then_keeps_the_fastest(void **state)
     for (int f = 0; f < 2 * n + 2 * RT_AUTO_REPROBE + 2; f++) {
         if (rt_pipeline_frame(p, &pp, 0.0f, &cam, &target, &st, &err) != RT_OK) fail_msg("%s", err.msg);
         assert_true(st.structure >= RT_STRUCT_KD && st.structure < RT_STRUCT_AUTO);
-        assert_non_null(st.auto_note);
-        rt_test_assert_contains(st.auto_note, "auto:");
+        assert_non_null(st.structure_note);
+        rt_test_assert_contains(st.structure_note, "auto:");
         if (f < 2 * n) assert_int_equal(st.structure, f % n);
         /* the first choice: another than kd only when its second frame was 10 % cheaper */
         if (f == 2 * n) {
@@ -690,7 +785,7 @@ static void pipeline_auto_measures_each_then_keeps_the_fastest(void **state)
         cost[st.structure] = st.build_ms + st.trace_ms;
     }
     print_message("  auto: kd %d frames, lbvh %d frames, bvh %d frames; %s\n", seen[0], seen[1], seen[2],
-                  st.auto_note);
+                  st.structure_note);
     /* each measured twice, and the ones not chosen probed again, one every RT_AUTO_REPROBE frames */
     assert_true(seen[0] >= 3 && seen[1] >= 3 && seen[2] >= 3);
     /* a turned camera: the very next frame probes the structure not in use */
@@ -698,11 +793,11 @@ static void pipeline_auto_measures_each_then_keeps_the_fastest(void **state)
      * own cost reads 10 % above the other's last one switches after it, so
      * the note's "probed 0 frames ago" is the check) */
     if (rt_pipeline_frame(p, &pp, 0.0f, &cam, &target, &st, &err) != RT_OK) fail_msg("%s", err.msg);
-    assert_null(strstr(st.auto_note, "probed 0 frames ago"));
+    assert_null(strstr(st.structure_note, "probed 0 frames ago"));
     RtCamera turned = cam;
     turned.look = v3_add(cam.pos, v3_sub(cam.pos, cam.look)); /* looking back */
     if (rt_pipeline_frame(p, &pp, 0.0f, &turned, &target, &st, &err) != RT_OK) fail_msg("%s", err.msg);
-    rt_test_assert_contains(st.auto_note, "probed 0 frames ago");
+    rt_test_assert_contains(st.structure_note, "probed 0 frames ago");
     rt_image_free(&img);
     rt_image_free(&first);
     rt_pipeline_destroy(p);
@@ -755,6 +850,7 @@ int main(void)
         cmocka_unit_test(pipeline_cpu_bvh_frame_equals_kd_frame),
         cmocka_unit_test(pipeline_gpu_bvh_frame_matches_cpu),
         cmocka_unit_test(pipeline_auto_measures_each_then_keeps_the_fastest),
+        cmocka_unit_test(pipeline_gpu_out_of_memory_falls_back),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include "anim/anim_eval.h"
 #include "anim/anim_gpu.h"
 #include "gpu/cuda_check.h"
+#include "gpu/gpu.h"
 #include "gpu/launch.h"
 
 /* Threads per block of both kernels: a multiple of the warp size. */
@@ -120,8 +121,7 @@ __global__ void anim_triangle_kernel(uint32_t n, const uint32_t *tri, const RtVe
 template <typename T>
 static RtStatus dev_alloc(T **d, size_t n, RtError *err)
 {
-    CUDA_CHECK(err, cudaMalloc((void **)d, (n ? n : 1) * sizeof(T)));
-    return RT_OK;
+    return rt_gpu_alloc((void **)d, (n ? n : 1) * sizeof(T), "the animation stage's arrays", err);
 }
 
 template <typename T>

@@ -11,6 +11,7 @@
 
 #include "bvh/bvh_gpu_common.cuh"
 #include "gpu/cuda_check.h"
+#include "gpu/gpu.h"
 
 /* Threads per block: a multiple of the warp size. */
 static constexpr int kBlock = 256;
@@ -126,13 +127,9 @@ void bvh_base_destroy(BvhGpuBase *b)
 
 RtStatus bvh_gpu_alloc(const BvhGpuBase *b, void **p, size_t bytes, const char *what, uint32_t tris, RtError *err)
 {
-    cudaError_t e = cudaMalloc(p, bytes);
-    if (e == cudaSuccess) return RT_OK;
-    cudaGetLastError(); /* not sticky: leave no error behind for the next launch check */
-    *p = NULL;
-    return rt_fail(err, e == cudaErrorMemoryAllocation ? RT_ERR_OOM : RT_ERR_CUDA,
-                   "%s: cannot allocate %s for %u triangles (%zu bytes of device memory): %s", b->tag, what, tris,
-                   bytes, cudaGetErrorString(e));
+    char buf[160];
+    snprintf(buf, sizeof buf, "the %s builder's %s for %u triangles", b->tag, what, tris);
+    return rt_gpu_alloc(p, bytes, buf, err);
 }
 
 RtStatus bvh_gpu_alloc_all(const BvhGpuBase *b, const BvhAlloc *want, size_t count, uint32_t tris, RtError *err)

@@ -64,6 +64,33 @@ extern "C" const RtGpuInfo *rt_gpu_info(const RtGpu *gpu)
     return gpu ? &gpu->info : NULL;
 }
 
+extern "C" RtStatus rt_gpu_alloc(void **p, size_t bytes, const char *what, RtError *err)
+{
+    *p = NULL;
+    if (bytes == 0) bytes = 1;
+    size_t free_b = 0, total_b = 0;
+    const char *cap = getenv("RT_GPU_MEM_LIMIT_MB");
+    double limit = cap && *cap ? atof(cap) * 1048576.0 : 0.0;
+    cudaError_t e = cudaSuccess;
+    if (limit > 0 && cudaMemGetInfo(&free_b, &total_b) == cudaSuccess &&
+        (double)(total_b - free_b) + (double)bytes > limit)
+        e = cudaErrorMemoryAllocation;
+    if (e == cudaSuccess) e = cudaMalloc(p, bytes);
+    if (e == cudaSuccess) return RT_OK;
+    cudaGetLastError(); /* not sticky: the next launch check must not see it */
+    *p = NULL;
+    if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) free_b = total_b = 0;
+    if (limit > 0) {
+        size_t used = total_b - free_b;
+        total_b = (size_t)limit;
+        free_b = used < total_b ? total_b - used : 0;
+    }
+    return rt_fail(err, e == cudaErrorMemoryAllocation ? RT_ERR_OOM : RT_ERR_CUDA,
+                   "GPU: out of device memory for %s: %.1f MiB asked, %.1f MiB free of %.1f MiB%s (%s)", what,
+                   bytes / 1048576.0, free_b / 1048576.0, total_b / 1048576.0,
+                   limit > 0 ? " (RT_GPU_MEM_LIMIT_MB)" : "", cudaGetErrorString(e));
+}
+
 extern "C" RtStatus rt_gpu_mem_used(size_t *used, size_t *total, RtError *err)
 {
     size_t free_b = 0, total_b = 0;

@@ -32,6 +32,16 @@ const RtGpuInfo *rt_gpu_info(const RtGpu *gpu);
  * the peak of what stays allocated. RT_ERR_NO_DEVICE without CUDA. */
 RtStatus rt_gpu_mem_used(size_t *used, size_t *total, RtError *err);
 
+/* cudaMalloc for every stage (bytes 0 allocates 1). When the device cannot
+ * give the memory, RT_ERR_OOM names what it was for, how much, and the
+ * device's free and total memory, and the CUDA error is cleared, so that
+ * the caller may go on with less (the pipeline falls back to a leaner
+ * structure, then to the CPU). RT_GPU_MEM_LIMIT_MB=N makes the device act
+ * as if it had N MiB (an allocation that would take the memory in use
+ * beyond N fails the same way): the out-of-memory paths are then tested
+ * on any GPU (tests/gpu_check.sh). */
+RtStatus rt_gpu_alloc(void **p, size_t bytes, const char *what, RtError *err);
+
 #ifdef __cplusplus
 }
 #endif

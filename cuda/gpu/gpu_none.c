@@ -10,6 +10,13 @@ RtStatus rt_gpu_create(int device, RtGpu **out, RtError *err)
 }
 void rt_gpu_destroy(RtGpu *gpu) { (void)gpu; }
 const RtGpuInfo *rt_gpu_info(const RtGpu *gpu) { (void)gpu; return 0; }
+RtStatus rt_gpu_alloc(void **p, size_t bytes, const char *what, RtError *err)
+{
+    (void)bytes;
+    *p = NULL;
+    return rt_fail(err, RT_ERR_NO_DEVICE, "GPU: this rtviewer was built without CUDA (%s)", what);
+}
+
 RtStatus rt_gpu_mem_used(size_t *used, size_t *total, RtError *err)
 {
     *used = 0;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "gpu/cuda_check.h"
+#include "gpu/gpu.h"
 #include "gpu/gpu_scene_dev.h"
 
 /* Threads per block of the Woop kernel: a multiple of the warp size. */
@@ -126,7 +127,8 @@ static RtGpuMaterial gpu_material(const RtScene *s, const RtGpuScene *gs, const 
 template <typename T>
 static RtStatus upload(T **dst, const T *src, size_t n, RtError *err)
 {
-    CUDA_CHECK(err, cudaMalloc((void **)dst, (n ? n : 1) * sizeof(T)));
+    RtStatus st = rt_gpu_alloc((void **)dst, (n ? n : 1) * sizeof(T), "the scene's arrays", err);
+    if (st != RT_OK) return st;
     if (n) CUDA_CHECK(err, cudaMemcpy(*dst, src, n * sizeof(T), cudaMemcpyHostToDevice));
     return RT_OK;
 }
@@ -180,14 +182,11 @@ static RtStatus scene_fill(RtGpuScene *gs, const RtScene *s, RtError *err)
     gs->tri_cap = n;
     {
         size_t bytes = ((size_t)n * 3 + 1) * sizeof(RtFloat4);
-        cudaError_t e = cudaMalloc((void **)&gs->d_verts, bytes);
-        if (e == cudaSuccess) e = cudaMalloc((void **)&gs->d_woop, bytes);
-        if (e == cudaSuccess) e = cudaMalloc((void **)&gs->d_staging, bytes);
-        if (e != cudaSuccess) {
-            st = rt_fail(err, RT_ERR_OOM, "TRACE: cannot allocate %zu bytes of triangle arrays: %s",
-                         3 * bytes, cudaGetErrorString(e));
+        const char *what = "the scene's triangle arrays";
+        if ((st = rt_gpu_alloc((void **)&gs->d_verts, bytes, what, err)) != RT_OK ||
+            (st = rt_gpu_alloc((void **)&gs->d_woop, bytes, what, err)) != RT_OK ||
+            (st = rt_gpu_alloc((void **)&gs->d_staging, bytes, what, err)) != RT_OK)
             goto out;
-        }
     }
     gs->view.verts = gs->d_verts;
     gs->view.woop = gs->d_woop;
@@ -302,7 +301,8 @@ static RtStatus grow(T **p, uint32_t *cap, uint32_t n, RtError *err)
     cudaFree(*p);
     *p = NULL;
     *cap = 0;
-    CUDA_CHECK(err, cudaMalloc((void **)p, ((size_t)n + 1) * sizeof(T)));
+    RtStatus st = rt_gpu_alloc((void **)p, ((size_t)n + 1) * sizeof(T), "a kd-tree's device copy", err);
+    if (st != RT_OK) return st;
     *cap = n;
     return RT_OK;
 }
@@ -349,9 +349,7 @@ extern "C" void rt_kd_tree_free_device(RtKdTree *dev)
 
 extern "C" RtStatus rt_gpu_malloc(void **d, size_t bytes, RtError *err)
 {
-    *d = NULL;
-    CUDA_CHECK(err, cudaMalloc(d, bytes ? bytes : 1));
-    return RT_OK;
+    return rt_gpu_alloc(d, bytes, "a buffer", err);
 }
 
 extern "C" void rt_gpu_free(void *d) { cudaFree(d); }

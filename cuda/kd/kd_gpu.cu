@@ -29,6 +29,7 @@
 
 #include "kd/kd_cpu.h"
 #include "kd/kd_gpu_internal.cuh"
+#include "gpu/gpu.h"
 
 /* A device array that only grows. */
 typedef struct KdArr {
@@ -73,7 +74,8 @@ static RtStatus kd_reserve(KdArr *a, size_t bytes, RtError *err)
     if (a->p) cudaFree(a->p);
     a->p = NULL;
     a->bytes = 0;
-    CUDA_CHECK(err, cudaMalloc(&a->p, bytes));
+    RtStatus st = rt_gpu_alloc(&a->p, bytes, "the kd-tree builder's arrays", err);
+    if (st != RT_OK) return st;
     a->bytes = bytes;
     return RT_OK;
 }
@@ -592,7 +594,8 @@ extern "C" RtStatus rt_kd_gpu_download(const RtKdTree *d_tree, RtKdTree *h, RtEr
 extern "C" RtStatus rt_kd_gpu_upload_f4(const RtFloat4 *host, size_t n, RtFloat4 **d_out, RtError *err)
 {
     *d_out = NULL;
-    CUDA_CHECK(err, cudaMalloc((void **)d_out, (n ? n : 1) * sizeof(RtFloat4)));
+    RtStatus st = rt_gpu_alloc((void **)d_out, (n ? n : 1) * sizeof(RtFloat4), "a device copy", err);
+    if (st != RT_OK) return st;
     if (n) CUDA_CHECK(err, cudaMemcpy(*d_out, host, n * sizeof(RtFloat4), cudaMemcpyHostToDevice));
     return RT_OK;
 }

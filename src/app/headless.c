@@ -140,7 +140,17 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
     for (int f = 0; f < o->frames && st == RT_OK; f++) {
         float t = rt_app_frame_time(o, &scene, f, o->frames);
         RtFrameStats fs;
-        if ((st = rt_pipeline_frame(pipe, &o->pipe, t, rt_app_camera(o), &target, &fs, err)) != RT_OK) break;
+        st = rt_pipeline_frame(pipe, &o->pipe, t, rt_app_camera(o), &target, &fs, err);
+        /* the GPU ran out of memory even for the leanest structure (the
+         * pipeline tried that first): the rest on the CPU */
+        if (st == RT_ERR_OOM && rt_pipeline_backend(pipe) == RT_BACKEND_GPU) {
+            RT_WARN("APP", "%s; going on with the CPU backend", err->msg);
+            rt_pipeline_destroy(pipe);
+            pipe = NULL;
+            if ((st = rt_pipeline_create(&scene, RT_BACKEND_CPU, o->width, o->height, &pipe, err)) != RT_OK) break;
+            st = rt_pipeline_frame(pipe, &o->pipe, t, rt_app_camera(o), &target, &fs, err);
+        }
+        if (st != RT_OK) break;
         /* the GPU's depth and SAH need its tree on the host: only when asked */
         if (o->stats && fs.has_tree && (st = rt_pipeline_tree_stats(pipe, &o->pipe, &fs, err)) != RT_OK) break;
         char path[4096];

@@ -66,6 +66,10 @@ struct RtPipeline {
         float diag;                    /* the scene's diagonal (its vertices as loaded); < 0: not yet */
         char note[160];
     } auto_;
+    /* GPU memory fallback (rt_pipeline_frame): structures the device ran out
+     * of memory for, never tried again by this pipeline */
+    unsigned oom_mask;
+    char oom_note[RT_ERROR_MAX + 64];
     RtTriArrays host_tris;  /* GPU: the device triangles (vertices, Woop rows) on the host, for making
                                diffuse rays and for the validator */
     uint64_t host_tris_of;  /* GPU: tris_written when host_tris was copied */
@@ -575,18 +579,36 @@ RtStatus rt_pipeline_frame(RtPipeline *p, const RtPipelineParams *pp, float t, c
         if (vs != RT_OK) return vs;
         chosen.structure = auto_pick(p, &view);
     }
+    if (p->oom_mask & (1u << chosen.structure)) chosen.structure = RT_STRUCT_LBVH;
     st->backend = p->backend;
-    st->structure = chosen.structure;
     st->t = t;
-    st->build_large_ms = st->build_small_ms = NAN;
     double t0 = rt_now_ms();
-    RtStatus s = p->backend == RT_BACKEND_GPU ? gpu_frame(p, &chosen, t, cam, target, st, err)
-                                              : cpu_frame(p, &chosen, t, cam, target, st, err);
+    RtStatus s;
+    for (;;) {
+        st->structure = chosen.structure;
+        st->build_large_ms = st->build_small_ms = NAN;
+        s = p->backend == RT_BACKEND_GPU ? gpu_frame(p, &chosen, t, cam, target, st, err)
+                                         : cpu_frame(p, &chosen, t, cam, target, st, err);
+        /* Out of device memory: the LBVH needs the least (a few arrays of
+         * n, against the kd-tree's references and nodes), so a kd or H-PLOC
+         * frame that did not fit is redone with it, now and from now on;
+         * when even that fails the caller falls back to the CPU. */
+        if (!(s == RT_ERR_OOM && p->backend == RT_BACKEND_GPU && chosen.structure != RT_STRUCT_LBVH)) break;
+        snprintf(p->oom_note, sizeof p->oom_note, "%s: %s -> lbvh (needs less memory)",
+                 err && err->msg[0] ? err->msg : "GPU: out of device memory", structure_name(chosen.structure));
+        RT_WARN("APP", "%s", p->oom_note);
+        p->oom_mask |= 1u << chosen.structure;
+        chosen.structure = RT_STRUCT_LBVH;
+        memset(st, 0, sizeof *st);
+        st->backend = p->backend;
+        st->t = t;
+    }
     st->frame_ms = rt_now_ms() - t0;
     if (is_auto && s == RT_OK && !pp->brute_force) {
         auto_learn(p, chosen.structure, st->build_ms + st->trace_ms, &view);
-        st->auto_note = p->auto_.note;
+        st->structure_note = p->auto_.note;
     }
+    if (p->oom_mask && s == RT_OK) st->structure_note = p->oom_note;
     p->last = *st;
     return s;
 }

@@ -58,8 +58,9 @@ RtPipelineParams rt_pipeline_params_default(void);
 typedef struct RtFrameStats {
     int backend;          /* RtBackend that ran the frame */
     int structure;        /* RtStructure the frame built and traced (never RT_STRUCT_AUTO) */
-    const char *auto_note; /* with RT_STRUCT_AUTO: what it chose and why (owned by the pipeline,
-                              valid until the next frame); NULL otherwise */
+    const char *structure_note; /* why this structure: auto's choice and reason, or the GPU
+                                   memory fallback (owned by the pipeline, valid until the next
+                                   frame); NULL otherwise */
     float t;              /* animation time */
     double animate_ms;    /* GPU: CUDA events; CPU: rt_scene_frame_at + flattening, wall */
     double build_ms;      /* GPU: events around the whole build; CPU: wall */

@@ -313,7 +313,7 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
         add(l, kText, "tris %u  no tree (--brute)", in->triangles);
     }
 
-    if (in->auto_note) add(l, kText, "%s", in->auto_note);
+    if (in->structure_note) add(l, kText, "%s", in->structure_note);
 
     /* the available variant groups by name, wrapped */
     char line[HUD_LINE_CHARS] = "";

@@ -38,7 +38,7 @@ typedef struct RtHudInfo {
     uint32_t triangles;
     const RtKdStats *kd;      /* NULL without a tree (--brute) */
     const RtKdGpuStats *kd_gpu; /* the GPU build's stages, launches, round trips; NULL on the CPU */
-    const char *auto_note;    /* --structure auto: what it chose and why, or NULL */
+    const char *structure_note;    /* auto's choice and why, or the memory fallback; or NULL */
     int gpu_variants;         /* the GPU groups (1-0, Y) act on this frame */
     const char *anim;         /* animation state line, e.g. "t 3.20 s of 0..20  x1" */
     const RtPipelineParams *params; /* the current variant values */

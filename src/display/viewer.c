@@ -515,7 +515,19 @@ static RtStatus run_pipeline(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, R
     if (dev) {
         RtStatus su = rt_gl_display_unmap(v->display, err);
         if (st == RT_OK) st = su;
-    } else if (st == RT_OK) {
+    }
+    if (st == RT_ERR_OOM && v->use_gpu) {
+        /* the GPU ran out of memory even for the leanest structure (the
+         * pipeline tried that first): the CPU renderer from now on, the
+         * reason on the HUD; the next frame opens it */
+        snprintf(v->gpu_off, sizeof v->gpu_off, "%s", err->msg);
+        say(v, "%s; the CPU backend goes on", err->msg);
+        rt_pipeline_destroy(v->gpu);
+        v->gpu = NULL;
+        v->use_gpu = 0;
+        return RT_OK;
+    }
+    if (!dev && st == RT_OK) {
         st = rt_gl_display_upload(v->display, &v->frame, err);
     }
     if (st != RT_OK) return st;
@@ -569,7 +581,7 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             .triangles = v->scene.tri_count,
             .kd = v->fs.has_tree ? &v->fs.tree : NULL,
             .kd_gpu = v->use_gpu ? v->fs.kd_gpu : NULL,
-            .auto_note = v->fs.auto_note,
+            .structure_note = v->fs.structure_note,
             .gpu_variants = v->use_gpu,
             .anim = anim,
             .params = &v->opt.pipe,
