@@ -237,7 +237,8 @@ static void cycle_clip(RtViewer *v, int dir)
     v->anim_t = t0;
     v->dynamic = rt_anim_is_dynamic(&v->scene.anim);
     const RtAnim *a = &v->scene.anim;
-    say(v, "clip %d/%u '%s' (%.2f s)", a->clip + 1, a->clip_count, a->clip_name, t1 - t0);
+    say(v, "clip %d/%u%s%s%s (%.2f s)", a->clip + 1, a->clip_count, a->clip_name[0] ? " '" : "", a->clip_name,
+        a->clip_name[0] ? "'" : "", t1 - t0);
 }
 
 static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
@@ -558,8 +559,9 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
         char anim[192], clip[96] = "";
         const RtAnim *a = &v->scene.anim;
         if (a->clip_count)
-            snprintf(clip, sizeof clip, "  clip %d/%u '%.40s'%s", a->clip + 1, a->clip_count, a->clip_name,
-                     a->clip_count > 1 ? " (J)" : "");
+            snprintf(clip, sizeof clip, "  clip %d/%u%s%.40s%s%s", a->clip + 1, a->clip_count,
+                     a->clip_name[0] ? " '" : "", a->clip_name, a->clip_name[0] ? "'" : "",
+                     a->clip_count > 1 ? " (J)" : ""); /* unnamed clips: no empty quotes */
         if (v->dynamic)
             snprintf(anim, sizeof anim, "t %.2f s of %.3g..%.3g  x%g%s%s", v->anim_t, v->anim_t0, v->anim_t1,
                      v->anim_speed, v->paused ? "  PAUSED" : "", clip);
