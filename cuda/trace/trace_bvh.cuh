@@ -100,7 +100,13 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
         float t[2];
         bool in[2];
         bvh_test_children(n, olo, ohi, inv, r0, fminf(best.t, r1), t, in);
-        /* leaf children now: their hits shorten the ray for the rest */
+        /* leaf children now: their hits shorten the ray for the rest.
+         * Unrolled, and children picked by selects below, never by a
+         * computed index: an indexed n.child[k] would put the node in
+         * local memory (16 stores per visit). */
+#ifdef __CUDA_ARCH__
+#pragma unroll
+#endif
         for (int k = 0; k < 2; k++) {
             if (!(n.count[k] & RT_BVH_LEAF) || !in[k]) continue;
             in[k] = false;
@@ -126,15 +132,15 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
         /* interior children: the nearer now, the farther on the stack */
         bool in0 = in[0] && t[0] <= best.t, in1 = in[1] && t[1] <= best.t;
         if (in0 && in1) {
-            int near = t[1] < t[0] ? 1 : 0;
+            const bool near1 = t[1] < t[0];
             if (sp < RT_BVH_MAX_DEPTH) {
-                stk_node[sp] = n.child[1 - near];
-                stk_t[sp] = t[1 - near];
+                stk_node[sp] = near1 ? n.child[0] : n.child[1];
+                stk_t[sp] = near1 ? t[0] : t[1];
                 sp++;
             }
-            node = n.child[near];
+            node = near1 ? n.child[1] : n.child[0];
         } else if (in0 || in1) {
-            node = n.child[in0 ? 0 : 1];
+            node = in0 ? n.child[0] : n.child[1];
         } else {
             /* pop, dropping entries that start beyond the best hit */
             bool found = false;
