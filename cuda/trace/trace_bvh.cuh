@@ -30,36 +30,78 @@ typedef struct TraceBvh {
     uint32_t node_count;    /* 0: an empty tree */
 } TraceBvh;
 
-/* Slab test of both children of node n: in[k] when the ray's [tmin, tmax]
- * meets child k's box grown by delta on every side, t[k] its entry
+/* A stack entry or the walk's position: an interior node's index, or
+ * (RT_BVH_ENTRY_LEAF set) a leaf: its count - 1 in bits 27..30
+ * (RT_BVH_MAX_LEAF = 16) and its first tri_index entry below, so the walk
+ * can hold a leaf until its turn without the node that named it. Trees of
+ * more entries than the 27 bits reach are refused on the host
+ * (bvh_layout.h's RT_BVH_MAX_INDEX). */
+#define RT_BVH_ENTRY_LEAF 0x80000000u
+#define RT_BVH_ENTRY_FIRST_BITS 27
+#if (1u << RT_BVH_ENTRY_FIRST_BITS) != RT_BVH_MAX_INDEX
+#error "RT_BVH_MAX_INDEX must be what a walk entry's first field holds"
+#endif
+RT_TRACE_FN static uint32_t bvh_entry(uint32_t child, uint32_t count)
+{
+    if (!(count & RT_BVH_LEAF)) return child;
+    return RT_BVH_ENTRY_LEAF | (((count & ~RT_BVH_LEAF) - 1u) << RT_BVH_ENTRY_FIRST_BITS) | child;
+}
+
+/* A stack slot: the entry and its entry distance's bits, one 8-byte store. */
+RT_TRACE_FN static uint32_t bvh_f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+RT_TRACE_FN static float bvh_u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Slab test of both children of node n: in0/in1 when the ray's [tmin, tmax]
+ * meets the child's box grown by delta on every side, t0/t1 its entry
  * distance. The box is grown in space, not the interval in t: a ray lying
  * in a face's plane (a zero component of d, 1/d huge) is then inside that
  * slab for its whole length, as it must be (its triangles may lie in the
  * plane), where a t interval of (face - o) / d = 0 would end it at once.
- * olo = o + delta, ohi = o - delta. Empty leaves are never entered. (A
- * flag, not t = INFINITY for a miss: a ray with no hit yet has best.t =
- * INFINITY, and a miss would pass the test t <= best.t.) */
-RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 olo, RtVec3 ohi, RtVec3 inv,
-                                          float tmin, float tmax, float t[2], bool in[2])
+ * Each distance is one fma, face * inv - (o -+ delta) * inv (lo_inv, hi_inv
+ * precomputed): its rounding is that of face * inv, far inside the delta
+ * the box was grown by. Empty leaves are never entered. (A flag, not
+ * t = INFINITY for a miss: a ray with no hit yet has best.t = INFINITY, and
+ * a miss would pass the test t <= best.t.) Scalars, not arrays: an array
+ * indexed at run time would live in local memory. */
+RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 lo_inv, RtVec3 hi_inv, RtVec3 inv,
+                                          float tmin, float tmax, float &t0, float &t1, bool &in0, bool &in1)
 {
-    float x0 = (n.b[0].x - olo.x) * inv.x, x1 = (n.b[0].y - ohi.x) * inv.x;
-    float y0 = (n.b[0].z - olo.y) * inv.y, y1 = (n.b[0].w - ohi.y) * inv.y;
-    float z0 = (n.b[2].x - olo.z) * inv.z, z1 = (n.b[2].y - ohi.z) * inv.z;
+    float x0 = fmaf(n.b[0].x, inv.x, -lo_inv.x), x1 = fmaf(n.b[0].y, inv.x, -hi_inv.x);
+    float y0 = fmaf(n.b[0].z, inv.y, -lo_inv.y), y1 = fmaf(n.b[0].w, inv.y, -hi_inv.y);
+    float z0 = fmaf(n.b[2].x, inv.z, -lo_inv.z), z1 = fmaf(n.b[2].y, inv.z, -hi_inv.z);
     float lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin));
     float hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax));
-    in[0] = lo <= hi && n.count[0] != RT_BVH_LEAF;
-    t[0] = lo;
-    x0 = (n.b[1].x - olo.x) * inv.x, x1 = (n.b[1].y - ohi.x) * inv.x;
-    y0 = (n.b[1].z - olo.y) * inv.y, y1 = (n.b[1].w - ohi.y) * inv.y;
-    z0 = (n.b[2].z - olo.z) * inv.z, z1 = (n.b[2].w - ohi.z) * inv.z;
+    in0 = lo <= hi && n.count[0] != RT_BVH_LEAF;
+    t0 = lo;
+    x0 = fmaf(n.b[1].x, inv.x, -lo_inv.x), x1 = fmaf(n.b[1].y, inv.x, -hi_inv.x);
+    y0 = fmaf(n.b[1].z, inv.y, -lo_inv.y), y1 = fmaf(n.b[1].w, inv.y, -hi_inv.y);
+    z0 = fmaf(n.b[2].z, inv.z, -lo_inv.z), z1 = fmaf(n.b[2].w, inv.z, -hi_inv.z);
     lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin));
     hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax));
-    in[1] = lo <= hi && n.count[1] != RT_BVH_LEAF;
-    t[1] = lo;
+    in1 = lo <= hi && n.count[1] != RT_BVH_LEAF;
+    t1 = lo;
 }
 
 /* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. steps
- * (may be NULL) += nodes visited. */
+ * (may be NULL) += nodes visited.
+ *
+ * Aila & Laine's while-while order: a lane walks interior nodes until its
+ * position is a leaf entry, and only then searches that leaf, so a warp's
+ * lanes test boxes together and triangles together. The nearer child goes
+ * first; the farther is stacked with its entry distance, and a popped entry
+ * that starts beyond the best hit is dropped. Children are picked by
+ * selects, never by a computed index into the node (that would put the
+ * 64-byte node in local memory at every visit). */
 template <int kIsect, class Prims>
 RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o, RtVec3 d,
                                    float tmin, float tmax, bool live, bool any, uint32_t *steps)
@@ -79,82 +121,89 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                               fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
                                     fabsf(bounds.hi.z))));
     const float delta = TRACE_EPS_SCALE * scale, eps = delta / dlen;
-    const RtVec3 olo = v3(o.x + delta, o.y + delta, o.z + delta), ohi = v3(o.x - delta, o.y - delta, o.z - delta);
     /* A zero direction component would make 0 * inf = NaN; a tiny one keeps
      * the slab test's signs (with the grown boxes, never a 0 numerator). */
     const float tiny = 1e-30f;
     const RtVec3 inv = v3(1.0f / (fabsf(d.x) > tiny ? d.x : copysignf(tiny, d.x)),
                           1.0f / (fabsf(d.y) > tiny ? d.y : copysignf(tiny, d.y)),
                           1.0f / (fabsf(d.z) > tiny ? d.z : copysignf(tiny, d.z)));
+    const RtVec3 lo_inv = v3((o.x + delta) * inv.x, (o.y + delta) * inv.y, (o.z + delta) * inv.z);
+    const RtVec3 hi_inv = v3((o.x - delta) * inv.x, (o.y - delta) * inv.y, (o.z - delta) * inv.z);
     /* the scene box first: most rays that miss everything stop here */
     float r0 = tmin, r1 = tmax;
     if (!clip_box(bounds, o, d, inv, eps, &r0, &r1)) return best;
 
-    uint32_t stk_node[RT_BVH_MAX_DEPTH];
-    float stk_t[RT_BVH_MAX_DEPTH];
+    /* (entry, bits of its entry distance) */
+    uint32_t stk[RT_BVH_MAX_DEPTH][2];
     int sp = 0;
-    uint32_t node = 0, visits = 0;
+    uint32_t pos = 0, visits = 0;
     for (;;) {
-        const RtBvhNode n = pr.bvh_node(&bv.nodes[node]);
-        visits++;
-        float t[2];
-        bool in[2];
-        bvh_test_children(n, olo, ohi, inv, r0, fminf(best.t, r1), t, in);
-        /* leaf children now: their hits shorten the ray for the rest.
-         * Unrolled, and children picked by selects below, never by a
-         * computed index: an indexed n.child[k] would put the node in
-         * local memory (16 stores per visit). */
-#ifdef __CUDA_ARCH__
-#pragma unroll
-#endif
-        for (int k = 0; k < 2; k++) {
-            if (!(n.count[k] & RT_BVH_LEAF) || !in[k]) continue;
-            in[k] = false;
-            if (!(t[k] <= best.t)) continue;
-            uint32_t first = n.child[k], count = n.count[k] & ~RT_BVH_LEAF;
-            for (uint32_t i = 0; i < count; i++) {
-                uint32_t id = pr.index(&bv.index[first + i]);
-                float ht, hu, hv;
-                /* at most the largest float: Woop's test of a ray parallel to
-                 * the triangle's plane gives an infinite t (isect.h) */
-                if (!pr.isect(kIsect, id, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;
-                if (ht == best.t && id > best.tri) continue;
-                if (!pr.alpha(id, hu, hv)) continue;
-                best.t = ht;
-                best.u = hu;
-                best.v = hv;
-                best.tri = id;
-                if (any) break;
+        /* interior nodes until the position is a leaf (or nothing is left) */
+        bool done = false;
+        while (!(pos & RT_BVH_ENTRY_LEAF)) {
+            const RtBvhNode n = pr.bvh_node(&bv.nodes[pos]);
+            visits++;
+            float t0, t1;
+            bool in0, in1;
+            bvh_test_children(n, lo_inv, hi_inv, inv, r0, fminf(best.t, r1), t0, t1, in0, in1);
+            const uint32_t e0 = bvh_entry(n.child[0], n.count[0]), e1 = bvh_entry(n.child[1], n.count[1]);
+            if (in0 && in1) {
+                const bool near1 = t1 < t0;
+                if (sp < RT_BVH_MAX_DEPTH) {
+                    stk[sp][0] = near1 ? e0 : e1;
+                    stk[sp][1] = bvh_f2u(near1 ? t0 : t1);
+                    sp++;
+                }
+                pos = near1 ? e1 : e0;
+            } else if (in0 || in1) {
+                pos = in0 ? e0 : e1;
+            } else {
+                /* pop, dropping entries that start beyond the best hit */
+                done = true;
+                while (sp > 0) {
+                    sp--;
+                    if (bvh_u2f(stk[sp][1]) <= best.t) {
+                        pos = stk[sp][0];
+                        done = false;
+                        break;
+                    }
+                }
+                if (done) break;
             }
-            if (any && best.tri != RT_NO_HIT) break;
+            if (visits > TRACE_MAX_VISITS) {
+                done = true;
+                break;
+            }
+        }
+        if (done) break;
+        /* the leaf: its hits shorten the ray for the entries still stacked */
+        const uint32_t first = pos & ((1u << RT_BVH_ENTRY_FIRST_BITS) - 1u);
+        const uint32_t count = ((pos & ~RT_BVH_ENTRY_LEAF) >> RT_BVH_ENTRY_FIRST_BITS) + 1u;
+        for (uint32_t i = 0; i < count; i++) {
+            uint32_t id = pr.index(&bv.index[first + i]);
+            float ht, hu, hv;
+            /* at most the largest float: Woop's test of a ray parallel to
+             * the triangle's plane gives an infinite t (isect.h) */
+            if (!pr.isect(kIsect, id, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;
+            if (ht == best.t && id > best.tri) continue;
+            if (!pr.alpha(id, hu, hv)) continue;
+            best.t = ht;
+            best.u = hu;
+            best.v = hv;
+            best.tri = id;
+            if (any) break;
         }
         if (any && best.tri != RT_NO_HIT) break;
-        /* interior children: the nearer now, the farther on the stack */
-        bool in0 = in[0] && t[0] <= best.t, in1 = in[1] && t[1] <= best.t;
-        if (in0 && in1) {
-            const bool near1 = t[1] < t[0];
-            if (sp < RT_BVH_MAX_DEPTH) {
-                stk_node[sp] = near1 ? n.child[0] : n.child[1];
-                stk_t[sp] = near1 ? t[0] : t[1];
-                sp++;
+        bool found = false;
+        while (sp > 0) {
+            sp--;
+            if (bvh_u2f(stk[sp][1]) <= best.t) {
+                pos = stk[sp][0];
+                found = true;
+                break;
             }
-            node = near1 ? n.child[1] : n.child[0];
-        } else if (in0 || in1) {
-            node = in0 ? n.child[0] : n.child[1];
-        } else {
-            /* pop, dropping entries that start beyond the best hit */
-            bool found = false;
-            while (sp > 0) {
-                sp--;
-                if (stk_t[sp] <= best.t) {
-                    node = stk_node[sp];
-                    found = true;
-                    break;
-                }
-            }
-            if (!found) break;
         }
-        if (visits > TRACE_MAX_VISITS) break;
+        if (!found) break;
     }
     if (steps) *steps += visits;
     return best;

@@ -42,6 +42,10 @@ extern "C" {
  * 32 bits of index tie-break (Karras 2012) bound it by 62 + 1; the
  * tracers' stacks hold this many entries, so a walk never overflows. */
 #define RT_BVH_MAX_DEPTH 64
+/* Most tri_index entries a tree may have: the GPU walk packs a leaf's first
+ * entry into 27 bits beside its count (trace_bvh.cuh); the tracers refuse a
+ * larger tree with an error. */
+#define RT_BVH_MAX_INDEX (1u << 27)
 
 typedef struct RtBvhNode {
     /* children's boxes as Aila & Laine lay them out: three float4 loads

@@ -127,7 +127,6 @@ for n in $RUNNERS; do bench "runners_$n" "$MAIN" --runners "$n"; done
 STRUCTS="lbvh bvh"
 for st in $STRUCTS; do
     for s in $SCENES; do bench "struct_${st}_$(sname "$s")" "$s" --structure "$st"; done
-    for n in $RUNNERS; do bench "runners_${st}_$n" "$MAIN" --runners "$n" --structure "$st"; done
 done
 CONSTRUCT="inclusion:box=inclusion clipping:box=clipping ssah:small=ssah nolower:small=none levels:fused=0"
 TRACES="restart:traversal=restart shortstack:traversal=shortstack rows:map=rows noskip:skip=0 packets:packet=warp"
@@ -264,14 +263,17 @@ if command -v gnuplot >/dev/null 2>&1; then
     mkdir -p "$OUT/plot" && rm -f "$OUT"/plot/bench_*.png
     for r in $RUNNERS; do echo "$(js runners_$r triangles) $(med runners_$r build_ms) $(med runners_$r build_large_ms) $(med runners_$r build_small_ms)"; done |
         awk '$1 != "-" && $2 != "-"' >"$OUT/plot/tris.dat"
-    # build + trace per structure vs triangles: one column per structure
-    for r in $RUNNERS; do
-        line="$(js runners_$r triangles) $(awk -v b="$(med runners_$r build_ms)" -v t="$(med runners_$r trace_ms)" 'BEGIN { if (b == "-" || t == "-") print "-"; else print b + t }')"
-        for st in $STRUCTS; do
-            line="$line $(awk -v b="$(med runners_${st}_$r build_ms)" -v t="$(med runners_${st}_$r trace_ms)" 'BEGIN { if (b == "-" || t == "-") print "-"; else print b + t }')"
+    # build + trace + diffuse per frame vs the scene's triangles: one
+    # column per structure, one row per scene (the structures table's totals)
+    for sc in $SCENES; do
+        line="$(js scene_$(sname "$sc") triangles)"
+        for st in kd $STRUCTS; do
+            n=scene_$(sname "$sc"); [ $st = kd ] || n=struct_${st}_$(sname "$sc")
+            line="$line $(awk -v b="$(med $n build_ms)" -v t="$(med $n trace_ms)" -v d="$(med $n trace_diffuse_ms)" \
+                'BEGIN { if (b == "-" || t == "-") print "-"; else print b + t + (d == "-" ? 0 : d) }')"
         done
         echo "$line"
-    done | awk '$1 != "-"' >"$OUT/plot/structs.dat"
+    done | awk '$1 != "-"' | sort -g >"$OUT/plot/structs.dat"
     for k in 0 1 2 3 4 5; do echo "$k \"${names[$k]}\" $(med ladder_$k build_large_ms) $(med ladder_$k build_small_ms) $(med ladder_$k build_ms)"; done >"$OUT/plot/ladder.dat"
     for v in $CONSTRUCT; do n=build_${v%%:*}; echo "\"${v%%:*}\" $(med $n build_ms) $(med $n trace_ms)"; done >"$OUT/plot/construct.dat"
     [ -f "$OUT/anim.csv" ] && awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
@@ -288,9 +290,10 @@ set xlabel "triangles"; set ylabel "ms (median)"
 plot "$OUT/plot/tris.dat" using 1:2 with linespoints lw 2 title "build", \\
      "" using 1:3 with linespoints title "large-node stage", "" using 1:4 with linespoints title "small-node stage"
 set output "$OUT/plot/bench_structures.png"
-set title "build + trace per frame vs triangles, per structure ($(sname "$MAIN") + runners), $label"
-set xlabel "triangles"; set ylabel "ms (median)"
+set title "build + trace + diffuse per frame vs triangles, per structure (the scenes of the table), $label"
+set xlabel "triangles (log)"; set ylabel "ms (median, log)"; set logscale xy; set yrange [*:*]
 plot "$OUT/plot/structs.dat" using 1:2 with linespoints lw 2 title "kd", $(k=3; for st in $STRUCTS; do printf '"" using 1:%d with linespoints lw 2 title "%s", ' $k $st; k=$((k + 1)); done | sed 's/, $//')
+unset logscale; set yrange [0:*]
 set output "$OUT/plot/bench_frame_time.png"
 set title "frame time over the animation ($(sname "$ANIM") $ANIM_ARGS), $label"
 set xlabel "animation time (s)"; set ylabel "ms"
