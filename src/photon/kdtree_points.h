@@ -55,7 +55,11 @@ typedef struct RtKdpNode {
     uint32_t point;    /* the input index of this node's point */
     uint32_t child[2]; /* left (smaller super key), right (larger); RT_KDP_NONE */
 } RtKdpNode;
+#ifdef __cplusplus
+static_assert(sizeof(RtKdpNode) == 12, "RtKdpNode must stay 12 bytes");
+#else
 _Static_assert(sizeof(RtKdpNode) == 12, "RtKdpNode must stay 12 bytes");
+#endif
 
 typedef struct RtKdpTree {
     uint32_t dim;      /* k, coordinates per point, 1..RT_KDP_MAX_DIM */
