@@ -450,12 +450,12 @@ static RtStatus gl_sampler(GlFile *G, const cJSON *sj, int path, RtKbChannel *ou
     return RT_OK;
 }
 
-/* The name assimp 5.2 gives node n: its "name", else "nodes_N". */
+/* The name assimp 5.2 gives node n: its "name", else "nodes[N]". */
 static void gl_node_name(const GlFile *G, int64_t n, char *out, size_t cap)
 {
     const cJSON *nm = cJSON_GetObjectItemCaseSensitive(G->node[n], "name");
     if (cJSON_IsString(nm) && nm->valuestring[0]) snprintf(out, cap, "%s", nm->valuestring);
-    else snprintf(out, cap, "nodes_%lld", (long long)n);
+    else snprintf(out, cap, "nodes[%lld]", (long long)n);
 }
 
 static int gl_name_unique(const GlFile *G, int64_t n, const char *name)

@@ -33,7 +33,7 @@ typedef enum RtGltfPath {
  * units per second: anim_keys.h scales them by the key interval, which is
  * the spec's Hermite form, so nothing is converted). */
 typedef struct RtGltfChannel {
-    char *node;          /* the target node's name as assimp names it: its "name", else "nodes_N" */
+    char *node;          /* the target node's name as assimp names it: its "name", else "nodes[N]" */
     int32_t path;        /* RtGltfPath */
     int32_t ambiguous;   /* 1: another node has that name, so a match by name is unsure */
     int32_t used;        /* for the caller: set once its keys were taken */

@@ -1121,13 +1121,14 @@ RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError 
         st = rt_scene_append(s, &tmp, NULL, -1, err);
         if (st == RT_OK && tmp.has_camera && !s->has_camera) s->camera = tmp.camera, s->has_camera = 1;
         if (st == RT_OK && tmp.has_ambient && !s->has_ambient) s->ambient = tmp.ambient, s->has_ambient = 1;
+        char gl[64] = "";
+        if (L.gltf_used) snprintf(gl, sizeof gl, " (%u channels in the glTF's own keys)", L.gltf_used);
         if (st == RT_OK)
             RT_INFO("ASSIMP", "%s: %u triangles, %u vertices, %u materials, %u textures, %u lights%s, %u nodes; "
-                    "%u animated nodes (%u channels in the glTF's own keys), %u morphs, %u skinned meshes (%u joints) "
-                    "in %.0f ms",
+                    "%u animated nodes%s, %u morphs, %u skinned meshes (%u joints) in %.0f ms",
                     path, tmp.tri_count, tmp.vert_count, tmp.mat_count, tmp.tex_count, s->light_count - l0,
-                    tmp.has_camera ? ", a camera" : "", L.nodes, L.tracks, L.gltf_used, L.morphs,
-                    L.skinned - L.skinned_static, L.joints, rt_now_ms() - t0);
+                    tmp.has_camera ? ", a camera" : "", L.nodes, L.tracks, gl, L.morphs, L.skinned - L.skinned_static,
+                    L.joints, rt_now_ms() - t0);
     }
     rt_scene_free(&tmp);
     free(L.anim_node);
