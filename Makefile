@@ -6,7 +6,9 @@
 #   SAN=1             build with AddressSanitizer + UBSan
 #   ASSIMP=0|1        the assimp formats (glTF, FBX, Collada, MD2, ...; libassimp-dev);
 #                     default 1 when pkg-config finds assimp, else 0 (those files
-#                     are then refused with a message saying so)
+#                     are then refused with a message saying so); with it, glTF
+#                     animation samplers are read with cJSON (libcjson-dev) when
+#                     pkg-config finds libcjson, else they play as assimp's linear keys
 #   BUILD=...         build folder; default one per configuration: build,
 #                     build-san (SAN=1), build-debug (DEBUG=1), build-san-debug,
 #                     -noassimp appended when ASSIMP=0 although assimp is installed,
@@ -21,11 +23,12 @@ CUDA_HOME ?= /usr/local/cuda
 NVCC      ?= $(firstword $(shell command -v nvcc 2>/dev/null) $(wildcard $(CUDA_HOME)/bin/nvcc))
 ASSIMP_FOUND := $(shell pkg-config --exists assimp 2>/dev/null && echo 1)
 ASSIMP    ?= $(if $(ASSIMP_FOUND),1,0)
+CJSON_FOUND  := $(shell pkg-config --exists libcjson 2>/dev/null && echo 1)
 BUILD     ?= build$(if $(filter 1,$(SAN)),-san,)$(if $(filter 1,$(DEBUG)),-debug,)$(if $(and $(ASSIMP_FOUND),$(filter 0,$(ASSIMP))),-noassimp,)
 comma     := ,
 
 # Debian packages the project needs (make deps installs the missing ones).
-DEB_BUILD := build-essential pkg-config libglfw3-dev libglew-dev libstb-dev libcmocka-dev libassimp-dev
+DEB_BUILD := build-essential pkg-config libglfw3-dev libglew-dev libstb-dev libcmocka-dev libassimp-dev libcjson-dev
 DEB_TEST  := clang libclang-rt-dev xvfb xdotool libgl1-mesa-dri assimp-testmodels
 
 OPT      := $(if $(filter 1,$(DEBUG)),-O0 -g,-O2 -g)
@@ -39,8 +42,15 @@ LDLIBS   += -lm -pthread
 ifeq ($(ASSIMP),1)
   CPPFLAGS += -DRT_HAVE_ASSIMP=1 $(shell pkg-config --cflags assimp)
   LDLIBS   := $(or $(shell pkg-config --libs assimp),-lassimp) $(LDLIBS)
+  # glTF samplers (gltf_anim.c): assimp 5.2 drops their interpolation
+  ifeq ($(CJSON_FOUND),1)
+    CPPFLAGS += -DRT_HAVE_CJSON=1 $(shell pkg-config --cflags libcjson)
+    LDLIBS   := $(shell pkg-config --libs libcjson) $(LDLIBS)
+  else
+    CPPFLAGS += -DRT_HAVE_CJSON=0
+  endif
 else
-  CPPFLAGS += -DRT_HAVE_ASSIMP=0
+  CPPFLAGS += -DRT_HAVE_ASSIMP=0 -DRT_HAVE_CJSON=0
 endif
 
 # ---- sources: the pipeline, stage by stage ------------------------------
@@ -90,7 +100,7 @@ all: check-cuda rtviewer
 
 check-cuda:
 	@$(if $(NVCC),echo "build: CUDA kernels with $(NVCC) for $(CUDA_ARCH) (+PTX)",echo "build: no CUDA toolkit found (NVCC empty): building the CPU backend only")
-	@$(if $(filter 1,$(ASSIMP)),echo "build: assimp formats (glTF, FBX, Collada, ...) with libassimp $$(pkg-config --modversion assimp 2>/dev/null)",echo "build: without assimp (ASSIMP=0 or no libassimp-dev): glTF, FBX, Collada, ... are refused")
+	@$(if $(filter 1,$(ASSIMP)),echo "build: assimp formats (glTF, FBX, Collada, ...) with libassimp $$(pkg-config --modversion assimp 2>/dev/null)$(if $(CJSON_FOUND),; glTF samplers with cJSON $$(pkg-config --modversion libcjson 2>/dev/null),; no libcjson-dev: glTF samplers play linear)",echo "build: without assimp (ASSIMP=0 or no libassimp-dev): glTF, FBX, Collada, ... are refused")
 
 # Linked in the configuration's folder, then copied to ./rtviewer whenever
 # that differs (another configuration was built last).
@@ -121,10 +131,11 @@ $(BUILD)/librt.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-# load_assimp.o is compiled one way or the other: one stamp per value, so
-# that libassimp-dev installed later (or ASSIMP=0 given) rebuilds it.
-ASSIMP_STAMP := $(BUILD)/gen/assimp-$(ASSIMP)
-$(BUILD)/src/scene/load_assimp.o: $(ASSIMP_STAMP)
+# load_assimp.o and gltf_anim.o are compiled one way or the other: one stamp
+# per value, so that libassimp-dev or libcjson-dev installed later (or
+# ASSIMP=0 given) rebuilds them.
+ASSIMP_STAMP := $(BUILD)/gen/assimp-$(ASSIMP)$(if $(filter 1,$(ASSIMP)),-cjson$(or $(CJSON_FOUND),0),)
+$(BUILD)/src/scene/load_assimp.o $(BUILD)/src/scene/gltf_anim.o: $(ASSIMP_STAMP)
 $(ASSIMP_STAMP):
 	@mkdir -p $(dir $@) && rm -f $(BUILD)/gen/assimp-* && touch $@
 

@@ -31,8 +31,9 @@ extern "C" {
 /* ---- keyframe channels ------------------------------------------------------ */
 /* How a channel interpolates between its keys. AFF and the .scene format's
  * `key` lines are Kochanek-Bartels splines (aff.md section 5); glTF's
- * samplers are STEP, LINEAR or CUBICSPLINE (glTF 2.0 "Animations"), and
- * what assimp hands over is read as LINEAR (docs/animation.md says why). */
+ * samplers are STEP, LINEAR or CUBICSPLINE (glTF 2.0 "Animations", read
+ * from the file by gltf_anim.c); what assimp hands over of other formats is
+ * read as LINEAR (docs/animation.md says why). */
 typedef enum RtKbInterp {
     RT_KEYS_TCB = 0,   /* KB spline: keys in file order, keys 0 and n-1 only bound the range
                           (aff.md 5.1); rot keys are axis + degrees (kbspline.c) */

@@ -11,7 +11,9 @@
  * punctual lights become rtviewer's. Motion goes onto the existing model
  * of anim.h, which the GPU's animate stage already evaluates:
  *   - node TRS channels -> RT_NODE_TRACK nodes with LINEAR channels
- *     (anim_keys.h), rotations by slerp;
+ *     (anim_keys.h), rotations by slerp; of a .gltf / .glb, the clip's
+ *     channels in the file's own STEP / LINEAR / CUBICSPLINE keys, read by
+ *     gltf_anim.c (assimp 5.2 drops the sampler's interpolation);
  *   - morph targets with animated weights -> RtAnimMorph poses, one per
  *     weight key (a pose is linear in the weights, so this is exact);
  *   - MD2 vertex animation -> RtAnimMorph poses, one import per frame;
@@ -20,6 +22,7 @@
  *
  * Built without assimp (RT_HAVE_ASSIMP=0, no libassimp-dev), the same
  * extensions are refused with a message that says so. */
+#include "scene/gltf_anim.h"
 #include "scene/load.h"
 #include "scene/scene.h"
 #include "scene/texture.h"
@@ -137,6 +140,8 @@ typedef struct AsLoad {
     size_t skin_count, skin_cap;
     uint32_t skinned, skinned_static, joints, morphs, tracks, dropped_tris, nodes;
     int camera_done;
+    RtGltfAnim gltf;                 /* a .gltf / .glb's channels of the clip, from the file itself */
+    uint32_t gltf_used;              /* of them, those that replaced assimp's keys */
 } AsLoad;
 
 static RtStatus as_oom(AsLoad *L, const char *what)
@@ -375,7 +380,8 @@ static RtStatus as_material(AsLoad *L, const struct aiMaterial *am, RtMaterial *
  * interpolation mode: its glTF importer keeps a STEP sampler's keys as they
  * are and only the values of a CUBICSPLINE one (the middle of each
  * in-tangent, value, out-tangent triple), FBX and Collada curves arrive
- * sampled; linear is what every one of them becomes (docs/animation.md). */
+ * sampled; linear is what every one of them becomes (docs/animation.md),
+ * except a glTF's channels, which as_gltf_channel replaces with the file's. */
 typedef struct AsKey {
     double t;
     float v[4];
@@ -427,6 +433,28 @@ static void as_vec_keys(const struct aiVectorKey *in, uint32_t n, double tps, As
     }
 }
 
+/* The glTF's own keys for node `name`'s channel `path` (RtGltfPath) in
+ * place of assimp's *c, when the file has them and the node's name says
+ * unambiguously which node it is (else assimp's stay, with a warning). */
+static void as_gltf_channel(AsLoad *L, const char *name, int path, RtKbChannel *c)
+{
+    for (uint32_t i = 0; i < L->gltf.count; i++) {
+        RtGltfChannel *g = &L->gltf.ch[i];
+        if (g->path != path || g->used || strcmp(g->node, name)) continue;
+        g->used = 1;
+        if (g->ambiguous) {
+            RT_WARN("ASSIMP", "%s: glTF: more than one node is named '%s': its channels keep assimp's linear keys",
+                    L->path, name);
+            return;
+        }
+        free(c->keys);
+        *c = g->keys;
+        memset(&g->keys, 0, sizeof g->keys);
+        L->gltf_used++;
+        return;
+    }
+}
+
 /* An RtAnimTrack from a node channel; the node's own transform (local)
  * fills in the components the channel does not animate, as glTF says. */
 static RtStatus as_track(AsLoad *L, const struct aiNodeAnim *ch, const struct aiMatrix4x4 *local, int32_t *track)
@@ -455,6 +483,11 @@ static RtStatus as_track(AsLoad *L, const struct aiNodeAnim *ch, const struct ai
     as_vec_keys(ch->mScalingKeys, ch->mNumScalingKeys, L->tps, k);
     ok = ok && as_channel(&tr.scale, k, ch->mNumScalingKeys, s_rest);
     free(k);
+    if (ok && L->gltf.count) {
+        as_gltf_channel(L, ch->mNodeName.data, RT_GLTF_TRANSLATION, &tr.transl);
+        as_gltf_channel(L, ch->mNodeName.data, RT_GLTF_ROTATION, &tr.rot);
+        as_gltf_channel(L, ch->mNodeName.data, RT_GLTF_SCALE, &tr.scale);
+    }
     int64_t i = ok ? rt_anim_add_track(&L->s->anim, &tr) : -1;
     if (i < 0) {
         free(tr.transl.keys), free(tr.rot.keys), free(tr.scale.keys);
@@ -955,6 +988,40 @@ static RtStatus as_no_such_clip(AsLoad *L)
                    L->path, L->clip_arg, list);
 }
 
+/* A .gltf / .glb: the played clip's channels as the file has them
+ * (gltf_anim.h), matched to assimp's by the clip's index (assimp keeps
+ * glTF's animation order) and the node's name. A file this cannot read
+ * keeps assimp's linear keys, with a warning saying why. */
+static void as_gltf_clip(AsLoad *L)
+{
+    if (!L->clip->mNumChannels || !rt_gltf_anim_claims(L->path)) return;
+    if (!RT_HAVE_CJSON) {
+        RT_INFO("ASSIMP", "%s: built without cJSON (libcjson-dev): glTF samplers play as assimp's linear keys",
+                L->path);
+        return;
+    }
+    RtError e = {0};
+    if (rt_gltf_anim_load(L->path, (uint32_t)L->s->anim.clip, &L->gltf, &e) != RT_OK) {
+        RT_WARN("ASSIMP", "%s; the clip keeps assimp's linear keys", e.msg);
+        return;
+    }
+    if (L->gltf.anim_count != L->ai->mNumAnimations) {
+        RT_WARN("ASSIMP", "%s: glTF: %u animations in the file, %u from assimp: clips cannot be matched; the clip "
+                "keeps assimp's linear keys", L->path, L->gltf.anim_count, L->ai->mNumAnimations);
+        rt_gltf_anim_free(&L->gltf);
+    }
+}
+
+/* After the walk: glTF channels that found no assimp channel of their node. */
+static void as_gltf_unmatched(const AsLoad *L)
+{
+    for (uint32_t i = 0; i < L->gltf.count; i++)
+        if (!L->gltf.ch[i].used)
+            RT_WARN("ASSIMP", "%s: glTF: no assimp channel for node '%s' (%s): its file keys are not used", L->path,
+                    L->gltf.ch[i].node, L->gltf.ch[i].path == RT_GLTF_ROTATION ? "rotation"
+                                        : L->gltf.ch[i].path == RT_GLTF_SCALE  ? "scale" : "translation");
+}
+
 /* The clip played: --clip's, else the first with node or morph channels. */
 static RtStatus as_pick_clip(AsLoad *L)
 {
@@ -980,6 +1047,7 @@ static RtStatus as_pick_clip(AsLoad *L)
     if (ai->mNumAnimations > 1 || L->clip_arg)
         RT_INFO("ASSIMP", "%s: %u animation clips; playing %s'%s' (%.2f s)", L->path, ai->mNumAnimations,
                 L->clip_arg ? "" : "the first with channels, ", L->clip->mName.data, dur);
+    as_gltf_clip(L);
     return RT_OK;
 }
 
@@ -995,6 +1063,7 @@ static RtStatus as_convert(AsLoad *L)
     }
     if (!ai->mRootNode) return rt_fail(L->err, RT_ERR_EMPTY, "%s: ASSIMP: the file has no node hierarchy", L->path);
     if ((st = as_walk(L)) != RT_OK) return st;
+    as_gltf_unmatched(L);
     for (size_t i = 0; i < L->skin_count; i++)
         if ((st = as_add_skin(L, &L->skin[i])) != RT_OK) return st;
     return RT_OK;
@@ -1052,16 +1121,19 @@ RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError 
         st = rt_scene_append(s, &tmp, NULL, -1, err);
         if (st == RT_OK && tmp.has_camera && !s->has_camera) s->camera = tmp.camera, s->has_camera = 1;
         if (st == RT_OK && tmp.has_ambient && !s->has_ambient) s->ambient = tmp.ambient, s->has_ambient = 1;
+        char gl[64] = "";
+        if (L.gltf_used) snprintf(gl, sizeof gl, " (%u channels in the glTF's own keys)", L.gltf_used);
         if (st == RT_OK)
             RT_INFO("ASSIMP", "%s: %u triangles, %u vertices, %u materials, %u textures, %u lights%s, %u nodes; "
-                    "%u animated nodes, %u morphs, %u skinned meshes (%u joints) in %.0f ms",
+                    "%u animated nodes%s, %u morphs, %u skinned meshes (%u joints) in %.0f ms",
                     path, tmp.tri_count, tmp.vert_count, tmp.mat_count, tmp.tex_count, s->light_count - l0,
-                    tmp.has_camera ? ", a camera" : "", L.nodes, L.tracks, L.morphs, L.skinned - L.skinned_static,
+                    tmp.has_camera ? ", a camera" : "", L.nodes, L.tracks, gl, L.morphs, L.skinned - L.skinned_static,
                     L.joints, rt_now_ms() - t0);
     }
     rt_scene_free(&tmp);
     free(L.anim_node);
     free(L.skin);
+    rt_gltf_anim_free(&L.gltf);
     aiReleaseImport(ai);
     return st;
 }
