@@ -191,6 +191,16 @@ $(FUZZ_BIN): $(BUILD)/fuzz_%: tests/fuzz/fuzz_%.c $(LIB_SRC) $(wildcard src/*/*.
 	@mkdir -p $(dir $@)
 	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Icuda -I/usr/include/stb \
 	  -DRT_HAVE_CUDA=0 -DRT_HAVE_ASSIMP=0 -DRT_DEBUG=0 -o $@ $< $(LIB_SRC) $(wildcard cuda/*/*.c) -lm -pthread
+# fuzz_gltf: the glTF animation-sampler reader (gltf_anim.c, with cJSON);
+# built where libcjson is, as that reader is.
+ifeq ($(CJSON_FOUND),1)
+fuzz: $(BUILD)/fuzz_gltf
+$(BUILD)/fuzz_gltf: tests/fuzz/fuzz_gltf.c src/scene/gltf_anim.c src/core/rt_base.c $(wildcard src/*/*.h)
+	@mkdir -p $(dir $@)
+	clang -std=c11 -D_GNU_SOURCE -O1 -g -fsanitize=fuzzer,address,undefined -Isrc -Icuda \
+	  -DRT_HAVE_CUDA=0 -DRT_HAVE_ASSIMP=1 -DRT_HAVE_CJSON=1 $(shell pkg-config --cflags libcjson) -DRT_DEBUG=0 \
+	  -o $@ $< src/scene/gltf_anim.c src/core/rt_base.c $(shell pkg-config --libs libcjson) -lm -pthread
+endif
 
 # ---- benchmark ----------------------------------------------------------------
 # rtviewer --bench over scenes x build variants x trace variants

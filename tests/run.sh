@@ -140,6 +140,19 @@ if [ -x "$FUZZ_AFF" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
     fi
 fi
 
+# The glTF sampler reader's kept corpus, replayed likewise (built where
+# libcjson is: make fuzz).
+FUZZ_GLTF=$BUILD/fuzz_gltf
+if [ -x "$FUZZ_GLTF" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
+    echo "== fuzz: tests/fuzz/corpus_gltf replayed"
+    if "$FUZZ_GLTF" -runs=0 -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$BUILD/" tests/fuzz/corpus_gltf \
+        >"$BUILD/fuzz_gltf.log" 2>&1; then
+        pass=$((pass + 1)); echo "fuzz: glTF corpus replayed, no crash ($(ls tests/fuzz/corpus_gltf | wc -l) inputs)"
+    else
+        fail=$((fail + 1)); failed_bins="$failed_bins fuzz_gltf"; tail -40 "$BUILD/fuzz_gltf.log"
+    fi
+fi
+
 [ -n "$failed_bins" ] && echo "tests: failing:$failed_bins"
 echo "tests: $pass passed, $fail failed, $skip skipped"
 [ $fail -eq 0 ]
