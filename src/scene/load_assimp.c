@@ -190,6 +190,55 @@ static RtStatus as_import(const char *path, int frame, int weld, const struct ai
     return st;
 }
 
+/* An OFF file's header declares its vertex and face counts, and assimp 5.2's
+ * OFF reader allocates and fills them before reading a line of data: a
+ * header claiming 35 billion vertices makes it swap the machine, and a
+ * library call cannot be interrupted. So the counts are checked against
+ * the file's size first: an ASCII vertex takes at least 6 bytes ("0 0 0\n"),
+ * a face at least 8 ("3 0 1 2\n"). Binary OFF (16 and 16 bytes at least)
+ * likewise; a header that does not parse is left to assimp. */
+static RtStatus as_check_off_counts(const char *path, RtError *err)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return RT_OK; /* assimp says why */
+    char head[4096];
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    head[n] = 0;
+    /* tokens of the header, comments (# to the end of the line) dropped */
+    char *tok[8];
+    int nt = 0;
+    for (char *p = head; *p && nt < 8;) {
+        if (*p == '#') {
+            while (*p && *p != '\n') p++;
+        } else if (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') {
+            *p++ = 0;
+        } else {
+            tok[nt++] = p;
+            while (*p && !strchr(" \t\r\n#", *p)) p++;
+        }
+    }
+    if (nt < 3) return RT_OK;
+    size_t kl = strlen(tok[0]);
+    if (kl < 3 || strcmp(tok[0] + kl - 3, "OFF")) return RT_OK;
+    int k = 1, binary = 0;
+    if (strchr(tok[0], 'n') && k < nt) k++; /* nOFF: the dimension comes first */
+    if (k < nt && !strcmp(tok[k], "BINARY")) binary = 1, k++;
+    if (k + 1 >= nt) return RT_OK;
+    char *e1, *e2;
+    unsigned long long nv = strtoull(tok[k], &e1, 10), nf = strtoull(tok[k + 1], &e2, 10);
+    if (*e1 || *e2) return RT_OK;
+    const unsigned long long need = binary ? nv * 12ull + nf * 16ull : nv * 6ull + nf * 8ull;
+    if (size >= 0 && (nv > (1ull << 40) || nf > (1ull << 40) || need > (unsigned long long)size))
+        return rt_fail(err, RT_ERR_PARSE,
+                       "%s: OFF: the header declares %llu vertices and %llu faces, more than a file of %ld bytes "
+                       "can hold (at least %llu bytes); refused before assimp allocates them",
+                       path, nv, nf, size, need);
+    return RT_OK;
+}
+
 /* ---- small conversions ------------------------------------------------------ */
 
 static void as_mat34(const struct aiMatrix4x4 *a, float m[12])
@@ -1077,6 +1126,7 @@ RtStatus rt_assimp_load(const char *path, const char *clip, RtScene *s, RtError 
     RtStatus st = rt_check_regular_file(path, "ASSIMP", err);
     if (st != RT_OK) return st;
     const char *dot = strrchr(path, '.');
+    if (dot && !strcasecmp(dot, ".off") && (st = as_check_off_counts(path, err)) != RT_OK) return st;
     int md2 = dot && !strcasecmp(dot, ".md2");
     uint32_t md2_frames = md2 ? as_md2_frames(path) : 0;
     /* an MD2 with frames stays unwelded so that its frames line up */
