@@ -128,30 +128,20 @@ if [ -x "$FUZZ" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
     fi
 fi
 
-# The AFF fuzzer's kept corpus, replayed (each input once: a few seconds).
-FUZZ_AFF=$BUILD/fuzz_aff
-if [ -x "$FUZZ_AFF" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
-    echo "== fuzz: tests/fuzz/corpus_aff replayed"
-    if "$FUZZ_AFF" -runs=0 -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$BUILD/" tests/fuzz/corpus_aff \
-        >"$BUILD/fuzz_aff.log" 2>&1; then
-        pass=$((pass + 1)); echo "fuzz: AFF corpus replayed, no crash ($(ls tests/fuzz/corpus_aff | wc -l) inputs)"
+# The AFF and glTF fuzzers' kept corpora, replayed (each input once: a few
+# seconds); fuzz_gltf is built where libcjson is (make fuzz).
+replay() { # NAME LABEL: $BUILD/NAME over tests/fuzz/corpus_<LABEL>
+    bin=$BUILD/$1 corpus=tests/fuzz/corpus_$2
+    [ -x "$bin" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ] || return 0
+    echo "== fuzz: $corpus replayed"
+    if "$bin" -runs=0 -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$BUILD/" "$corpus" >"$BUILD/$1.log" 2>&1; then
+        pass=$((pass + 1)); echo "fuzz: $corpus replayed, no crash ($(ls "$corpus" | wc -l) inputs)"
     else
-        fail=$((fail + 1)); failed_bins="$failed_bins fuzz_aff"; tail -40 "$BUILD/fuzz_aff.log"
+        fail=$((fail + 1)); failed_bins="$failed_bins $1"; tail -40 "$BUILD/$1.log"
     fi
-fi
-
-# The glTF sampler reader's kept corpus, replayed likewise (built where
-# libcjson is: make fuzz).
-FUZZ_GLTF=$BUILD/fuzz_gltf
-if [ -x "$FUZZ_GLTF" ] && [ "${RT_FUZZ_SECONDS:-30}" -gt 0 ]; then
-    echo "== fuzz: tests/fuzz/corpus_gltf replayed"
-    if "$FUZZ_GLTF" -runs=0 -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$BUILD/" tests/fuzz/corpus_gltf \
-        >"$BUILD/fuzz_gltf.log" 2>&1; then
-        pass=$((pass + 1)); echo "fuzz: glTF corpus replayed, no crash ($(ls tests/fuzz/corpus_gltf | wc -l) inputs)"
-    else
-        fail=$((fail + 1)); failed_bins="$failed_bins fuzz_gltf"; tail -40 "$BUILD/fuzz_gltf.log"
-    fi
-fi
+}
+replay fuzz_aff aff
+replay fuzz_gltf gltf
 
 [ -n "$failed_bins" ] && echo "tests: failing:$failed_bins"
 echo "tests: $pass passed, $fail failed, $skip skipped"
