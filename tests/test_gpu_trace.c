@@ -461,40 +461,35 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
                   "shadow (any hit) Mrays/s | reflection Mrays/s | full frame ms |\n");
     RtTraceParams v;
     double r[4];
-    for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
-        if ((i >= 32 || bvh_only) && !f->walk_bvh) continue;
-        bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
-        print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
-                      f->walk_bvh ? "LBVH (stack)" : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
-                      rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
-                      v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1], r[2],
-                      r[3]);
-    }
-    /* the BVH walk again over the H-PLOC tree of the same triangles (the
-     * `bvh` structure): what a better tree buys the same loop */
-    {
-        RtHplocGpu *hb = NULL;
-        RtBvh lbvh_tree = f->dbvh, hploc_tree;
-        memset(&hploc_tree, 0, sizeof hploc_tree);
-        RtHplocParams hp = rt_hploc_params_default();
-        RtTriArrays d = rt_gpu_scene_tris(f->gs);
-        assert_int_equal(rt_hploc_gpu_create(&hb, &err), RT_OK);
-        assert_int_equal(rt_hploc_gpu_build(hb, &hp, d.verts, d.woop, d.count, &hploc_tree, NULL, &err), RT_OK);
-        RtHplocGpuStats hs;
-        assert_int_equal(rt_hploc_gpu_build_finish(hb, &hs, &err), RT_OK);
-        f->dbvh = hploc_tree;
+    /* every variant over the LBVH (and the kd-tree), then the BVH walk again
+     * over the H-PLOC tree of the same triangles (the `bvh` structure): what
+     * a better tree buys the same loop */
+    static const char *const bvh_label[2] = {"LBVH (stack)", "H-PLOC (stack)"};
+    RtHplocGpu *hb = NULL;
+    const RtBvh lbvh_tree = f->dbvh;
+    for (int tree = 0; tree < 2; tree++) {
+        if (tree == 1) {
+            RtHplocParams hp = rt_hploc_params_default();
+            RtTriArrays d = rt_gpu_scene_tris(f->gs);
+            RtHplocGpuStats hs;
+            memset(&f->dbvh, 0, sizeof f->dbvh);
+            assert_int_equal(rt_hploc_gpu_create(&hb, &err), RT_OK);
+            assert_int_equal(rt_hploc_gpu_build(hb, &hp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err), RT_OK);
+            assert_int_equal(rt_hploc_gpu_build_finish(hb, &hs, &err), RT_OK);
+        }
         for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
-            if (!f->walk_bvh) continue;
+            if ((tree == 1 || i >= 32 || bvh_only) && !f->walk_bvh) continue;
             bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
-            print_message("BENCH | H-PLOC (stack) | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
+            print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
+                          f->walk_bvh ? bvh_label[tree] : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
                           rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
                           v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1],
                           r[2], r[3]);
         }
-        f->walk_bvh = 0;
-        f->dbvh = lbvh_tree;
-        rt_hploc_gpu_destroy(hb);
     }
+    f->walk_bvh = 0;
+    f->dbvh = lbvh_tree;
+    rt_hploc_gpu_destroy(hb);
     /* the short stack's size, on the fastest combination of the rest */
     print_message("BENCH stack | short-stack entries (shortstack, woop, no leaf skip, 4x8, no "
                   "packets) | primary Mrays/s | shadow Mrays/s | reflection Mrays/s | full frame ms |\n");

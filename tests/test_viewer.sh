@@ -195,21 +195,13 @@ more "$f" 0.0005 || fail "three N steps of the default scene changed only $f of 
 ok "N steps the animation ($f of the pixels change)"
 
 # X: the LBVH, H-PLOC's bvh, then auto; the walks are exact, so the frame stays the same
-$X key x
-shot lbvh
-grep -q 'structure: lbvh' "$TMP/err.log" || fail "X did not report 'structure: lbvh'"
-f=$(fraction t3 lbvh)
-[ "$f" = 0.000000 ] || fail "the LBVH frame differs from the kd-tree's in $f of the pixels"
-$X key x
-shot bvh
-grep -q 'structure: bvh' "$TMP/err.log" || fail "X did not report 'structure: bvh'"
-f=$(fraction t3 bvh)
-[ "$f" = 0.000000 ] || fail "the bvh (H-PLOC) frame differs from the kd-tree's in $f of the pixels"
-$X key x
-shot auto
-grep -q 'structure: auto' "$TMP/err.log" || fail "X did not report 'structure: auto'"
-f=$(fraction t3 auto)
-[ "$f" = 0.000000 ] || fail "the auto frame differs from the kd-tree's in $f of the pixels"
+for st in lbvh bvh auto; do
+    $X key x
+    shot $st
+    grep -q "structure: $st" "$TMP/err.log" || fail "X did not report 'structure: $st'"
+    f=$(fraction t3 $st)
+    [ "$f" = 0.000000 ] || fail "the $st frame differs from the kd-tree's in $f of the pixels"
+done
 $X key x
 ok "X switches the structure kd -> lbvh -> bvh -> auto -> kd; the frames are identical"
 
