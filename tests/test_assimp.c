@@ -543,6 +543,40 @@ static void assimp_gltf_step_cubic_linear_keys_match_hand_computed(void **state)
     }
 }
 
+/* The fixture test_gpu_anim plays on the GPU (tests/data/keys_skin.gltf):
+ * its clips carry the modes it is meant to test, its skin loads with both
+ * joints, and STEP holds root's translation until the next key. */
+static void assimp_keys_skin_fixture_has_step_and_cubic(void **state)
+{
+    (void)state;
+    if (!have_assimp() || !have_cjson()) skip();
+    char path[1024];
+    rt_test_src_path("tests/data/keys_skin.gltf", path);
+    const int want[2][3] = {{RT_KEYS_STEP, RT_KEYS_LINEAR, -1}, {RT_KEYS_CUBIC, RT_KEYS_CUBIC, RT_KEYS_CUBIC}};
+    for (uint32_t a = 0; a < 2; a++) {
+        RtGltfAnim ga;
+        RtError err = {0};
+        if (rt_gltf_anim_load(path, a, &ga, &err) != RT_OK) fail_msg("%s", err.msg);
+        assert_int_equal(ga.count, a ? 3 : 2);
+        for (uint32_t c = 0; c < ga.count; c++) assert_int_equal(ga.ch[c].keys.interp, want[a][c]);
+        rt_gltf_anim_free(&ga);
+    }
+    RtScene s;
+    RtError err = {0};
+    if (rt_scene_load_clip(path, "step", &s, &err) != RT_OK) fail_msg("%s", err.msg);
+    assert_int_equal(s.anim.joint_count, 2);
+    uint32_t vi = vertex_at(&s, v3(0, 0, 0));
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    const float at[3] = {0.2f, 0.6f, 1.2f}, x[3] = {0.0f, 0.5f, 1.5f};
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(rt_scene_frame_at(&s, at[k], &f, &err), RT_OK);
+        assert_near(f.view.verts[vi].p.x, x[k], kTol);
+    }
+    rt_scene_frame_free(&f);
+    rt_scene_free(&s);
+}
+
 /* A file gltf_anim.c refuses: its error names the file and the fault; with
  * whole, the scene still loads on assimp's keys (with a warning) or fails
  * cleanly. */
@@ -1007,6 +1041,7 @@ int main(void)
         cmocka_unit_test(assimp_errors_name_the_file),
         cmocka_unit_test(assimp_gltf_node_trs_animation_matches_hand_computed),
         cmocka_unit_test(assimp_gltf_step_cubic_linear_keys_match_hand_computed),
+        cmocka_unit_test(assimp_keys_skin_fixture_has_step_and_cubic),
         cmocka_unit_test(assimp_gltf_bad_samplers_fail_cleanly),
         cmocka_unit_test(assimp_gltf_morph_weights_match_hand_computed),
         cmocka_unit_test(assimp_gltf_skin_matches_hand_computed),

@@ -372,6 +372,38 @@ static void gpu_anim_skinned_corpus_models_match_cpu(void **state)
     if (!done) skip();
 }
 
+/* tests/data/keys_skin.gltf (make_keys_skin.py): a skinned strip whose
+ * joints move by the file's STEP, LINEAR and CUBICSPLINE samplers (read by
+ * gltf_anim.c, not assimp), both clips, at key times, just before and after
+ * a STEP key and between keys. Skipped without assimp or cJSON. */
+static void gpu_anim_gltf_step_cubic_keys_skinned_match_cpu(void **state)
+{
+    need_gpu(state);
+    if (!RT_HAVE_CJSON) {
+        print_message("skip: this build has no cJSON (RT_HAVE_CJSON=0): glTF samplers play linear\n");
+        skip();
+    }
+    char path[1024];
+    rt_test_src_path("tests/data/keys_skin.gltf", path);
+    const char *clips[] = {"step", "cubic"};
+    const float times[][8] = {{0.0f, 0.25f, 0.499f, 0.5f, 0.501f, 0.75f, 1.0f, 1.7f},
+                              {0.0f, 0.3f, 0.8f, 1.1f, 1.5f, 1.99f, 2.0f, -0.5f}};
+    for (int c = 0; c < 2; c++) {
+        RtScene s;
+        RtError err = {0};
+        if (rt_scene_load_clip(path, clips[c], &s, &err) != RT_OK) {
+            print_message("skip: %s\n", err.msg);
+            skip();
+        }
+        assert_int_equal(s.anim.joint_count, 2);
+        Gpu g;
+        gpu_up(&s, &g);
+        for (int k = 0; k < 8; k++) compare_at(&s, g.ga, g.gs, times[c][k], NULL);
+        gpu_down(&g);
+        rt_scene_free(&s);
+    }
+}
+
 static void gpu_anim_rejects_a_changed_scene(void **state)
 {
     need_gpu(state);
@@ -459,6 +491,7 @@ int main(void)
         cmocka_unit_test(gpu_anim_random_hierarchy_morph_wave_matches_cpu),
         cmocka_unit_test(gpu_anim_skinned_random_hierarchy_matches_cpu),
         cmocka_unit_test(gpu_anim_skinned_corpus_models_match_cpu),
+        cmocka_unit_test(gpu_anim_gltf_step_cubic_keys_skinned_match_cpu),
         cmocka_unit_test(gpu_anim_rejects_a_changed_scene),
         cmocka_unit_test(gpu_anim_benchmark),
     };
