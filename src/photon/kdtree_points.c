@@ -187,13 +187,6 @@ static RtStatus build_tree(const KdpBuild *b, uint32_t n, RtError *err)
 
 /* ---- the driver ----------------------------------------------------------------- */
 
-static uint32_t depth_of(uint32_t n)
-{
-    uint32_t d = 0;
-    while (d < 32 && ((uint64_t)1 << d) < (uint64_t)n + 1) d++;
-    return d;
-}
-
 void rt_kdp_free(RtKdpTree *tree)
 {
     if (!tree) return;
@@ -263,7 +256,7 @@ RtStatus rt_kdp_build_cpu(const float *pts, uint32_t n, uint32_t dim, RtKdpTree 
 
     /* 4. the tree */
     tree->count = u;
-    tree->depth = depth_of(u);
+    tree->depth = kdp_depth(u);
     if (u > 0) {
         tree->nodes = malloc((size_t)u * sizeof *tree->nodes);
         tree->coords = malloc((size_t)u * dim * sizeof(float));
@@ -301,37 +294,15 @@ static int hit_cmp(const void *a, const void *b)
 RtStatus rt_kdp_radius(const RtKdpTree *t, const float *q, float r2, RtKdpHit **hits,
                        uint32_t *count, RtError *err)
 {
-    struct { uint32_t node, depth; } stack[RT_KDP_STACK];
-    uint32_t sp = 0;
-    size_t n = 0, cap = 0;
+    /* two walks: the count, then the hits into an array of that size */
+    uint32_t n = kdp_radius_search(t, q, r2, NULL, 0);
     *hits = NULL;
     *count = 0;
-    if (t->root == RT_KDP_NONE || !kdp_finite(q, t->dim) || !(r2 >= 0.0f)) return RT_OK;
-    stack[sp].node = t->root;
-    stack[sp++].depth = 0;
-    while (sp > 0) {
-        sp--;
-        uint32_t depth = stack[sp].depth;
-        for (uint32_t node = stack[sp].node; node != RT_KDP_NONE; depth++) {
-            float d2 = kdp_dist2(q, t->coords + (size_t)node * t->dim, t->dim);
-            if (d2 <= r2) {
-                if (!rt_grow_array((void **)hits, &cap, n + 1, sizeof **hits)) {
-                    free(*hits);
-                    *hits = NULL;
-                    return rt_fail(err, RT_ERR_OOM, "KDP: out of memory for %zu radius hits", n + 1);
-                }
-                (*hits)[n++] = (RtKdpHit){d2, t->nodes[node].point};
-            }
-            uint32_t far;
-            float bound;
-            node = kdp_step(t, q, node, depth, &far, &bound);
-            if (far != RT_KDP_NONE && bound <= r2 && sp < RT_KDP_STACK) {
-                stack[sp].node = far;
-                stack[sp++].depth = depth + 1;
-            }
-        }
-    }
-    if (n) qsort(*hits, n, sizeof **hits, hit_cmp);
-    *count = (uint32_t)n;
+    if (n == 0) return RT_OK;
+    if (!(*hits = malloc((size_t)n * sizeof **hits)))
+        return rt_fail(err, RT_ERR_OOM, "KDP: out of memory for %u radius hits", n);
+    kdp_radius_search(t, q, r2, *hits, n);
+    qsort(*hits, n, sizeof **hits, hit_cmp);
+    *count = n;
     return RT_OK;
 }

@@ -82,6 +82,36 @@ RT_HD uint32_t kdp_median(uint32_t lo, uint32_t hi) { return lo + (hi - lo) / 2;
 RT_HD uint32_t kdp_axis(uint32_t depth, uint32_t dim) { return depth % dim; }
 RT_HD int kdp_is_leaf(RtKdpNode n) { return n.child[0] == RT_KDP_NONE && n.child[1] == RT_KDP_NONE; }
 
+/* Levels of the balanced tree of n points: ceil(log2(n + 1)). */
+RT_HD uint32_t kdp_depth(uint32_t n)
+{
+    uint32_t d = 0;
+    while (d < 32 && ((uint64_t)1 << d) < (uint64_t)n + 1) d++;
+    return d;
+}
+
+/* Range i (0 .. 2^level - 1, left to right) of the given level of the
+ * tree of n points: its first sorted position *lo and its size *size (0:
+ * no range there). The bits of i, most significant first, are the path
+ * from the root (0 left, 1 right): seed 004's "partition address", so a
+ * level-by-level builder needs no range storage. Sizes at one level differ
+ * by at most one; the largest is n >> level. */
+RT_HD void kdp_level_range(uint32_t n, uint32_t level, uint32_t i, uint32_t *lo, uint32_t *size)
+{
+    uint32_t l = 0, s = n;
+    for (uint32_t b = level; b-- > 0 && s > 0;) {
+        uint32_t left = (s - 1) / 2; /* [lo, m - 1]; the right half (m, hi] has s / 2 */
+        if ((i >> b) & 1u) {
+            l += left + 1;
+            s /= 2;
+        } else {
+            s = left;
+        }
+    }
+    *lo = l;
+    *size = s;
+}
+
 /* Super-key comparison from coordinate p: -1, 0 or 1 (Brown §2). */
 RT_HD int kdp_super_cmp(const float *a, const float *b, uint32_t p, uint32_t dim)
 {
@@ -180,6 +210,52 @@ RT_HD uint32_t kdp_knn_search(const RtKdpTree *t, const float *q, uint32_t kn, f
     return count;
 }
 
+/* Every point with d2 <= r2: the first `max` found (in walk order, not
+ * sorted) into out; returns how many there are in all, so a result above
+ * max says out was truncated. out may be NULL when max is 0 (a count). */
+RT_HD uint32_t kdp_radius_search(const RtKdpTree *t, const float *q, float r2, RtKdpHit *out, uint32_t max)
+{
+    struct { uint32_t node, depth; } stack[RT_KDP_STACK];
+    uint32_t sp = 0, count = 0;
+    if (t->root == RT_KDP_NONE || !kdp_finite(q, t->dim) || !(r2 >= 0.0f)) return 0;
+    stack[sp].node = t->root;
+    stack[sp++].depth = 0;
+    while (sp > 0) {
+        sp--;
+        uint32_t depth = stack[sp].depth;
+        for (uint32_t node = stack[sp].node; node != RT_KDP_NONE; depth++) {
+            float d2 = kdp_dist2(q, t->coords + (size_t)node * t->dim, t->dim);
+            if (d2 <= r2) {
+                if (count < max) {
+                    RtKdpHit h = {d2, t->nodes[node].point};
+                    out[count] = h;
+                }
+                count++;
+            }
+            uint32_t far;
+            float bound;
+            node = kdp_step(t, q, node, depth, &far, &bound);
+            if (far != RT_KDP_NONE && bound <= r2 && sp < RT_KDP_STACK) {
+                stack[sp].node = far;
+                stack[sp++].depth = depth + 1;
+            }
+        }
+    }
+    return count;
+}
+
+/* Sorts h[0..n) by (d2, point) (insertion: short lists, no recursion on
+ * the GPU). */
+RT_HD void kdp_sort_hits(RtKdpHit *h, uint32_t n)
+{
+    for (uint32_t i = 1; i < n; i++) {
+        RtKdpHit x = h[i];
+        uint32_t j = i;
+        for (; j > 0 && kdp_hit_less(x, h[j - 1]); j--) h[j] = h[j - 1];
+        h[j] = x;
+    }
+}
+
 /* ---- the CPU oracle (kdtree_points.c) ------------------------------------------ */
 
 typedef struct RtKdpStats {
@@ -189,6 +265,8 @@ typedef struct RtKdpStats {
     double sort_ms;      /* the k presorts */
     double dedup_ms;     /* duplicate removal */
     double build_ms;     /* median and partition, all levels */
+    uint32_t resorted;   /* GPU: presort arrays whose primary coordinates tied, sorted
+                          * again on the whole super key (CPU: 0) */
 } RtKdpStats;
 
 /* Builds the tree of the n points pts[i * dim .. i * dim + dim) (Brown's

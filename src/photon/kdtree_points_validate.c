@@ -107,8 +107,7 @@ RtStatus rt_kdp_validate(const RtKdpTree *t, const float *pts, uint32_t n, RtErr
     if (t->dim < 1 || t->dim > RT_KDP_MAX_DIM)
         return rt_fail(err, RT_ERR_PARSE, "KDP: %u coordinates per point; expected 1..%d", t->dim, RT_KDP_MAX_DIM);
     if (t->count > n) return rt_fail(err, RT_ERR_PARSE, "KDP: %u nodes for %u input points", t->count, n);
-    uint32_t want = 0;
-    while (want < 32 && ((uint64_t)1 << want) < (uint64_t)t->count + 1) want++;
+    uint32_t want = kdp_depth(t->count);
     if (t->depth != want)
         return rt_fail(err, RT_ERR_PARSE, "KDP: depth %u; a balanced tree of %u points has ceil(log2(%u + 1)) = %u",
                        t->depth, t->count, t->count, want);
