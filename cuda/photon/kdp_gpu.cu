@@ -7,13 +7,14 @@
  *   1. reject: a state per point (kept / rejected), NaN and infinite
  *      points counted                                         (kdp_classify)
  *   2. presort: k reference arrays, array p by the super key from p, ties
- *      by input index. A CUB radix sort of (coordinate p, index), stable
- *      from index order, is the whole order unless two coordinates p are
- *      equal (kdp_ties tells, one flag per array); only then array p is
- *      sorted again, least significant coordinate first, k stable passes
- *      (the seed's merge sort compares the next coordinates when primary
- *      values tie; radix passes give the same order). Rejected points get
- *      the largest key and sort last.           (kdp_keys, CUB, kdp_ties)
+ *      by input index. A CUB radix sort of 64-bit keys (coordinates p and
+ *      p + 1), stable from index order, is the whole order unless two
+ *      such pairs are equal (kdp_ties tells, one flag per array; never
+ *      needed for k <= 2); only then array p is sorted again, least
+ *      significant coordinate pair first, stable passes (the seed's merge
+ *      sort compares the next coordinates when primary values tie; radix
+ *      passes give the same order). Rejected points get the largest key
+ *      and sort last.                           (kdp_keys, CUB, kdp_ties)
  *      -- host wait 1: the tie flags --
  *   3. duplicates: array 0 holds equal tuples together, lowest index
  *      first; the others are marked (kdp_mark_duplicates)
@@ -57,8 +58,9 @@ static constexpr uint32_t kBlock = 256;
 /* Ballots per chunk of the wide kernels. */
 static constexpr uint32_t kIters = RT_KDP_GPU_CHUNK / 32;
 static_assert(RT_KDP_GPU_CHUNK % 32 == 0, "a chunk is whole ballots");
-/* The sort key of a rejected point: above every finite float's. */
-static constexpr uint32_t kKeyRejected = 0xffffffffu;
+/* The sort key of a rejected point: above every finite pair's (a finite
+ * float's key bits are at most 0xff7fffff). */
+static constexpr uint64_t kKeyRejected = ~0ull;
 /* Ranges of at most this many points are finished from the split array
  * alone (their children are single points): seed 004's terminating
  * partitioner, "1, 2 or 3 elements". */
@@ -102,7 +104,7 @@ struct RtKdpGpu {
     KdpCounters *d_ctr, *h_ctr;
     /* buffers, grown to the largest build so far (bytes in cap_*) */
     uint8_t *state;
-    uint32_t *keys[2];        /* the radix sort's keys, double buffered */
+    uint64_t *keys[2];        /* the radix sort's keys, double buffered */
     uint32_t *ref_pool;       /* 2 * dim arrays of n */
     uint32_t *refs[2][RT_KDP_MAX_DIM]; /* [0]: the arrays, [1]: their other buffer */
     RtKdpNode *nodes;
@@ -194,24 +196,27 @@ __global__ void kdp_classify_kernel(const float *pts, uint32_t n, uint32_t dim, 
 
 /* ==== 2. presort ================================================================ */
 
-/* The keys of one radix pass: coordinate c of the point each reference
- * names (rejected points: kKeyRejected, so they sort last). ref NULL: the
+/* The keys of one radix pass: coordinates c and c2 of the point each
+ * reference names, c in the high half (c2 >= dim: none, a zero low half);
+ * rejected points get kKeyRejected, so they sort last. ref NULL: the
  * references are the identity, written to ref_out (a pass from index
  * order: stable passes then break ties by index). */
-__global__ void kdp_keys_kernel(const float *pts, uint32_t n, uint32_t dim, uint32_t c, const uint8_t *state,
-                                const uint32_t *ref, uint32_t *ref_out, uint32_t *keys)
+__global__ void kdp_keys_kernel(const float *pts, uint32_t n, uint32_t dim, uint32_t c, uint32_t c2,
+                                const uint8_t *state, const uint32_t *ref, uint32_t *ref_out, uint64_t *keys)
 {
     const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= n) return;
     uint32_t r = (uint32_t)j;
     if (ref) r = ref[j];
     else ref_out[j] = r;
-    keys[j] = state[r] == KDP_REJECTED ? kKeyRejected : kdp_key_bits(pts[(size_t)r * dim + c]);
+    const float *x = pts + (size_t)r * dim;
+    keys[j] = state[r] == KDP_REJECTED ? kKeyRejected
+                                       : (uint64_t)kdp_key_bits(x[c]) << 32 | (c2 < dim ? kdp_key_bits(x[c2]) : 0u);
 }
 
-/* Sets *flag when two neighbouring finite keys are equal: the primary
- * sort alone is then not the super-key order. */
-__global__ void kdp_ties_kernel(const uint32_t *keys, uint32_t n, uint32_t *flag)
+/* Sets *flag when two neighbouring finite keys are equal: the first pass
+ * alone is then not the super-key order. */
+__global__ void kdp_ties_kernel(const uint64_t *keys, uint32_t n, uint32_t *flag)
 {
     const size_t j = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (j == 0 || j >= n) return;
@@ -427,15 +432,18 @@ static RtStatus reserve_points(RtKdpGpu *g, uint32_t n, uint32_t dim, RtError *e
     RtStatus st;
     if ((st = kdp_reserve((void **)&g->state, &g->cap_state, n, "point states", n, err)) != RT_OK) return st;
     const size_t words = (size_t)n * sizeof(uint32_t);
-    if ((st = kdp_reserve((void **)&g->keys[0], &g->cap_keys, 2 * words, "sort keys", n, err)) != RT_OK) return st;
+    if ((st = kdp_reserve((void **)&g->keys[0], &g->cap_keys, 2 * (size_t)n * sizeof(uint64_t), "sort keys", n,
+                          err)) != RT_OK)
+        return st;
     g->keys[1] = g->keys[0] + n;
     if ((st = kdp_reserve((void **)&g->ref_pool, &g->cap_refs, 2 * dim * words, "reference arrays", n, err)) != RT_OK)
         return st;
     for (uint32_t b = 0; b < 2; b++)
         for (uint32_t p = 0; p < dim; p++) g->refs[b][p] = g->ref_pool + ((size_t)b * dim + p) * n;
     size_t bytes = 0;
-    cub::DoubleBuffer<uint32_t> k(g->keys[0], g->keys[1]), v(g->refs[0][0], g->refs[1][0]);
-    CUDA_CHECK(err, cub::DeviceRadixSort::SortPairs(NULL, bytes, k, v, (int)n, 0, 32));
+    cub::DoubleBuffer<uint64_t> k(g->keys[0], g->keys[1]);
+    cub::DoubleBuffer<uint32_t> v(g->refs[0][0], g->refs[1][0]);
+    CUDA_CHECK(err, cub::DeviceRadixSort::SortPairs(NULL, bytes, k, v, (int)n, 0, 64));
     return kdp_reserve(&g->cub_tmp, &g->cap_cub, bytes, "radix sort storage", n, err);
 }
 
@@ -467,18 +475,22 @@ static RtStatus reserve_tree(RtKdpGpu *g, uint32_t n, uint32_t u, uint32_t dim, 
     return kdp_reserve(&g->cub_tmp, &g->cap_cub, bytes, "scan storage", n, err);
 }
 
-/* One stable radix pass of array p on coordinate c (from index order when
- * identity); the sorted keys are returned for the tie check. */
-static RtStatus sort_pass(RtKdpGpu *g, const float *d_pts, uint32_t n, uint32_t dim, uint32_t p, uint32_t c,
-                          bool identity, const uint32_t **sorted_keys, RtError *err)
+/* One stable radix pass of array p on the super key's digits i and i + 1
+ * (coordinates p + i and p + i + 1 mod dim; none past the last digit),
+ * from index order when identity; the sorted keys are returned for the
+ * tie check. */
+static RtStatus sort_pass(RtKdpGpu *g, const float *d_pts, uint32_t n, uint32_t dim, uint32_t p, uint32_t i,
+                          bool identity, const uint64_t **sorted_keys, RtError *err)
 {
+    const uint32_t c = (p + i) % dim, c2 = i + 1 < dim ? (p + i + 1) % dim : dim;
     RtStatus st = rt_launch(&g->log, "kdp_keys", dim3(blocks_for(n)), dim3(kBlock), 0, kdp_keys_kernel, err, d_pts, n,
-                            dim, c, (const uint8_t *)g->state, identity ? (const uint32_t *)NULL : g->refs[0][p],
-                            g->refs[0][p], g->keys[0]);
+                            dim, c, c2, (const uint8_t *)g->state,
+                            identity ? (const uint32_t *)NULL : g->refs[0][p], g->refs[0][p], g->keys[0]);
     if (st != RT_OK) return st;
-    cub::DoubleBuffer<uint32_t> k(g->keys[0], g->keys[1]), v(g->refs[0][p], g->refs[1][p]);
+    cub::DoubleBuffer<uint64_t> k(g->keys[0], g->keys[1]);
+    cub::DoubleBuffer<uint32_t> v(g->refs[0][p], g->refs[1][p]);
     size_t bytes = g->cap_cub;
-    CUDA_CHECK(err, cub::DeviceRadixSort::SortPairs(g->cub_tmp, bytes, k, v, (int)n, 0, 32, g->log.stream));
+    CUDA_CHECK(err, cub::DeviceRadixSort::SortPairs(g->cub_tmp, bytes, k, v, (int)n, 0, 64, g->log.stream));
     if (v.Current() != g->refs[0][p]) { /* the result is in the other buffer: swap the roles */
         g->refs[1][p] = g->refs[0][p];
         g->refs[0][p] = v.Current();
@@ -645,13 +657,15 @@ extern "C" RtStatus rt_kdp_gpu_build(RtKdpGpu *g, const float *d_pts, uint32_t n
                         n, dim, g->state, g->d_ctr)) != RT_OK)
         return rs;
 
-    /* 2. presort: the primary coordinate of each array, then the arrays
-     * whose primary coordinates tie again on the whole super key: stable
-     * passes from the least significant coordinate (p - 1) to p */
+    /* 2. presort: each array on the first two digits of its super key
+     * (the whole key when dim <= 2), then the arrays where those tie again
+     * on the whole key: stable passes over digit pairs from the least
+     * significant, (dim - 2, dim - 1), (dim - 4, dim - 3), ..., to (0, 1)
+     * (for odd dim the last two overlap in digit 1, which is harmless) */
     for (uint32_t p = 0; p < dim; p++) {
-        const uint32_t *keys;
-        if ((rs = sort_pass(g, d_pts, n, dim, p, p, true, &keys, err)) != RT_OK) return rs;
-        if (dim > 1 &&
+        const uint64_t *keys;
+        if ((rs = sort_pass(g, d_pts, n, dim, p, 0, true, &keys, err)) != RT_OK) return rs;
+        if (dim > 2 &&
             (rs = rt_launch(&g->log, "kdp_ties", dim3(blocks_for(n)), dim3(kBlock), 0, kdp_ties_kernel, err, keys, n,
                             &g->d_ctr->ties[p])) != RT_OK)
             return rs;
@@ -661,9 +675,10 @@ extern "C" RtStatus rt_kdp_gpu_build(RtKdpGpu *g, const float *d_pts, uint32_t n
     for (uint32_t p = 0; p < dim; p++) {
         if (!g->h_ctr->ties[p]) continue;
         st->resorted++;
-        for (uint32_t i = dim; i-- > 0;) {
-            const uint32_t *keys;
-            if ((rs = sort_pass(g, d_pts, n, dim, p, (p + i) % dim, i == dim - 1, &keys, err)) != RT_OK) return rs;
+        for (uint32_t i = dim - 2;; i = i >= 2 ? i - 2 : 0) {
+            const uint64_t *keys;
+            if ((rs = sort_pass(g, d_pts, n, dim, p, i, i == dim - 2, &keys, err)) != RT_OK) return rs;
+            if (i == 0) break;
         }
     }
     CUDA_CHECK(err, cudaEventRecord(g->ev[1], s));
