@@ -1000,8 +1000,8 @@ static void aff_kitchen_renders_as_the_oracle_at_start_and_end(void **state)
         assert_int_equal(rt_kd_build_cpu(&kp, &tris, &tree, NULL, &err), RT_OK);
         RtRenderParams tp = rp, bp = rp;
         bp.brute_force = 1;
-        assert_int_equal(rt_render_cpu(&f.view, &tris, RT_ACCEL_OF_KD(&tree), &f.view.camera, &tp, &a, ia, NULL, &err), RT_OK);
-        assert_int_equal(rt_render_cpu(&f.view, &tris, NULL, &f.view.camera, &bp, &b, ib, NULL, &err), RT_OK);
+        assert_int_equal(rt_render_cpu(&f.view, &tris, RT_ACCEL_OF_KD(&tree), NULL, &f.view.camera, &tp, &a, ia, NULL, &err), RT_OK);
+        assert_int_equal(rt_render_cpu(&f.view, &tris, NULL, NULL, &f.view.camera, &bp, &b, ib, NULL, &err), RT_OK);
         size_t hits = 0;
         for (int i = 0; i < w * h; i++) {
             assert_int_equal(ia[i], ib[i]);

@@ -201,7 +201,7 @@ static void expect_renders(const char *path)
     assert_int_equal(rt_image_alloc(&img, w, h), RT_OK);
     uint32_t *ids = malloc((size_t)w * h * sizeof *ids);
     assert_non_null(ids);
-    st = rt_render_cpu(&s, &tris, RT_ACCEL_OF_KD(&tree), &s.camera, &p, &img, ids, NULL, &err);
+    st = rt_render_cpu(&s, &tris, RT_ACCEL_OF_KD(&tree), NULL, &s.camera, &p, &img, ids, NULL, &err);
     if (st != RT_OK) fail_msg("%s: render: %s", path, err.msg);
     int hits = 0, differ = 0;
     for (int i = 0; i < w * h; i++) {

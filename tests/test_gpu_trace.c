@@ -75,12 +75,12 @@ static void gpu_trace_rejects_bad_params(void **state)
     p.stack_size = 0;
     void *img;
     assert_int_equal(rt_gpu_malloc(&img, 16, &err), RT_OK);
-    assert_int_equal(rt_trace_gpu(f.gs, RT_ACCEL_OF_KD(&f.dtree), &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
+    assert_int_equal(rt_trace_gpu(f.gs, RT_ACCEL_OF_KD(&f.dtree), NULL, &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
                      RT_ERR_ARG);
     assert_non_null(strstr(err.msg, "stack_size"));
     p = rt_trace_params_default();
     p.traversal = 7;
-    assert_int_equal(rt_trace_gpu(f.gs, RT_ACCEL_OF_KD(&f.dtree), &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
+    assert_int_equal(rt_trace_gpu(f.gs, RT_ACCEL_OF_KD(&f.dtree), NULL, &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
                      RT_ERR_ARG);
     rt_gpu_free(img);
     fixture_free(&f);
@@ -237,12 +237,12 @@ static double compare_render(Fixture *f, const RtTraceParams *tp, int w, int h, 
     RtRenderStats cs;
     /* the CPU walks the host copy of the structure the GPU walks */
     const RtAccel host = f->walk_bvh ? rt_accel_bvh(&f->bvh) : rt_accel_kd(&f->tree), dev = fixture_accel(f);
-    assert_int_equal(rt_render_cpu(&f->s, &f->tris, &host, &f->s.camera, &rp, &cpu, ids_c, &cs, &err), RT_OK);
+    assert_int_equal(rt_render_cpu(&f->s, &f->tris, &host, NULL, &f->s.camera, &rp, &cpu, ids_c, &cs, &err), RT_OK);
     void *d_img, *d_ids;
     assert_int_equal(rt_gpu_malloc(&d_img, (size_t)w * h * 4, &err), RT_OK);
     assert_int_equal(rt_gpu_malloc(&d_ids, (size_t)w * h * 4, &err), RT_OK);
     RtTraceStats gst;
-    RtStatus st = rt_trace_gpu(f->gs, &dev, &f->s.camera, tp, d_img, w, h, d_ids, &gst, &err);
+    RtStatus st = rt_trace_gpu(f->gs, &dev, NULL, &f->s.camera, tp, d_img, w, h, d_ids, &gst, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
     assert_int_equal(rt_gpu_memcpy(gpu.rgba, d_img, (size_t)w * h * 4, RT_COPY_TO_HOST, &err), RT_OK);
@@ -408,7 +408,7 @@ static void bench_variant(Fixture *f, const RtCamera *cam, const RtTraceParams *
     for (int k = 0; k < 7; k++) {
         RtTraceStats st;
         const RtAccel a = fixture_accel(f);
-        assert_int_equal(rt_trace_gpu(f->gs, &a, cam, v, d_img, w, h, NULL, &st, &err), RT_OK);
+        assert_int_equal(rt_trace_gpu(f->gs, &a, NULL, cam, v, d_img, w, h, NULL, &st, &err), RT_OK);
         if (k >= 2) frame[k - 2] = st.ms;
     }
     qsort(frame, 5, sizeof frame[0], cmp_double);

@@ -82,7 +82,7 @@ static void render(const Fixture *f, const RtCamera *cam, const RtRenderParams *
         *ids = malloc((size_t)w * h * sizeof **ids);
         assert_non_null(*ids);
     }
-    RtStatus st = rt_render_cpu(&f->s, &f->tris, p->brute_force ? NULL : RT_ACCEL_OF_KD(&f->tree), cam, p, img,
+    RtStatus st = rt_render_cpu(&f->s, &f->tris, p->brute_force ? NULL : RT_ACCEL_OF_KD(&f->tree), NULL, cam, p, img,
                                 ids ? *ids : NULL, stats, &err);
     if (st != RT_OK) print_message("render: %s\n", err.msg);
     assert_int_equal(st, RT_OK);
@@ -999,15 +999,15 @@ static void render_rejects_bad_arguments(void **state)
     RtError err = {0};
     assert_int_equal(rt_image_alloc(&img, 8, 8), RT_OK);
     /* no tree without brute force */
-    assert_int_equal(rt_render_cpu(&f.s, &f.tris, NULL, &cam, &p, &img, NULL, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_render_cpu(&f.s, &f.tris, NULL, NULL, &cam, &p, &img, NULL, NULL, &err), RT_ERR_ARG);
     assert_non_null(strstr(err.msg, "RENDER"));
     /* brute force needs none */
     p.brute_force = 1;
-    assert_int_equal(rt_render_cpu(&f.s, &f.tris, NULL, &cam, &p, &img, NULL, NULL, &err), RT_OK);
+    assert_int_equal(rt_render_cpu(&f.s, &f.tris, NULL, NULL, &cam, &p, &img, NULL, NULL, &err), RT_OK);
     /* a 0 x 0 image */
     RtImage empty = {0, 0, NULL};
     p.brute_force = 0;
-    assert_int_equal(rt_render_cpu(&f.s, &f.tris, RT_ACCEL_OF_KD(&f.tree), &cam, &p, &empty, NULL, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_render_cpu(&f.s, &f.tris, RT_ACCEL_OF_KD(&f.tree), NULL, &cam, &p, &empty, NULL, NULL, &err), RT_ERR_ARG);
     rt_image_free(&img);
     fixture_free(&f);
 }

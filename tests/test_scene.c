@@ -216,10 +216,10 @@ static double render_mean(const RtScene *s, const RtCamera *cam, int w, int h, d
     RtError err = {0};
     assert_int_equal(rt_image_alloc(&img, w, h), RT_OK);
     assert_int_equal(rt_image_alloc(&dark, w, h), RT_OK);
-    assert_int_equal(rt_render_cpu(s, &tris, NULL, cam, &p, &img, NULL, NULL, &err), RT_OK);
+    assert_int_equal(rt_render_cpu(s, &tris, NULL, NULL, cam, &p, &img, NULL, NULL, &err), RT_OK);
     RtScene unlit = *s;
     unlit.light_count = 0;
-    assert_int_equal(rt_render_cpu(&unlit, &tris, NULL, cam, &p, &dark, NULL, NULL, &err), RT_OK);
+    assert_int_equal(rt_render_cpu(&unlit, &tris, NULL, NULL, cam, &p, &dark, NULL, NULL, &err), RT_OK);
     double sum = 0;
     int lit = 0;
     for (int i = 0; i < w * h; i++) {

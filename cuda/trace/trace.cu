@@ -185,7 +185,18 @@ typedef struct RenderArgs {
     RtShadeParams shade;
     uint8_t *rgba;
     uint32_t *ids;
+    RtPhotonMaps photons; /* device pointers; valid when has_photons */
+    int has_photons;
 } RenderArgs;
+
+/* The photon maps' radiance at sf (photon.h). Not inlined: its 64-entry
+ * neighbour list then lives in this call's frame, and the render kernel
+ * keeps its own registers and stack when photon mapping is off. */
+__device__ __noinline__ static RtVec3 photon_gather(const RtPhotonMaps &maps, const RtShadeSurface &sf)
+{
+    RtKdpHit scratch[RT_KDP_MAX_KNN];
+    return rt_photon_radiance(&maps, &sf, scratch);
+}
 
 /* One pixel per thread: shade.h's Whitted chain (render_cpu.c's
  * trace_pixel), unrolled with warp-uniform trip counts (every lane calls
@@ -237,6 +248,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
                 local = v3_add(local, rt_shade_light_term(&sf, &m.shade, l.color, &ld,
                                                           v3_scale(ray.d, -1.0f)));
         }
+        if (alive && ra.has_photons) local = v3_add(local, photon_gather(ra.photons, sf));
         if (!alive) continue;
         /* continue the chain: refraction, mirror, or the end */
         alive = rt_shade_path_next(&path, &ra.shade, &m.shade, &sf, local, sc.eps, depth, &ray);
@@ -251,6 +263,50 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
     rt_shade_pixel(&ra.shade, path.color, steps, out);
     ((uchar4 *)ra.rgba)[i] = make_uchar4(out[0], out[1], out[2], out[3]);
     if (ra.ids) ra.ids[i] = id;
+}
+
+typedef struct PhotonArgs {
+    RtPhotonParams pp;
+    RtPhotonScene ps;
+    RtShadeParams shade;
+    RtPhotonSlots slots; /* device arrays */
+} PhotonArgs;
+
+/* One photon per thread (render_cpu.c's photon_task): emission, then
+ * photon.h's rt_photon_hit per hit, each store in slot i * max_depth +
+ * depth. Every lane of a warp calls trace each round (packets need it)
+ * until none is left. */
+template <class Walk>
+__global__ void __launch_bounds__(kBlock) photon_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
+                                                        TraceCfg cfg, PhotonArgs pa)
+{
+    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    bool alive = i < pa.pp.count;
+    size_t base = (size_t)i * pa.pp.max_depth;
+    RtRay ray = {v3(0, 0, 0), v3(0, 0, 1)};
+    RtPhotonPath ph = {v3(0, 0, 0), 0};
+    if (alive) {
+        for (uint32_t d = 0; d < pa.pp.max_depth; d++) pa.slots.kind[base + d] = RT_PHOTON_NONE;
+        rt_photon_emit(sc.lights, sc.light_count, &pa.ps, i, pa.pp.count, pa.pp.seed, &ray, &ph.power);
+    }
+    for (uint32_t depth = 0; depth < pa.pp.max_depth && __any_sync(FULL_MASK, alive); depth++) {
+        RtHit hit = Walk::trace(DevPrims{sc, cfg}, tr, ray.o, ray.d, 0.0f, INFINITY, alive, false, NULL);
+        if (alive && hit.tri == RT_NO_HIT) alive = false;
+        if (!alive) continue;
+        RtGpuMaterial m = sc.mats[sc.mat[hit.tri]];
+        RtShadeSurface sf = surface_at(sc, cfg, m, ray.d, hit);
+        RtPhoton arriving = {ph.power, ray.d};
+        uint32_t store;
+        alive = rt_photon_hit(&ph, &pa.shade, &m.shade, &sf, ray.d, sc.eps, i, pa.pp.seed, depth, &store, &ray);
+        if (store != RT_PHOTON_NONE) {
+            size_t s = base + depth;
+            pa.slots.kind[s] = (uint8_t)store;
+            pa.slots.pos[3 * s] = sf.p.x;
+            pa.slots.pos[3 * s + 1] = sf.p.y;
+            pa.slots.pos[3 * s + 2] = sf.p.z;
+            pa.slots.rec[s] = arriving;
+        }
+    }
 }
 
 /* Ray casting for tests and benchmarks: ray i is pixel (i % width, i / width). */
@@ -361,9 +417,9 @@ static RtStatus kernel_ms(RtLaunchLog *log, const char *name, double *ms, RtErro
     return RT_OK;
 }
 
-extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtCamera *cam,
-                                 const RtTraceParams *p, uint8_t *d_rgba, int w, int h,
-                                 uint32_t *d_ids, RtTraceStats *stats, RtError *err)
+extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtPhotonMaps *photons,
+                                 const RtCamera *cam, const RtTraceParams *p, uint8_t *d_rgba, int w,
+                                 int h, uint32_t *d_ids, RtTraceStats *stats, RtError *err)
 {
     RtTraceParams params = p ? *p : rt_trace_params_default();
     if (!gs || !cam || !d_rgba || w <= 0 || h <= 0)
@@ -384,6 +440,9 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtC
     ra.shade = params.shade;
     ra.rgba = d_rgba;
     ra.ids = d_ids;
+    ra.has_photons = photons != NULL;
+    if (photons) ra.photons = *photons;
+    else memset(&ra.photons, 0, sizeof ra.photons);
     uint32_t threads = thread_count(ra.ray_map, w, h);
     dim3 grid((threads + kBlock - 1) / kBlock);
     if (accel->kind == RT_ACCEL_BVH)
@@ -432,4 +491,43 @@ extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel,
                        d_steps, n, width, ray_map, any_hit);
     if (st != RT_OK || !ms) return st;
     return kernel_ms(log, "trace_cast", ms, err);
+}
+
+extern "C" RtStatus rt_trace_gpu_photons(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
+                                         const RtPhotonParams *pp, RtAabb rest_bounds,
+                                         const RtPhotonSlots *d_slots, double *ms, RtError *err)
+{
+    RtTraceParams params = p ? *p : rt_trace_params_default();
+    if (!gs || !pp || !d_slots) return rt_fail(err, RT_ERR_ARG, "PHOTON: trace needs a scene, parameters and slots");
+    if (d_slots->count < pp->count || d_slots->max_depth != pp->max_depth)
+        return rt_fail(err, RT_ERR_ARG, "PHOTON: slots for %u x %u, asked for %u x %u", d_slots->count,
+                       d_slots->max_depth, pp->count, pp->max_depth);
+    RtStatus st = accel_check(accel, err);
+    if (st == RT_OK) st = rt_trace_params_check(&params, err);
+    if (st != RT_OK) return st;
+    if (ms) *ms = 0.0;
+    RtGpuSceneView view = rt_gpu_scene_view(gs);
+    RtLaunchLog *log = rt_gpu_scene_launch_log(gs);
+    if (pp->count == 0 || view.light_count == 0) {
+        /* no photons: every slot of the asked-for range empty */
+        if (pp->count)
+            CUDA_CHECK(err, cudaMemsetAsync(d_slots->kind, RT_PHOTON_NONE, (size_t)pp->count * pp->max_depth,
+                                            log->stream));
+        return RT_OK;
+    }
+    if (log->pending > RT_LAUNCH_MAX_TIMED / 2) rt_launch_log_reset(log);
+    PhotonArgs pa;
+    pa.pp = *pp;
+    pa.ps = rt_photon_scene(rest_bounds);
+    pa.shade = params.shade;
+    pa.slots = *d_slots;
+    dim3 grid((pp->count + kBlock - 1) / kBlock);
+    if (accel->kind == RT_ACCEL_BVH)
+        st = rt_launch(log, "trace_photons", grid, dim3(kBlock), 0, RT_BVH_DISPATCH(photon_kernel, &params), err,
+                       view, trace_bvh_of(accel->bvh), trace_cfg(&params), pa);
+    else
+        st = rt_launch(log, "trace_photons", grid, dim3(kBlock), 0, RT_KD_DISPATCH(photon_kernel, &params), err,
+                       view, trace_tree(accel->kd), trace_cfg(&params), pa);
+    if (st != RT_OK || !ms) return st;
+    return kernel_ms(log, "trace_photons", ms, err);
 }

@@ -14,6 +14,7 @@
 #include "core/camera.h"
 #include "core/isect.h"
 #include "gpu/gpu_scene.h"
+#include "photon/photon.h"
 #include "render/accel.h"
 #include "render/shade.h"
 /* the benchmark's diffuse rays, cast with rt_trace_gpu_rays (RT_HD, so it
@@ -69,16 +70,27 @@ typedef struct RtTraceStats {
 } RtTraceStats;
 
 /* Renders the camera's view into d_rgba (device memory, w*h*4 bytes, row 0
- * = top, sRGB, alpha 255). accel's structure holds device pointers
+ * = top, sRGB, alpha 255). photons (optional): the frame's photon maps,
+ * device pointers (rt_photon_gpu_frame); every shaded surface adds their
+ * estimate (photon.h). accel's structure holds device pointers
  * (rt_kd_tree_upload, a GPU builder) over rt_gpu_scene_tris(gs): a kd-tree
  * is walked with the variant p names, a BVH with trace_bvh.cuh's loop
  * (p's intersection test and ray map; traversal, stack, leaf skip and
  * packets are the kd-tree's, a BVH traces single rays with a full stack). d_ids (device, optional)
  * receives the primary hit's triangle id per pixel (RT_NO_HIT for none).
  * stats (optional) synchronises to read the counters. */
-RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtCamera *cam,
-                      const RtTraceParams *p, uint8_t *d_rgba, int w, int h, uint32_t *d_ids,
-                      RtTraceStats *stats, RtError *err);
+RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtPhotonMaps *photons,
+                      const RtCamera *cam, const RtTraceParams *p, uint8_t *d_rgba, int w, int h,
+                      uint32_t *d_ids, RtTraceStats *stats, RtError *err);
+
+/* The photon pass of a frame on the device (render_cpu.h's
+ * rt_render_photons_cpu, the same photons): pp->count photons from the
+ * scene's lights through accel with p's traversal and shading switches,
+ * their stores into d_slots (device arrays for at least pp->count x
+ * pp->max_depth). ms (optional) = kernel GPU time. */
+RtStatus rt_trace_gpu_photons(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
+                              const RtPhotonParams *pp, RtAabb rest_bounds, const RtPhotonSlots *d_slots,
+                              double *ms, RtError *err);
 
 /* A ray for rt_trace_gpu_rays: 32 bytes, two float4 loads. */
 typedef struct RtGpuRay {

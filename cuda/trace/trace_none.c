@@ -11,12 +11,20 @@ static RtStatus no_cuda(RtError *err)
                    "TRACE: this rtviewer was built without CUDA (no nvcc found at build time)");
 }
 
-RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtCamera *cam,
-                      const RtTraceParams *p, uint8_t *d_rgba, int w, int h, uint32_t *d_ids,
-                      RtTraceStats *stats, RtError *err)
+RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtPhotonMaps *photons,
+                      const RtCamera *cam, const RtTraceParams *p, uint8_t *d_rgba, int w, int h,
+                      uint32_t *d_ids, RtTraceStats *stats, RtError *err)
 {
-    (void)gs; (void)accel; (void)cam; (void)p; (void)d_rgba; (void)w; (void)h; (void)d_ids;
+    (void)gs; (void)accel; (void)photons; (void)cam; (void)p; (void)d_rgba; (void)w; (void)h; (void)d_ids;
     (void)stats;
+    return no_cuda(err);
+}
+
+RtStatus rt_trace_gpu_photons(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
+                              const RtPhotonParams *pp, RtAabb rest_bounds, const RtPhotonSlots *d_slots,
+                              double *ms, RtError *err)
+{
+    (void)gs; (void)accel; (void)p; (void)pp; (void)rest_bounds; (void)d_slots; (void)ms;
     return no_cuda(err);
 }
 

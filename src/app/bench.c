@@ -29,7 +29,7 @@ typedef enum BenchCol {
     BC_STRUCTURE,
     BC_ANIMATE, BC_BUILD, BC_BUILD_LARGE, BC_BUILD_SMALL, BC_LAUNCHES, BC_ROUND_TRIPS,
     BC_TRACE, BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL, BC_TRACE_SHADOW, BC_TRACE_REFLECTION,
-    BC_TRACE_DIFFUSE, BC_READBACK, BC_FRAME,
+    BC_TRACE_DIFFUSE, BC_PHOTON_TRACE, BC_PHOTON_MAPS, BC_READBACK, BC_FRAME,
     BC_PRIMARY_RAYS, BC_SHADOW_RAYS, BC_REFLECTION_RAYS, BC_MRAYS, BC_DIFFUSE_RAYS, BC_DIFFUSE_MRAYS,
     BC_NODES, BC_LEAVES, BC_DEPTH, BC_REFS, BC_SAH, BC_GPU_MEM,
     BC_COUNT
@@ -57,6 +57,8 @@ static const BenchColumn kCols[BC_COUNT] = {
     [BC_TRACE_SHADOW] = {"trace_shadow_ms", 4, "shadow rays, derived: pass 2 - pass 1 (>= 0)"},
     [BC_TRACE_REFLECTION] = {"trace_reflection_ms", 4, "reflection/refraction rays, derived: pass 3 - pass 2 (>= 0)"},
     [BC_TRACE_DIFFUSE] = {"trace_diffuse_ms", 4, "diffuse rays (one cosine-weighted per primary hit, fixed seed) cast alone, closest hit, no shading: kernel events (GPU) / wall (CPU)"},
+    [BC_PHOTON_TRACE] = {"photon_trace_ms", 4, "photon mapping (--photons N): the photons' emission and trace (GPU events / wall; NaN: off)"},
+    [BC_PHOTON_MAPS] = {"photon_maps_ms", 4, "photon mapping: compaction and both balanced trees (the gather is in trace_ms; NaN: off)"},
     [BC_READBACK] = {"readback_ms", 4, "device image -> host (0: the benchmark traces into a device buffer)"},
     [BC_FRAME] = {"frame_ms", 4, "the whole frame: animate + build + trace (wall)"},
     [BC_PRIMARY_RAYS] = {"primary_rays", 0, "primary rays of the frame"},
@@ -235,6 +237,8 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
         r->v[BC_READBACK] = fs.readback_ms;
     }
     r->v[BC_TRACE] = fs.trace_ms;
+    r->v[BC_PHOTON_TRACE] = fs.has_photons ? fs.photons.trace_ms : NAN;
+    r->v[BC_PHOTON_MAPS] = fs.has_photons ? fs.photons.build_ms : NAN;
     r->v[BC_FRAME] = fs.frame_ms;
     r->v[BC_PRIMARY_RAYS] = (double)fs.primary_rays;
     r->v[BC_SHADOW_RAYS] = (double)fs.shadow_rays;

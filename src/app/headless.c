@@ -105,6 +105,10 @@ static void print_frame(const RtOptions *o, int f, const RtFrameStats *fs, const
            f + 1, o->frames, fs->t, fs->animate_ms, fs->build_ms, stages, fs->trace_ms,
            fs->trace_ms > 0 ? rays / (fs->trace_ms * 1e3) : 0.0, (unsigned long long)fs->primary_rays,
            (unsigned long long)fs->shadow_rays, (unsigned long long)fs->reflection_rays, fs->frame_ms, path);
+    if (fs->has_photons)
+        printf("  photons %u: trace %.2f ms, maps %.2f ms (caustic %u, global %u stored)\n", fs->photons.emitted,
+               fs->photons.trace_ms, fs->photons.build_ms, fs->photons.stored[RT_PHOTON_CAUSTIC],
+               fs->photons.stored[RT_PHOTON_GLOBAL]);
     if (o->stats && fs->has_tree) {
         const RtKdStats *ks = &fs->tree;
         printf("  kd-tree (%s): %u triangles (%u degenerate), %u nodes, %u leaves (%u empty), depth %u, "

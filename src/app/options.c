@@ -63,6 +63,8 @@ void rt_options_usage(FILE *f)
             "  --cpu                 use the CPU backend (the reference renderer)\n"
             "  --threads N           CPU threads (default: all cores)\n"
             "  --bounces N           mirror reflection bounces (default 1)\n"
+            "  --photons N           photon mapping with N photons per frame: caustics and indirect\n"
+            "                        light (default 0, off; --trace photonk=K photons per estimate)\n"
             "  --no-shadows          no shadow rays\n"
             "  --no-textures         ignore map_Kd / map_d\n"
             "  --isect NAME          ray/triangle test: woop (default) or mt\n"
@@ -232,6 +234,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
             st = parse_int(a, next, 1, 1024, &o->pipe.threads, err);
         }
         else if (!strcmp(a, "--bounces")) { TAKES_VALUE(); st = set_variant(o, a, RT_VAR_BOUNCES, next, err); }
+        else if (!strcmp(a, "--photons")) { TAKES_VALUE(); st = set_variant(o, a, RT_VAR_PHOTONS, next, err); }
         else if (!strcmp(a, "--isect")) { TAKES_VALUE(); st = set_variant(o, a, RT_VAR_ISECT, next, err); }
         else if (!strcmp(a, "-o") || !strcmp(a, "--output")) {
             TAKES_VALUE();

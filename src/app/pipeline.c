@@ -73,6 +73,13 @@ struct RtPipeline {
     RtTriArrays host_tris;  /* GPU: the device triangles (vertices, Woop rows) on the host, for making
                                diffuse rays and for the validator */
     uint64_t host_tris_of;  /* GPU: tris_written when host_tris was copied */
+    /* photon mapping (rt_pipeline_frame) */
+    RtAabb rest_bounds;     /* the scene at its start time: the lights' photon units (photon.h) */
+    int photons_ready;      /* the last frame made maps: retraces shade with them */
+    RtPhotonSlots pslots;   /* CPU */
+    RtPhotonMapsCpu pmaps;  /* CPU */
+    RtPhotonGpu *pgpu;      /* GPU, created at the first photon-mapped frame */
+    RtPhotonMaps d_pmaps;   /* GPU: the device view */
 };
 
 RtPipelineParams rt_pipeline_params_default(void)
@@ -85,6 +92,7 @@ RtPipelineParams rt_pipeline_params_default(void)
     p.lbvh = rt_lbvh_params_default();
     p.hploc = rt_hploc_params_default();
     p.trace = rt_trace_params_default();
+    p.photons = rt_photon_params_default();
     return p;
 }
 
@@ -148,6 +156,24 @@ static RtStatus gpu_open(RtPipeline *p, int width, int height, RtError *err)
     return st;
 }
 
+/* The scene's bounds at its start time (a dynamic scene's vertices are in
+ * node space until evaluated). */
+static RtStatus rest_bounds(const RtScene *scene, RtAabb *out, RtError *err)
+{
+    if (!rt_anim_is_dynamic(&scene->anim)) {
+        *out = rt_scene_bounds(scene);
+        return RT_OK;
+    }
+    float t0, t1;
+    rt_scene_time_range(scene, &t0, &t1);
+    RtSceneFrame f;
+    memset(&f, 0, sizeof f);
+    RtStatus st = rt_scene_frame_at(scene, t0, &f, err);
+    if (st == RT_OK) *out = rt_scene_bounds(&f.view);
+    rt_scene_frame_free(&f);
+    return st;
+}
+
 RtStatus rt_pipeline_create(const RtScene *scene, RtBackend backend, int width, int height,
                             RtPipeline **out, RtError *err)
 {
@@ -157,7 +183,8 @@ RtStatus rt_pipeline_create(const RtScene *scene, RtBackend backend, int width, 
     p->backend = backend;
     p->scene = scene;
     p->auto_.diag = -1.0f;
-    RtStatus st = backend == RT_BACKEND_GPU ? gpu_open(p, width, height, err) : RT_OK;
+    RtStatus st = rest_bounds(scene, &p->rest_bounds, err);
+    if (st == RT_OK && backend == RT_BACKEND_GPU) st = gpu_open(p, width, height, err);
     if (st != RT_OK) {
         rt_pipeline_destroy(p);
         return st;
@@ -183,6 +210,9 @@ void rt_pipeline_destroy(RtPipeline *p)
 {
     if (!p) return;
     diffuse_free(&p->diffuse);
+    rt_photon_slots_free(&p->pslots);
+    rt_photon_maps_cpu_free(&p->pmaps);
+    rt_photon_gpu_destroy(p->pgpu);
     rt_tri_arrays_free(&p->host_tris);
     rt_gpu_free(p->d_rgba);
     rt_gpu_anim_destroy(p->anim);
@@ -255,7 +285,8 @@ static RtStatus cpu_trace(RtPipeline *p, const RtPipelineParams *pp, const RtCam
     RtRenderParams rp = render_params(pp);
     double t0 = rt_now_ms();
     RtAccel accel = frame_accel(p);
-    RtStatus st = rt_render_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &accel, cam, &rp,
+    RtStatus st = rt_render_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &accel,
+                                p->photons_ready ? &p->pmaps.view : NULL, cam, &rp,
                                 target->img, NULL, rs, err);
     *ms = rt_now_ms() - t0;
     return st;
@@ -304,6 +335,26 @@ static RtStatus cpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
     st->build_ms = rt_now_ms() - t1;
     p->has_frame = 1;
     p->built = pp->structure;
+
+    /* photons: traced through the frame's structure, both maps built */
+    p->photons_ready = 0;
+    if (pp->photons.count) {
+        RtPhotonParams ph = pp->photons;
+        RtRenderParams rp = render_params(pp);
+        RtAccel accel = frame_accel(p);
+        double t2 = rt_now_ms();
+        if ((s = rt_photon_params_check(&ph, err)) != RT_OK ||
+            (s = rt_photon_slots_reserve(&p->pslots, ph.count, ph.max_depth, err)) != RT_OK ||
+            (s = rt_render_photons_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &accel, &rp, &ph,
+                                       p->rest_bounds, &p->pslots, err)) != RT_OK)
+            return s;
+        st->photons.trace_ms = rt_now_ms() - t2;
+        double trace_ms = st->photons.trace_ms;
+        if ((s = rt_photon_maps_build_cpu(&p->pmaps, &p->pslots, &ph, p->rest_bounds, &st->photons, err)) != RT_OK)
+            return s;
+        st->photons.trace_ms = trace_ms;
+        st->has_photons = p->photons_ready = 1;
+    }
 
     /* trace */
     RtRenderStats rs;
@@ -407,6 +458,21 @@ static RtStatus gpu_bvh_finish(RtPipeline *p, double *ms, uint32_t *launches, ui
     return RT_OK;
 }
 
+/* The photon stage of a GPU frame through the frame's structure (built,
+ * or queued on the default stream before it). */
+static RtStatus gpu_photons(RtPipeline *p, const RtPipelineParams *pp, RtFrameStats *st, RtError *err)
+{
+    RtStatus s = rt_photon_params_check(&pp->photons, err);
+    if (s == RT_OK && !p->pgpu) s = rt_photon_gpu_create(&p->pgpu, err);
+    if (s != RT_OK) return s;
+    RtAccel accel = frame_accel(p);
+    if ((s = rt_photon_gpu_frame(p->pgpu, p->gscene, &accel, &pp->trace, &pp->photons, p->rest_bounds, &p->d_pmaps,
+                                 &st->photons, err)) != RT_OK)
+        return s;
+    st->has_photons = p->photons_ready = 1;
+    return RT_OK;
+}
+
 static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, const RtCamera *cam,
                           const RtFrameTarget *target, RtFrameStats *st, RtError *err)
 {
@@ -422,6 +488,8 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
     RtTriArrays d_tris = rt_gpu_scene_tris(p->gscene);
     RtTraceStats ts;
     memset(&ts, 0, sizeof ts);
+    p->photons_ready = 0;
+    const int photons = pp->photons.count > 0;
     switch (pp->structure) {
     case RT_STRUCT_KD: {
         /* build: queued without waiting for it (no host round trip) */
@@ -430,15 +498,21 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
         p->built = RT_STRUCT_KD;
         /* trace: queued behind the build; then the build's sizes (and
          * overflow bits), which arrived behind it. A build that overflowed
-         * a buffer was redone with larger ones: trace again. */
+         * a buffer was redone with larger ones: trace again. Photons need
+         * the finished tree (their stage waits for the host anyway). */
         int rebuilt = 0;
         RtAccel accel = frame_accel(p);
-        s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
-        RtStatus fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &p->kd_stats, &rebuilt, err);
+        RtStatus fs = RT_OK;
+        if (photons && ((fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &p->kd_stats, &rebuilt, err)) != RT_OK ||
+                        (fs = gpu_photons(p, pp, st, err)) != RT_OK))
+            return fs;
+        const RtPhotonMaps *maps = photons ? &p->d_pmaps : NULL;
+        s = rt_trace_gpu(p->gscene, &accel, maps, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+        if (!photons) fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &p->kd_stats, &rebuilt, err);
         if (s != RT_OK) return s;
         if (fs != RT_OK) return fs;
-        if (rebuilt &&
-            (s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err)) != RT_OK)
+        if (rebuilt && !photons &&
+            (s = rt_trace_gpu(p->gscene, &accel, NULL, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err)) != RT_OK)
             return s;
         const RtKdGpuStats *k = &p->kd_stats;
         st->build_ms = k->gpu_ms > 0 ? k->gpu_ms : k->build_ms;
@@ -459,8 +533,9 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
     case RT_STRUCT_BVH: {
         if ((s = gpu_bvh_build(p, pp, &d_tris, err)) != RT_OK) return s;
         /* build and trace queued without a wait; the build's time and counts after the trace */
+        if (photons && (s = gpu_photons(p, pp, st, err)) != RT_OK) return s;
         RtAccel accel = frame_accel(p);
-        s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+        s = rt_trace_gpu(p->gscene, &accel, photons ? &p->d_pmaps : NULL, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
         double ms = 0;
         uint32_t launches = 0, tris = 0, valid = 0;
         RtStatus fs = gpu_bvh_finish(p, &ms, &launches, &tris, &valid, err);
@@ -628,7 +703,8 @@ RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const Rt
     RtTraceStats ts;
     memset(&ts, 0, sizeof ts);
     RtAccel accel = frame_accel(p);
-    s = rt_trace_gpu(p->gscene, &accel, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+    s = rt_trace_gpu(p->gscene, &accel, p->photons_ready ? &p->d_pmaps : NULL, cam, &pp->trace, dst, target->w,
+                     target->h, NULL, &ts, err);
     *trace_ms = ts.ms;
     return s;
 }

@@ -18,6 +18,8 @@
 #include "bvh/hploc_gpu.h"
 #include "bvh/lbvh_gpu.h"
 #include "kd/kd_gpu.h"
+#include "photon/photon_gpu.h"
+#include "photon/photon_maps.h"
 #include "render/render_cpu.h"
 #include "trace/trace.h"
 
@@ -47,6 +49,8 @@ typedef struct RtPipelineParams {
     RtHplocParams hploc;  /* the H-PLOC builder, both backends (defaults: rt_hploc_params_default) */
     RtTraceParams trace;  /* tracing and shading, both backends: the CPU renderer reads the shading
                              fields and `isect` (defaults: rt_trace_params_default) */
+    RtPhotonParams photons; /* photon mapping, both backends (photon.h; defaults:
+                               rt_photon_params_default, off) */
     int threads;          /* CPU backend: threads, 0 = rt_thread_count() */
     int brute_force;      /* CPU backend: no tree, every triangle tested (checking only) */
 } RtPipelineParams;
@@ -82,6 +86,8 @@ typedef struct RtFrameStats {
     int has_tree;         /* 0 with brute_force */
     int tree_full;
     const RtKdGpuStats *kd_gpu; /* GPU: the builder's per-stage detail (HUD), owned by the pipeline */
+    int has_photons;      /* the frame was photon mapped (RtPipelineParams.photons.count > 0) */
+    RtPhotonStats photons; /* its photon stage: counts, trace and build times */
 } RtFrameStats;
 
 /* Where the frame goes: the GPU backend traces into d_rgba when given (a
@@ -111,6 +117,11 @@ void rt_pipeline_describe(const RtPipeline *p, char *buf, size_t n);
 RtStatus rt_scene_camera_at(const RtScene *scene, float t, RtCamera *cam, RtError *err);
 
 /* One frame at time t seen from cam (NULL: the scene's camera at t).
+ *
+ * With pp->photons.count > 0 the frame is photon mapped (photon.h): after
+ * the build, the photons are traced through the frame's structure, both
+ * maps built, and the trace adds their estimate; the GPU waits once for the
+ * maps' sizes (and, for the kd-tree, for the build's).
  *
  * pp->structure = RT_STRUCT_AUTO: the frame uses the structure whose
  * build + trace (GPU events on the GPU, wall time on the CPU) measured

@@ -118,6 +118,14 @@ static const RtVariantValue kBounces[] = {
     {NULL, 0, NULL},
 };
 
+/* The viewer cycles these; --photons N takes any count up to 2^26. */
+static const RtVariantValue kPhotons[] = {
+    {"off", 0, "no photon mapping"},
+    {"256K", 1 << 18, "262,144 photons per frame"},
+    {"1M", 1 << 20, "1,048,576 photons per frame"},
+    {NULL, 0, NULL},
+};
+
 /* ---- the rows ------------------------------------------------------------------ */
 
 #define BUILD(f) offsetof(RtPipelineParams, build.f)
@@ -203,6 +211,12 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                            0, "materials with d < 1 refract (ni)"},
     [RT_VAR_HEATMAP] = {"heatmap", "heatmap", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.heatmap), 1, 0, 1, kOffOn, 'M', 0,
                         "colour = tree nodes visited by the primary ray"},
+    [RT_VAR_PHOTONS] = {"photons", "photons", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.count), 1,
+                        0, 1 << 26, kPhotons, 'U', 0,
+                        "photons emitted per frame for caustics and indirect light (photon mapping), 0 = off",
+                        .numeric = 1},
+    [RT_VAR_PHOTON_K] = {"photonk", "photons/estimate", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.k),
+                         1, 1, RT_KDP_MAX_KNN, NULL, 0, 0, "nearest photons per radiance estimate"},
 };
 
 /* ---- reading and writing a row ------------------------------------------------- */

@@ -314,6 +314,11 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
     }
 
     if (in->structure_note) add(l, kText, "%s", in->structure_note);
+    if (in->photons) {
+        const RtPhotonStats *p = in->photons;
+        add(l, kText, "photons %u: trace %s  maps %s ms  caustic %u  global %u", p->emitted, ms(a, p->trace_ms),
+            ms(b, p->build_ms), p->stored[RT_PHOTON_CAUSTIC], p->stored[RT_PHOTON_GLOBAL]);
+    }
 
     /* the available variant groups by name, wrapped */
     char line[HUD_LINE_CHARS] = "";

@@ -584,6 +584,7 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             .kd = v->fs.has_tree ? &v->fs.tree : NULL,
             .kd_gpu = v->use_gpu ? v->fs.kd_gpu : NULL,
             .structure_note = v->fs.structure_note,
+            .photons = v->fs.has_photons ? &v->fs.photons : NULL,
             .gpu_variants = v->use_gpu,
             .anim = anim,
             .params = &v->opt.pipe,

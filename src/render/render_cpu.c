@@ -13,6 +13,7 @@
 #include "render/render_cpu.h"
 
 #include "core/parallel.h"
+#include "photon/photon.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,11 @@ typedef struct RtRenderJob {
     uint8_t *mask_uses_alpha; /* per texture: 1 = map_d reads alpha, 0 = luminance */
     int tiles_x, tile_count;
     RtRenderStats *worker_stats; /* one per worker (rt_parallel_for) */
+    const RtPhotonMaps *photons; /* the frame's photon maps; NULL: none */
+    /* rt_render_photons_cpu's pass */
+    const RtPhotonParams *pp;
+    RtPhotonScene ps;
+    RtPhotonSlots *slots;
 } RtRenderJob;
 
 /* ---- materials and textures --------------------------------------------- */
@@ -177,6 +183,10 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf,
         }
         c = v3_add(c, rt_shade_light_term(sf, m, l->color, &ld, view));
     }
+    if (job->photons) {
+        RtKdpHit scratch[RT_KDP_MAX_KNN];
+        c = v3_add(c, rt_photon_radiance(job->photons, sf, scratch));
+    }
     return c;
 }
 
@@ -253,14 +263,14 @@ static uint8_t *mask_channels(const RtScene *s)
     return uses_alpha;
 }
 
-RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
-                       const RtCamera *cam, const RtRenderParams *p, RtImage *img,
-                       uint32_t *ids, RtRenderStats *stats, RtError *err)
+/* Checks the arguments and makes the job both passes share (NULL and *err
+ * on failure); rt_render_cpu's workers are counted over `tasks`. */
+static RtStatus job_make(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
+                         const RtRenderParams *p, size_t tasks, RtRenderJob **out, int *workers, RtError *err)
 {
-    double t0 = rt_now_ms();
     RtRenderParams params = p ? *p : rt_render_params_default();
-    if (!scene || !tris || !cam || !img || !img->rgba || img->w <= 0 || img->h <= 0)
-        return rt_fail(err, RT_ERR_ARG, "RENDER: missing scene, triangles, camera or image");
+    if (!scene || !tris)
+        return rt_fail(err, RT_ERR_ARG, "RENDER: missing scene or triangles");
     if (!accel && !params.brute_force)
         return rt_fail(err, RT_ERR_ARG, "RENDER: no acceleration structure given (NULL) and brute_force is off");
     if (accel && !(accel->kind == RT_ACCEL_KD ? accel->kd != NULL : accel->kind == RT_ACCEL_BVH && accel->bvh))
@@ -270,30 +280,54 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAc
                        "RENDER: triangle arrays hold %u triangles but the scene has %u "
                        "(rebuild them with rt_tri_arrays_make)",
                        tris->count, scene->tri_count);
-
     RtRenderJob *job = calloc(1, sizeof *job);
-    if (!job) return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
+    if (!job)
+        return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
     job->scene = scene;
     job->tris = tris;
     if (accel) job->accel = *accel;
     job->p = params;
-    job->cam = rt_camera_basis(*cam, img->w, img->h);
-    job->img = img;
-    job->ids = ids;
     job->default_mat = rt_material_default();
     job->eps = rt_render_ray_eps(tris);
     for (int i = 0; i < 256; i++) job->srgb_lut[i] = rt_shade_srgb8_to_linear((uint8_t)i);
     job->mask_uses_alpha = mask_channels(scene);
-    job->tiles_x = (img->w + RT_TILE - 1) / RT_TILE;
-    job->tile_count = job->tiles_x * ((img->h + RT_TILE - 1) / RT_TILE);
-    int workers = rt_parallel_workers(params.threads, (size_t)job->tile_count);
-    job->worker_stats = calloc((size_t)workers, sizeof *job->worker_stats);
+    *workers = rt_parallel_workers(params.threads, tasks ? tasks : 1);
+    job->worker_stats = calloc((size_t)*workers, sizeof *job->worker_stats);
     if (!job->mask_uses_alpha || !job->worker_stats) {
         free(job->mask_uses_alpha);
         free(job->worker_stats);
         free(job);
         return rt_fail(err, RT_ERR_OOM, "RENDER: out of memory");
     }
+    *out = job;
+    return RT_OK;
+}
+
+static void job_free(RtRenderJob *job)
+{
+    free(job->worker_stats);
+    free(job->mask_uses_alpha);
+    free(job);
+}
+
+RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
+                       const RtPhotonMaps *photons, const RtCamera *cam, const RtRenderParams *p,
+                       RtImage *img, uint32_t *ids, RtRenderStats *stats, RtError *err)
+{
+    double t0 = rt_now_ms();
+    if (!cam || !img || !img->rgba || img->w <= 0 || img->h <= 0)
+        return rt_fail(err, RT_ERR_ARG, "RENDER: missing camera or image");
+    int tiles_x = (img->w + RT_TILE - 1) / RT_TILE, tile_count = tiles_x * ((img->h + RT_TILE - 1) / RT_TILE);
+    int workers;
+    RtRenderJob *job;
+    RtStatus st = job_make(scene, tris, accel, p, (size_t)tile_count, &job, &workers, err);
+    if (st != RT_OK) return st;
+    job->cam = rt_camera_basis(*cam, img->w, img->h);
+    job->img = img;
+    job->ids = ids;
+    job->photons = photons;
+    job->tiles_x = tiles_x;
+    job->tile_count = tile_count;
     rt_parallel_for(workers, (size_t)job->tile_count, render_task, job);
     RtRenderStats total;
     memset(&total, 0, sizeof total);
@@ -302,11 +336,79 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAc
         total.shadow_rays += job->worker_stats[i].shadow_rays;
         total.reflection_rays += job->worker_stats[i].reflection_rays;
     }
-    free(job->worker_stats);
-    free(job->mask_uses_alpha);
-    free(job);
+    job_free(job);
     total.ms = rt_now_ms() - t0;
     if (stats) *stats = total;
+    return RT_OK;
+}
+
+/* ---- photon tracing (photon.h) ------------------------------------------- */
+
+/* Photons a worker takes at a time. */
+#define RT_PHOTON_CHUNK 1024
+
+/* Photon i's path: emission, then rt_photon_hit per hit, each store in
+ * slot i * max_depth + depth (the GPU's photon_kernel runs the same). */
+static void photon_task(void *ctx, int worker, size_t chunk)
+{
+    (void)worker;
+    const RtRenderJob *job = ctx;
+    const RtPhotonParams *pp = job->pp;
+    RtPhotonSlots *sl = job->slots;
+    uint32_t first = (uint32_t)chunk * RT_PHOTON_CHUNK;
+    uint32_t end = pp->count - first < RT_PHOTON_CHUNK ? pp->count : first + RT_PHOTON_CHUNK;
+    for (uint32_t i = first; i < end; i++) {
+        size_t base = (size_t)i * pp->max_depth;
+        memset(&sl->kind[base], RT_PHOTON_NONE, pp->max_depth);
+        RtRay ray;
+        RtPhotonPath ph = {v3(0, 0, 0), 0};
+        rt_photon_emit(job->scene->lights, job->scene->light_count, &job->ps, i, pp->count, pp->seed, &ray,
+                       &ph.power);
+        for (uint32_t depth = 0; depth < pp->max_depth; depth++) {
+            RtHit hit;
+            hit.tri = RT_NO_HIT;
+            if (!closest_hit(job, ray, &hit, NULL) || hit.tri == RT_NO_HIT || hit.tri >= job->scene->tri_count)
+                break;
+            RtShadeMaterial m;
+            RtShadeSurface sf = surface_at(job, ray, &hit, &m);
+            uint32_t store;
+            RtPhoton arriving = {ph.power, ray.d};
+            int goes_on = rt_photon_hit(&ph, &job->p.shade, &m, &sf, ray.d, job->eps, i, pp->seed, depth, &store,
+                                        &ray);
+            if (store != RT_PHOTON_NONE) {
+                sl->kind[base + depth] = (uint8_t)store;
+                sl->pos[3 * (base + depth)] = sf.p.x;
+                sl->pos[3 * (base + depth) + 1] = sf.p.y;
+                sl->pos[3 * (base + depth) + 2] = sf.p.z;
+                sl->rec[base + depth] = arriving;
+            }
+            if (!goes_on) break;
+        }
+    }
+}
+
+RtStatus rt_render_photons_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
+                               const RtRenderParams *p, const RtPhotonParams *pp, RtAabb rest_bounds,
+                               RtPhotonSlots *slots, RtError *err)
+{
+    if (!pp || !slots) return rt_fail(err, RT_ERR_ARG, "PHOTON: no parameters or slots");
+    if (slots->count < pp->count || slots->max_depth != pp->max_depth)
+        return rt_fail(err, RT_ERR_ARG, "PHOTON: slots for %u x %u, asked for %u x %u", slots->count,
+                       slots->max_depth, pp->count, pp->max_depth);
+    if (pp->count == 0 || !scene || scene->light_count == 0) {
+        if (slots->kind) memset(slots->kind, RT_PHOTON_NONE, (size_t)slots->count * slots->max_depth);
+        return RT_OK;
+    }
+    size_t chunks = (pp->count + RT_PHOTON_CHUNK - 1) / RT_PHOTON_CHUNK;
+    int workers;
+    RtRenderJob *job;
+    RtStatus st = job_make(scene, tris, accel, p, chunks, &job, &workers, err);
+    if (st != RT_OK) return st;
+    job->pp = pp;
+    job->ps = rt_photon_scene(rest_bounds);
+    job->slots = slots;
+    rt_parallel_for(workers, chunks, photon_task, job);
+    job_free(job);
     return RT_OK;
 }
 

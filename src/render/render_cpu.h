@@ -12,6 +12,7 @@
 #include "bvh/bvh_cpu.h"
 #include "kd/kd_cpu.h"
 #include "render/accel.h"
+#include "photon/photon.h"
 #include "render/shade.h"
 
 typedef struct RtRenderParams {
@@ -29,11 +30,22 @@ typedef struct RtRenderStats {
 } RtRenderStats;
 
 /* Renders into img (allocated by the caller to the wanted size) through
- * accel, a host kd-tree or BVH; NULL only with brute_force. ids (may be NULL) receives the primary hit's
- * triangle id per pixel (RT_NO_HIT for background), for tests. */
+ * accel, a host kd-tree or BVH; NULL only with brute_force. photons (may
+ * be NULL) are the frame's photon maps (host memory, rt_photon_maps_build_cpu):
+ * every shaded surface adds their estimate. ids (may be NULL) receives the
+ * primary hit's triangle id per pixel (RT_NO_HIT for background), for tests. */
 RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
-                       const RtCamera *cam, const RtRenderParams *p, RtImage *img,
-                       uint32_t *ids, RtRenderStats *stats, RtError *err);
+                       const RtPhotonMaps *photons, const RtCamera *cam, const RtRenderParams *p,
+                       RtImage *img, uint32_t *ids, RtRenderStats *stats, RtError *err);
+
+/* The photon pass of a frame (photon.h): pp->count photons from the
+ * scene's lights through accel (as rt_render_cpu casts: p's shading
+ * switches, map_d cut-outs), their stores into slots (sized for at least
+ * pp->count x pp->max_depth; rt_photon_slots_reserve). rest_bounds fixes
+ * the lights' units (photon.h). No lights or count 0: every slot empty. */
+RtStatus rt_render_photons_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
+                               const RtRenderParams *p, const RtPhotonParams *pp, RtAabb rest_bounds,
+                               RtPhotonSlots *slots, RtError *err);
 
 /* Casts n rays closest-hit over [0, inf), geometry only (no map_d cut-outs):
  * the traversal of accel's kd-tree or BVH, or brute force when accel is NULL, on
