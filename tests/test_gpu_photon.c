@@ -89,7 +89,6 @@ static void gpu_photon_frames_match_the_cpu(void **state)
     (void)state;
     need_gpu();
     RtScene s;
-    RtError err = {0};
     load_caustics(&s);
     const int structures[2] = {RT_STRUCT_KD, RT_STRUCT_LBVH};
     for (int k = 0; k < 2; k++) {
