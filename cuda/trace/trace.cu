@@ -248,7 +248,8 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
                 local = v3_add(local, rt_shade_light_term(&sf, &m.shade, l.color, &ld,
                                                           v3_scale(ray.d, -1.0f)));
         }
-        if (alive && ra.has_photons) local = v3_add(local, photon_gather(ra.photons, sf));
+        if (alive && ra.has_photons && rt_photon_gathers(&ra.shade, &m.shade))
+            local = v3_add(local, photon_gather(ra.photons, sf));
         if (!alive) continue;
         /* continue the chain: refraction, mirror, or the end */
         alive = rt_shade_path_next(&path, &ra.shade, &m.shade, &sf, local, sc.eps, depth, &ray);

@@ -146,19 +146,52 @@ RT_HD int kdp_hit_less(RtKdpHit a, RtKdpHit b)
     return a.d2 < b.d2 || (a.d2 == b.d2 && a.point < b.point);
 }
 
-/* Adds h to the sorted list out[0..*count) of at most kn, dropping the last
- * when full (insertion sort: kn <= 64, registers on the GPU). */
-RT_HD void kdp_knn_insert(RtKdpHit *out, uint32_t *count, uint32_t kn, RtKdpHit h)
+/* The kn best hits so far as a max-heap in kdp_hit_less order: h[0] is
+ * the worst kept, so a full heap takes a closer hit in O(log kn) (an
+ * insertion-sorted list moves ~kn/2 entries per hit: on the GPU, where the
+ * list is in local memory, that dominated dense photon gathers). */
+RT_HD void kdp_heap_sift_down(RtKdpHit *h, uint32_t n, uint32_t i)
 {
-    uint32_t i = *count;
-    if (i == kn) {
-        if (!kdp_hit_less(h, out[kn - 1])) return;
-        i--;
-    } else {
-        (*count)++;
+    RtKdpHit x = h[i];
+    for (;;) {
+        uint32_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && kdp_hit_less(h[c], h[c + 1])) c++;
+        if (!kdp_hit_less(x, h[c])) break;
+        h[i] = h[c];
+        i = c;
     }
-    for (; i > 0 && kdp_hit_less(h, out[i - 1]); i--) out[i] = out[i - 1];
-    out[i] = h;
+    h[i] = x;
+}
+
+/* Adds x to the heap h[0..*count) of at most kn, dropping the worst when full. */
+RT_HD void kdp_heap_push(RtKdpHit *h, uint32_t *count, uint32_t kn, RtKdpHit x)
+{
+    if (*count == kn) {
+        if (!kdp_hit_less(x, h[0])) return;
+        h[0] = x;
+        kdp_heap_sift_down(h, kn, 0);
+        return;
+    }
+    uint32_t i = (*count)++;
+    while (i > 0) {
+        uint32_t p = (i - 1) / 2;
+        if (!kdp_hit_less(h[p], x)) break;
+        h[i] = h[p];
+        i = p;
+    }
+    h[i] = x;
+}
+
+/* The heap h[0..n) sorted ascending, in place. */
+RT_HD void kdp_heap_sort(RtKdpHit *h, uint32_t n)
+{
+    for (uint32_t e = n; e > 1; e--) {
+        RtKdpHit x = h[0];
+        h[0] = h[e - 1];
+        h[e - 1] = x;
+        kdp_heap_sift_down(h, e - 1, 0);
+    }
 }
 
 /* One step of a walk at node `node` of depth `depth`: the child on the
@@ -175,12 +208,13 @@ RT_HD uint32_t kdp_step(const RtKdpTree *t, const float *q, uint32_t node, uint3
     return t->nodes[node].child[side];
 }
 
-/* The kn (<= RT_KDP_MAX_KNN) nearest points with d2 <= r2, sorted by
- * (d2, point), into out; returns how many (fewer when the tree or the
- * radius holds fewer). r2 = INFINITY gives the plain kNN. A query with a
- * NaN coordinate finds nothing. */
-RT_HD uint32_t kdp_knn_search(const RtKdpTree *t, const float *q, uint32_t kn, float r2,
-                              RtKdpHit *out)
+/* The kn (<= RT_KDP_MAX_KNN) nearest points with d2 <= r2 into out as a
+ * heap (kdp_heap_push: out[0] the farthest of them when all kn were
+ * found); returns how many (fewer when the tree or the radius holds
+ * fewer). r2 = INFINITY gives the plain kNN. A query with a NaN coordinate
+ * finds nothing. The set is exact under the tie rule; its order in out is
+ * the walk's, the same on host and device. */
+RT_HD uint32_t kdp_knn_collect(const RtKdpTree *t, const float *q, uint32_t kn, float r2, RtKdpHit *out)
 {
     struct { uint32_t node, depth; float bound; } stack[RT_KDP_STACK];
     uint32_t count = 0, sp = 0;
@@ -192,15 +226,14 @@ RT_HD uint32_t kdp_knn_search(const RtKdpTree *t, const float *q, uint32_t kn, f
     while (sp > 0) {
         sp--;
         uint32_t node = stack[sp].node, depth = stack[sp].depth;
-        if (count == kn && stack[sp].bound > out[kn - 1].d2) continue;
+        if (count == kn && stack[sp].bound > out[0].d2) continue;
         for (; node != RT_KDP_NONE; depth++) {
             RtKdpHit h = {kdp_dist2(q, t->coords + (size_t)node * t->dim, t->dim), t->nodes[node].point};
-            if (h.d2 <= r2) kdp_knn_insert(out, &count, kn, h);
+            if (h.d2 <= r2) kdp_heap_push(out, &count, kn, h);
             uint32_t far;
             float bound;
             node = kdp_step(t, q, node, depth, &far, &bound);
-            if (far != RT_KDP_NONE && bound <= r2 && (count < kn || bound <= out[kn - 1].d2) &&
-                sp < RT_KDP_STACK) {
+            if (far != RT_KDP_NONE && bound <= r2 && (count < kn || bound <= out[0].d2) && sp < RT_KDP_STACK) {
                 stack[sp].node = far;
                 stack[sp].depth = depth + 1;
                 stack[sp++].bound = bound;
@@ -208,6 +241,14 @@ RT_HD uint32_t kdp_knn_search(const RtKdpTree *t, const float *q, uint32_t kn, f
         }
     }
     return count;
+}
+
+/* kdp_knn_collect's hits sorted by (d2, point). */
+RT_HD uint32_t kdp_knn_search(const RtKdpTree *t, const float *q, uint32_t kn, float r2, RtKdpHit *out)
+{
+    uint32_t n = kdp_knn_collect(t, q, kn, r2, out);
+    kdp_heap_sort(out, n);
+    return n;
 }
 
 /* Every point with d2 <= r2: the first `max` found (in walk order, not

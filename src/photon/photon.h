@@ -224,6 +224,14 @@ RT_HD int rt_photon_hit(RtPhotonPath *ph, const RtShadeParams *sp, const RtShade
     return 1;
 }
 
+/* Whether shading gathers photons at a surface of material m: it has a
+ * diffuse share the Whitted chain shows (a perfect mirror or clear glass
+ * shows only what its next ray brings). */
+RT_HD int rt_photon_gathers(const RtShadeParams *sp, const RtShadeMaterial *m)
+{
+    return rt_photon_specular_share(sp, m) < 1.0f && fmaxf(m->kd.x, fmaxf(m->kd.y, m->kd.z)) > 0.0f;
+}
+
 /* Radiance toward the viewer from map's photons around surface sf: the
  * density estimate of Jensen 1996, L = (albedo / pi) * sum(flux) /
  * (pi r^2), r the k-th neighbour's distance (the gather radius when fewer
@@ -235,9 +243,10 @@ RT_HD RtVec3 rt_photon_estimate(const RtPhotonMap *map, uint32_t k, float r2max,
     RtVec3 sum = v3(0.0f, 0.0f, 0.0f);
     if (map->tree.count == 0) return sum;
     float q[3] = {sf->p.x, sf->p.y, sf->p.z};
-    uint32_t n = kdp_knn_search(&map->tree, q, k, r2max, scratch);
+    /* the set is all the estimate needs: no sort (scratch[0] is the k-th) */
+    uint32_t n = kdp_knn_collect(&map->tree, q, k, r2max, scratch);
     if (n == 0) return sum;
-    float r2 = n == k ? scratch[n - 1].d2 : r2max;
+    float r2 = n == k ? scratch[0].d2 : r2max;
     for (uint32_t i = 0; i < n; i++) {
         const RtPhoton *ph = &map->rec[scratch[i].point];
         if (v3_dot(ph->dir, sf->ng) < 0.0f) sum = v3_add(sum, ph->power);

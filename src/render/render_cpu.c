@@ -183,7 +183,7 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf,
         }
         c = v3_add(c, rt_shade_light_term(sf, m, l->color, &ld, view));
     }
-    if (job->photons) {
+    if (job->photons && rt_photon_gathers(&job->p.shade, m)) {
         RtKdpHit scratch[RT_KDP_MAX_KNN];
         c = v3_add(c, rt_photon_radiance(job->photons, sf, scratch));
     }
