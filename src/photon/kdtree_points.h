@@ -216,25 +216,42 @@ RT_HD uint32_t kdp_step(const RtKdpTree *t, const float *q, uint32_t node, uint3
  * the walk's, the same on host and device. */
 RT_HD uint32_t kdp_knn_collect(const RtKdpTree *t, const float *q, uint32_t kn, float r2, RtKdpHit *out)
 {
-    struct { uint32_t node, depth; float bound; } stack[RT_KDP_STACK];
+    /* The walk carries each subtree's range [lo, hi] of the sorted order:
+     * its root is kdp_median(lo, hi) and its children's ranges follow from
+     * that (the layout rule above), so a visit loads the node's
+     * coordinates alone -- nodes[] only for a point that enters the heap --
+     * and the next node's address is known before the current one's load
+     * returns. */
+    struct { int32_t lo, hi; uint32_t depth; float bound; } stack[RT_KDP_STACK];
     uint32_t count = 0, sp = 0;
     if (kn > RT_KDP_MAX_KNN) kn = RT_KDP_MAX_KNN;
     if (t->root == RT_KDP_NONE || kn == 0 || !kdp_finite(q, t->dim) || !(r2 >= 0.0f)) return 0;
-    stack[sp].node = t->root;
+    stack[sp].lo = 0;
+    stack[sp].hi = (int32_t)t->count - 1;
     stack[sp].depth = 0;
     stack[sp++].bound = 0.0f;
     while (sp > 0) {
         sp--;
-        uint32_t node = stack[sp].node, depth = stack[sp].depth;
+        int32_t lo = stack[sp].lo, hi = stack[sp].hi;
+        uint32_t depth = stack[sp].depth;
         if (count == kn && stack[sp].bound > out[0].d2) continue;
-        for (; node != RT_KDP_NONE; depth++) {
-            RtKdpHit h = {kdp_dist2(q, t->coords + (size_t)node * t->dim, t->dim), t->nodes[node].point};
-            if (h.d2 <= r2) kdp_heap_push(out, &count, kn, h);
-            uint32_t far;
-            float bound;
-            node = kdp_step(t, q, node, depth, &far, &bound);
-            if (far != RT_KDP_NONE && bound <= r2 && (count < kn || bound <= out[0].d2) && sp < RT_KDP_STACK) {
-                stack[sp].node = far;
+        for (; lo <= hi; depth++) {
+            uint32_t node = kdp_median((uint32_t)lo, (uint32_t)hi);
+            const float *c = t->coords + (size_t)node * t->dim;
+            float d2 = kdp_dist2(q, c, t->dim);
+            if (d2 <= r2) {
+                RtKdpHit h = {d2, t->nodes[node].point};
+                kdp_heap_push(out, &count, kn, h);
+            }
+            uint32_t a = kdp_axis(depth, t->dim);
+            float diff = RT_XSUB(q[a], c[a]), bound = RT_XMUL(diff, diff);
+            /* the query's side: the left range when diff < 0 (kdp_step) */
+            int32_t far_lo = diff < 0.0f ? (int32_t)node + 1 : lo, far_hi = diff < 0.0f ? hi : (int32_t)node - 1;
+            if (diff < 0.0f) hi = (int32_t)node - 1;
+            else lo = (int32_t)node + 1;
+            if (far_lo <= far_hi && bound <= r2 && (count < kn || bound <= out[0].d2) && sp < RT_KDP_STACK) {
+                stack[sp].lo = far_lo;
+                stack[sp].hi = far_hi;
                 stack[sp].depth = depth + 1;
                 stack[sp++].bound = bound;
             }
