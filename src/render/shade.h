@@ -66,6 +66,9 @@ typedef struct RtShadeParams {
     int heatmap;       /* 1: pixel = kd-tree nodes visited by the primary ray */
     RtVec3 background; /* linear RGB of rays that leave the scene */
     RtVec3 ambient;    /* linear ambient light, times the albedo */
+    uint32_t sample;   /* the frame's sample of a pixel (progressive accumulation; 0 = the first):
+                          every random draw of the frame's shading takes it as its seed
+                          (render/sample.h), so sample s is the same on both backends */
 } RtShadeParams;
 
 RT_HD RtShadeParams rt_shade_params_default(void)
@@ -79,6 +82,7 @@ RT_HD RtShadeParams rt_shade_params_default(void)
     p.heatmap = 0;     /* a debugging view */
     p.background = v3(0.05f, 0.06f, 0.09f); /* dark blue-grey: misses stand out from black surfaces */
     p.ambient = v3(0.08f, 0.08f, 0.08f);    /* shadowed sides stay readable under one light */
+    p.sample = 0;
     return p;
 }
 
