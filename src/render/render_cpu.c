@@ -14,6 +14,7 @@
 
 #include "core/parallel.h"
 #include "photon/photon.h"
+#include "render/sample.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,7 @@ typedef struct RtRenderJob {
     uint8_t *mask_uses_alpha; /* per texture: 1 = map_d reads alpha, 0 = luminance */
     int tiles_x, tile_count;
     RtRenderStats *worker_stats; /* one per worker (rt_parallel_for) */
-    const RtPhotonMaps *photons; /* the frame's photon maps; NULL: none */
+    RtShadeFrame frame;          /* the frame's photon maps and accumulation sums (each may be NULL) */
     /* rt_render_photons_cpu's pass */
     const RtPhotonParams *pp;
     RtPhotonScene ps;
@@ -183,9 +184,9 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf,
         }
         c = v3_add(c, rt_shade_light_term(sf, m, l->color, &ld, view));
     }
-    if (job->photons && rt_photon_gathers(&job->p.shade, m)) {
+    if (job->frame.photons && rt_photon_gathers(&job->p.shade, m)) {
         RtKdpHit scratch[RT_KDP_MAX_KNN];
-        c = v3_add(c, rt_photon_radiance(job->photons, sf, scratch));
+        c = v3_add(c, rt_photon_radiance(job->frame.photons, sf, scratch));
     }
     return c;
 }
@@ -225,10 +226,13 @@ static void render_tile(const RtRenderJob *job, int tile, RtRenderStats *st)
     int y1 = y0 + RT_TILE < job->img->h ? y0 + RT_TILE : job->img->h;
     for (int y = y0; y < y1; y++)
         for (int x = x0; x < x1; x++) {
-            RtRay ray = {job->cam.o, rt_camera_dir(&job->cam, (float)x + 0.5f, (float)y + 0.5f)};
+            size_t i = (size_t)y * job->img->w + x;
+            float dx, dy;
+            rt_sample_jitter((uint32_t)i, job->p.shade.sample, &dx, &dy);
+            RtRay ray = {job->cam.o, rt_camera_dir(&job->cam, (float)x + dx, (float)y + dy)};
             uint32_t id, steps = 0;
             RtVec3 c = trace_pixel(job, ray, &id, &steps, st);
-            size_t i = (size_t)y * job->img->w + x;
+            if (job->frame.accum) c = rt_shade_accumulate(&job->frame.accum[i], c, job->p.shade.sample);
             rt_shade_pixel(&job->p.shade, c, steps, &job->img->rgba[4 * i]);
             if (job->ids) job->ids[i] = id;
         }
@@ -311,7 +315,7 @@ static void job_free(RtRenderJob *job)
 }
 
 RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
-                       const RtPhotonMaps *photons, const RtCamera *cam, const RtRenderParams *p,
+                       const RtShadeFrame *frame, const RtCamera *cam, const RtRenderParams *p,
                        RtImage *img, uint32_t *ids, RtRenderStats *stats, RtError *err)
 {
     double t0 = rt_now_ms();
@@ -325,7 +329,7 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAc
     job->cam = rt_camera_basis(*cam, img->w, img->h);
     job->img = img;
     job->ids = ids;
-    job->photons = photons;
+    if (frame) job->frame = *frame;
     job->tiles_x = tiles_x;
     job->tile_count = tile_count;
     rt_parallel_for(workers, (size_t)job->tile_count, render_task, job);

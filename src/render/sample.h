@@ -46,6 +46,29 @@ RT_HD void rt_sample_uniform2(uint32_t index, uint32_t seed, float *u1, float *u
     *u2 = (float)(y >> 8) * RT_SAMPLE_UNIT_24;
 }
 
+/* The streams of a pixel's random draws in a frame: one per purpose, each
+ * seeded by the frame's sample index (RtShadeParams.sample), so the draws
+ * of sample s are the same on both backends and new for every sample. */
+enum { RT_DRAW_JITTER = 0, RT_DRAW_AO = 1, RT_DRAW_ENV = 2, RT_DRAW_LIGHT = 3 /* + the light's index */ };
+
+RT_HD void rt_sample_draw(uint32_t pixel, uint32_t sample, uint32_t purpose, float *u1, float *u2)
+{
+    /* golden-ratio and murmur constants keep (sample, purpose) seeds apart */
+    rt_sample_uniform2(pixel, sample * 0x9E3779B9u ^ (purpose + 1u) * 0x85EBCA6Bu, u1, u2);
+}
+
+/* Where in pixel `pixel` sample `sample` looks: the centre for sample 0
+ * (one sample per pixel is today's image), a uniform jitter after, so the
+ * accumulated mean is the box-filtered pixel. */
+RT_HD void rt_sample_jitter(uint32_t pixel, uint32_t sample, float *dx, float *dy)
+{
+    if (sample == 0) {
+        *dx = *dy = 0.5f;
+        return;
+    }
+    rt_sample_draw(pixel, sample, RT_DRAW_JITTER, dx, dy);
+}
+
 /* Two unit tangents completing the unit normal n to a right-handed
  * orthonormal basis (t, b, n). Duff et al. 2017, "Building an Orthonormal
  * Basis, Revisited" (JCGT 6(1)): no branch on a chosen axis, and the sign

@@ -426,6 +426,32 @@ RT_HD int rt_shade_path_next(RtShadePath *path, const RtShadeParams *p, const Rt
     return 1;
 }
 
+/* ---- the frame's per-pixel state ------------------------------------------- */
+
+struct RtPhotonMaps; /* photon/photon.h */
+
+/* What a frame's shading reads and writes besides the scene and the
+ * structure, each optional (NULL: none): host memory for the CPU renderer,
+ * device memory for the GPU tracer. */
+typedef struct RtShadeFrame {
+    const struct RtPhotonMaps *photons; /* the frame's photon maps: every shaded surface adds their estimate */
+    RtFloat4 *accum;                    /* w*h sums of linear colour (xyz) for progressive accumulation */
+} RtShadeFrame;
+
+/* Progressive accumulation: sample 0 starts pixel's sum, sample s adds the
+ * (s+1)-th colour; returns the mean so far. Sums in float: 2^24 / 255
+ * samples of a white pixel stay exact to a byte, far beyond any still
+ * view. */
+RT_HD RtVec3 rt_shade_accumulate(RtFloat4 *sum, RtVec3 color, uint32_t sample)
+{
+    RtFloat4 a = *sum;
+    if (sample == 0) a.x = a.y = a.z = 0.0f;
+    a.x += color.x, a.y += color.y, a.z += color.z, a.w = 0.0f;
+    *sum = a;
+    float inv = 1.0f / (float)(sample + 1u);
+    return v3(a.x * inv, a.y * inv, a.z * inv);
+}
+
 /* ---- the pixel -------------------------------------------------------------- */
 
 /* A fixed ramp (dark blue, blue, cyan, yellow, red, dark red) over
