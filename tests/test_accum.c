@@ -111,12 +111,42 @@ static void jitter_is_uniform_in_the_pixel(void **state)
     assert_true(a != c || b != d);
 }
 
+/* Exposure scales linear colour by 2^stops; ACES maps 0 to 0, rises
+ * monotonically and rolls highlights off below 1 (no clipping until far
+ * beyond white); the default (clamp, 0 stops) is the plain sRGB encoding. */
+static void tonemap_exposure_and_aces(void **state)
+{
+    (void)state;
+    RtShadeParams p = rt_shade_params_default();
+    uint8_t a[4], b[4];
+    rt_shade_pixel(&p, v3(0.25f, 0.5f, 2.0f), 0, a);
+    assert_int_equal(a[0], rt_shade_linear_to_srgb8(0.25f));
+    assert_int_equal(a[2], 255);
+    p.exposure = 1.0f;
+    rt_shade_pixel(&p, v3(0.25f, 0.5f, 2.0f), 0, b);
+    assert_int_equal(b[0], rt_shade_linear_to_srgb8(0.5f));
+    assert_int_equal(b[1], 255);
+    assert_true(rt_shade_aces(0.0f) == 0.0f);
+    float last = 0.0f;
+    for (float x = 0.01f; x < 6.0f; x *= 1.5f) { /* the fit reaches 1 near x = 8, then clamps */
+        float y = rt_shade_aces(x);
+        assert_true(y > last && y <= 1.0f);
+        last = y;
+    }
+    assert_true(rt_shade_aces(1.0f) < 0.85f && rt_shade_aces(2.0f) < 0.95f);
+    p.exposure = 0.0f;
+    p.tonemap = RT_TONEMAP_ACES;
+    rt_shade_pixel(&p, v3(2.0f, 4.0f, 8.0f), 0, b);
+    assert_true(b[0] < b[1] && b[1] < b[2] && b[2] < 255); /* highlights keep their order */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(accum_converges_and_restarts),
         cmocka_unit_test(accum_is_the_running_mean),
         cmocka_unit_test(jitter_is_uniform_in_the_pixel),
+        cmocka_unit_test(tonemap_exposure_and_aces),
     };
     return cmocka_run_group_tests_name("accum", tests, NULL, NULL);
 }

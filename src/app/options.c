@@ -18,6 +18,7 @@ const RtKeyHelp rt_viewer_keys[] = {
     {"P", "animation pause / play"},
     {"N", "step one frame (1/30 s) and pause"},
     {"[ ]", "animation slower / faster (x0.5 / x2)"},
+    {", .", "exposure -/+ half a stop (before tone mapping, key Z)"},
     {"J", "next animation clip of the file (Shift+J: previous; glTF, FBX, ... with several)"},
     {"G", "backend: GPU (build + trace on the device) / CPU reference"},
     {"V", "vsync on/off"},

@@ -118,6 +118,12 @@ static const RtVariantValue kBounces[] = {
     {NULL, 0, NULL},
 };
 
+static const RtVariantValue kTonemap[] = {
+    {"clamp", RT_TONEMAP_CLAMP, "clamped to [0, 1]: the scene's colours as authored"},
+    {"aces", RT_TONEMAP_ACES, "ACES filmic curve (Narkowicz 2015): highlights roll off"},
+    {NULL, 0, NULL},
+};
+
 /* The viewer cycles these; --photons N takes any count up to 2^26. */
 static const RtVariantValue kPhotons[] = {
     {"off", 0, "no photon mapping"},
@@ -215,6 +221,10 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                         0, 1 << 26, kPhotons, 'U', 0,
                         "photons emitted per frame for caustics and indirect light (photon mapping), 0 = off",
                         .numeric = 1},
+    [RT_VAR_TONEMAP] = {"tonemap", "tone mapping", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.tonemap), 1, 0, 1, kTonemap, 'Z', 0,
+                        "how linear colour becomes display values"},
+    [RT_VAR_EXPOSURE] = {"exposure", "exposure", RT_SCOPE_TRACE, RT_VK_FLOAT, TRACE(shade.exposure), 1, -16, 16, NULL, 0, 0,
+                         "stops of exposure before tone mapping (the window's , and . keys: -/+ 0.5)"},
     [RT_VAR_PHOTON_K] = {"photonk", "photons/estimate", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.k),
                          1, 1, RT_KDP_MAX_KNN, NULL, 0, 0, "nearest photons per radiance estimate"},
 };

@@ -311,6 +311,14 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
         advance_time(v, VIEW_STEP_S);
         say(v, "animation: step to t = %.3f s", v->anim_t);
         break;
+    case GLFW_KEY_COMMA: case GLFW_KEY_PERIOD: {
+        float *e = &v->opt.pipe.trace.shade.exposure;
+        *e += key == GLFW_KEY_PERIOD ? 0.5f : -0.5f;
+        if (*e < -16.0f) *e = -16.0f;
+        if (*e > 16.0f) *e = 16.0f;
+        say(v, "exposure %+.1f stops", *e);
+        break;
+    }
     case GLFW_KEY_LEFT_BRACKET: case GLFW_KEY_RIGHT_BRACKET:
         v->anim_speed *= key == GLFW_KEY_RIGHT_BRACKET ? 2.0f : 0.5f;
         if (v->anim_speed < VIEW_SPEED_MIN) v->anim_speed = VIEW_SPEED_MIN;
