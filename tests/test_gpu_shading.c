@@ -1,7 +1,8 @@
 /* test_gpu_shading.c — issue 26's shading on the GPU against the CPU
  * oracle through the pipeline: the image after N accumulated samples (the
  * same jitter draws on both backends) within a stated tolerance, on the
- * default scene and the Cornell box. Skips without a GPU. */
+ * default scene, the Cornell box and the soft-shadow box (area lights
+ * sampled with the same draws). Skips without a GPU. */
 #include "gpu_check.h"
 
 #include "app/pipeline.h"
@@ -33,8 +34,11 @@ static void gpu_accumulated_image_matches_cpu(void **state)
     (void)state;
     need_gpu();
     char path[1024];
-    const char *scenes[2] = {NULL, rt_test_src_path("scenes/cornell.scene", path)};
-    for (int i = 0; i < 2; i++) {
+    char soft[1024];
+    const char *scenes[3] = {NULL, rt_test_src_path("scenes/cornell.scene", path),
+                             rt_test_src_path("scenes/soft_shadows.scene", soft)};
+    const char *names[3] = {"default", "cornell", "soft_shadows (quad and sphere lights)"};
+    for (int i = 0; i < 3; i++) {
         RtScene s;
         RtError err = {0};
         if (i == 0) assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
@@ -51,7 +55,7 @@ static void gpu_accumulated_image_matches_cpu(void **state)
         image_diff(&cpu, &gpu, 8, &mean, &over);
         image_diff(&gpu, &one, 8, &mean1, &over1);
         print_message("%s, 16 samples: GPU vs CPU mean %.3f, %.3f%% of pixels off by > 8; GPU 16 vs 1 sample: "
-                      "%.3f%% of pixels\n", i ? "cornell" : "default", mean, 100 * over, 100 * over1);
+                      "%.3f%% of pixels\n", names[i], mean, 100 * over, 100 * over1);
         assert_true(mean <= 0.5 && over <= 0.005);
         assert_true(over1 > 0.01); /* accumulation changed the image: the check can fail */
         rt_image_free(&cpu);

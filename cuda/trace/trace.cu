@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         }
         /* direct light: every lane walks every light (warp-uniform shadow casts) */
         for (uint32_t li = 0; li < sc.light_count; li++) {
-            RtLight l = sc.lights[li];
+            RtLight l = rt_sample_light_at(&sc.lights[li], li, sf.p, (uint32_t)pixel, ra.shade.sample);
             RtShadeLight ld = rt_shade_light_none();
             if (alive) ld = rt_shade_light(&sf, &l);
             if (ra.shade.shadows) {

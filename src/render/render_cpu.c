@@ -167,13 +167,14 @@ static RtShadeSurface surface_at(const RtRenderJob *job, RtRay ray, const RtHit 
 /* Direct light at a surface seen along ray: emission + ambient + every
  * light that faces it and that its shadow ray reaches. */
 static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf,
-                          const RtShadeMaterial *m, RtRay ray, RtRenderStats *st)
+                          const RtShadeMaterial *m, RtRay ray, uint32_t pixel, RtRenderStats *st)
 {
     const RtScene *s = job->scene;
     RtVec3 c = rt_shade_ambient(m, sf, job->p.shade.ambient);
     RtVec3 origin = rt_shade_offset(sf, job->eps), view = v3_scale(ray.d, -1.0f);
     for (uint32_t i = 0; i < s->light_count; i++) {
-        const RtLight *l = &s->lights[i];
+        const RtLight sampled = rt_sample_light_at(&s->lights[i], i, sf->p, pixel, job->p.shade.sample);
+        const RtLight *l = &sampled;
         RtShadeLight ld = rt_shade_light(sf, l);
         if (!ld.lit) continue;
         if (job->p.shade.shadows) {
@@ -193,7 +194,7 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf,
 
 /* The pixel's Whitted chain (shade.h's rt_shade_path_next): mirrors and
  * transparent surfaces pass the ray on until max_bounces. */
-static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t *id, uint32_t *steps,
+static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t pixel, uint32_t *id, uint32_t *steps,
                           RtRenderStats *st)
 {
     RtShadePath path = rt_shade_path_start();
@@ -211,7 +212,7 @@ static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t *id, uint3
         if (depth == 0) *id = hit.tri;
         RtShadeMaterial m;
         RtShadeSurface sf = surface_at(job, ray, &hit, &m);
-        RtVec3 local = shade_local(job, &sf, &m, ray, st);
+        RtVec3 local = shade_local(job, &sf, &m, ray, pixel, st);
         if (!rt_shade_path_next(&path, &job->p.shade, &m, &sf, local, job->eps, depth, &ray))
             return path.color;
     }
@@ -231,7 +232,7 @@ static void render_tile(const RtRenderJob *job, int tile, RtRenderStats *st)
             rt_sample_jitter((uint32_t)i, job->p.shade.sample, &dx, &dy);
             RtRay ray = {job->cam.o, rt_camera_dir(&job->cam, (float)x + dx, (float)y + dy)};
             uint32_t id, steps = 0;
-            RtVec3 c = trace_pixel(job, ray, &id, &steps, st);
+            RtVec3 c = trace_pixel(job, ray, (uint32_t)i, &id, &steps, st);
             if (job->frame.accum) c = rt_shade_accumulate(&job->frame.accum[i], c, job->p.shade.sample);
             rt_shade_pixel(&job->p.shade, c, steps, &job->img->rgba[4 * i]);
             if (job->ids) job->ids[i] = id;

@@ -98,6 +98,46 @@ RT_HD RtVec3 rt_sample_cosine_dir(RtVec3 n, float u1, float u2)
     return v3_norm(d);
 }
 
+/* Area light l (quad, sphere) seen from p as the point light of one
+ * sample: a point of its surface from (u1, u2), the colour scaled by the
+ * quad's cosine toward p (a one-sided Lambertian emitter; 0 behind it).
+ * A quad's point is uniform over its W x H (edges along rt_sample_basis of
+ * its normal); a sphere's is uniform over the hemisphere facing p. Other
+ * lights are returned as they are. The shadow ray to the point makes the
+ * shadow soft as samples accumulate. */
+RT_HD RtLight rt_sample_light(const RtLight *l, RtVec3 p, float u1, float u2)
+{
+    RtLight s = *l;
+    if (l->type == RT_LIGHT_QUAD) {
+        RtVec3 t, b;
+        rt_sample_basis(l->n, &t, &b);
+        s.v = v3_add(l->v, v3_add(v3_scale(t, (u1 - 0.5f) * l->w), v3_scale(b, (u2 - 0.5f) * l->h)));
+        RtVec3 d = v3_sub(p, s.v);
+        float len = v3_len(d);
+        float cosl = len > 0.0f ? v3_dot(l->n, d) / len : 0.0f;
+        s.color = v3_scale(l->color, fmaxf(cosl, 0.0f));
+    } else if (l->type == RT_LIGHT_SPHERE) {
+        float z = 1.0f - 2.0f * u1, r = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;
+        RtVec3 d = v3(r * cosf(phi), r * sinf(phi), z);
+        if (v3_dot(d, v3_sub(p, l->v)) < 0.0f) d = v3_scale(d, -1.0f);
+        s.v = v3_add(l->v, v3_scale(d, l->radius));
+    } else {
+        return s;
+    }
+    s.type = RT_LIGHT_POINT;
+    return s;
+}
+
+/* Light `index` of a shaded point p for pixel `pixel` at sample `sample`:
+ * an area light's sample point (its own draw stream), else the light. */
+RT_HD RtLight rt_sample_light_at(const RtLight *l, uint32_t index, RtVec3 p, uint32_t pixel, uint32_t sample)
+{
+    if (!rt_light_is_area(l)) return *l;
+    float u1, u2;
+    rt_sample_draw(pixel, sample, RT_DRAW_LIGHT + index, &u1, &u2);
+    return rt_sample_light(l, p, u1, u2);
+}
+
 /* The diffuse ray of a primary hit on triangle (a, b, c) at barycentrics
  * (u, v), reached along dir from pixel `pixel` (y * width + x): about the
  * geometric normal facing dir (rt_shade_surface: interpolated normals may
