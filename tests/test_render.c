@@ -970,6 +970,7 @@ static void render_camera_looking_away_is_background(void **state)
     textured_fixture(&f);
     RtCamera cam = camera(v3(0, 1, 6), v3(0, 1, 12), 50.0f); /* away from the scene */
     RtRenderParams p = rt_render_params_default();
+    p.shade.sky = 0; /* the flat background (the sky: render_camera_looking_away_sees_the_sky) */
     RtImage img;
     uint32_t *ids;
     RtRenderStats st;
@@ -983,6 +984,31 @@ static void render_camera_looking_away_is_background(void **state)
     }
     assert_int_equal(st.primary_rays, 32 * 24);
     assert_int_equal(st.shadow_rays, 0);
+    rt_image_free(&img);
+    free(ids);
+    fixture_free(&f);
+}
+
+/* With the sky on (the default), a miss sees rt_shade_sky of its own
+ * direction: pixels higher in the image (looking further up) are bluer. */
+static void render_camera_looking_away_sees_the_sky(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = camera(v3(0, 1, 6), v3(0, 1.5f, 12), 50.0f);
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    uint32_t *ids;
+    RtRenderStats st;
+    render(&f, &cam, &p, 32, 24, &img, &ids, &st);
+    RtCameraBasis b = rt_camera_basis(cam, 32, 24);
+    for (int i = 0; i < 32 * 24; i += 7) {
+        RtVec3 c = rt_shade_sky(rt_camera_dir(&b, (float)(i % 32) + 0.5f, (float)(i / 32) + 0.5f));
+        assert_int_equal(img.rgba[4 * i + 2], rt_shade_linear_to_srgb8(c.z));
+    }
+    const uint8_t *top = &img.rgba[4 * 16], *bottom = &img.rgba[4 * (23 * 32 + 16)];
+    assert_true(top[2] - top[0] > bottom[2] - bottom[0]);
     rt_image_free(&img);
     free(ids);
     fixture_free(&f);
@@ -1077,6 +1103,7 @@ int main(void)
         cmocka_unit_test(render_woop_and_mt_nearly_equal),
         cmocka_unit_test(render_one_pixel_image),
         cmocka_unit_test(render_camera_looking_away_is_background),
+        cmocka_unit_test(render_camera_looking_away_sees_the_sky),
         cmocka_unit_test(render_rejects_bad_arguments),
         cmocka_unit_test(render_heatmap_colours_by_steps),
         cmocka_unit_test(render_default_headlight_lights_scene),

@@ -188,6 +188,7 @@ typedef struct RenderArgs {
     RtPhotonMaps photons; /* device pointers; valid when has_photons */
     int has_photons;
     RtFloat4 *accum;      /* accumulation sums (device, w*h) or NULL */
+    RtShadeEnv env;       /* the environment map (device; rgb NULL: none) */
 } RenderArgs;
 
 /* The photon maps' radiance at sf (photon.h). Not inlined: its 64-entry
@@ -223,7 +224,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         RtHit hit = Walk::trace(DevPrims{sc, cfg}, tr, ray.o, ray.d, 0.0f, INFINITY, alive, false,
                                 depth == 0 ? &steps : NULL);
         if (alive && hit.tri == RT_NO_HIT) {
-            rt_shade_path_miss(&path, &ra.shade);
+            rt_shade_path_miss(&path, rt_shade_background(&ra.shade, &ra.env, ray.d));
             alive = false;
         }
         if (depth == 0 && alive) id = hit.tri;
@@ -450,6 +451,8 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtS
     if (ra.has_photons) ra.photons = *frame->photons;
     else memset(&ra.photons, 0, sizeof ra.photons);
     ra.accum = frame ? frame->accum : NULL;
+    if (frame) ra.env = frame->env;
+    else memset(&ra.env, 0, sizeof ra.env);
     uint32_t threads = thread_count(ra.ray_map, w, h);
     dim3 grid((threads + kBlock - 1) / kBlock);
     if (accel->kind == RT_ACCEL_BVH)

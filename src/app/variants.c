@@ -223,6 +223,8 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                         .numeric = 1},
     [RT_VAR_TONEMAP] = {"tonemap", "tone mapping", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.tonemap), 1, 0, 1, kTonemap, 'Z', 0,
                         "how linear colour becomes display values"},
+    [RT_VAR_SKY] = {"sky", "sky", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.sky), 1, 0, 1, kOnOff, 0, 0,
+                    "rays leaving the scene see a sky gradient (on) or the flat background (off); an environment map wins"},
     [RT_VAR_EXPOSURE] = {"exposure", "exposure", RT_SCOPE_TRACE, RT_VK_FLOAT, TRACE(shade.exposure), 1, -16, 16, NULL, 0, 0,
                          "stops of exposure before tone mapping (the window's , and . keys: -/+ 0.5)"},
     [RT_VAR_PHOTON_K] = {"photonk", "photons/estimate", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.k),

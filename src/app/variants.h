@@ -66,6 +66,7 @@ typedef enum RtVariantId {
     RT_VAR_PHOTONS,        /* photon mapping: both backends */
     RT_VAR_PHOTON_K,
     RT_VAR_TONEMAP,        /* display: both backends */
+    RT_VAR_SKY,
     RT_VAR_EXPOSURE,
     RT_VAR_COUNT
 } RtVariantId;

@@ -206,7 +206,7 @@ static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t pixel, uin
         else st->reflection_rays++;
         if (!closest_hit(job, ray, &hit, depth == 0 ? steps : NULL) || hit.tri == RT_NO_HIT ||
             hit.tri >= job->scene->tri_count) {
-            rt_shade_path_miss(&path, &job->p.shade);
+            rt_shade_path_miss(&path, rt_shade_background(&job->p.shade, &job->frame.env, ray.d));
             return path.color;
         }
         if (depth == 0) *id = hit.tri;

@@ -70,7 +70,8 @@ typedef struct RtShadeParams {
     int textures;      /* 1: map_Kd colours the surface, map_d cuts holes */
     int refraction;    /* 1: a material with d < 1 passes light on (Snell with ni for illum 4/6/7) */
     int heatmap;       /* 1: pixel = kd-tree nodes visited by the primary ray */
-    RtVec3 background; /* linear RGB of rays that leave the scene */
+    RtVec3 background; /* linear RGB of rays that leave the scene (with sky off and no environment map) */
+    int sky;           /* 1: rays that leave the scene see a sky gradient (rt_shade_sky) instead */
     RtVec3 ambient;    /* linear ambient light, times the albedo */
     float exposure;    /* stops: linear colour x 2^exposure before tone mapping */
     int tonemap;       /* RtShadeTonemap */
@@ -89,6 +90,7 @@ RT_HD RtShadeParams rt_shade_params_default(void)
     p.refraction = 1;  /* MTL d < 1 (glass, AFF T > 0) is modelled, not drawn opaque */
     p.heatmap = 0;     /* a debugging view */
     p.background = v3(0.05f, 0.06f, 0.09f); /* dark blue-grey: misses stand out from black surfaces */
+    p.sky = 1;         /* a sky reads as outdoors and shows a view's orientation; flat is a key away */
     p.ambient = v3(0.08f, 0.08f, 0.08f);    /* shadowed sides stay readable under one light */
     p.exposure = 0.0f;               /* scenes are authored for display values as they are */
     p.tonemap = RT_TONEMAP_CLAMP;    /* likewise; ACES for light-heavy views (photons, area lights) */
@@ -399,10 +401,10 @@ RT_HD RtShadePath rt_shade_path_start(void)
     return path;
 }
 
-/* The ray left the scene: it brings the background. */
-RT_HD void rt_shade_path_miss(RtShadePath *path, const RtShadeParams *p)
+/* The ray left the scene: it brings what it sees there (rt_shade_background). */
+RT_HD void rt_shade_path_miss(RtShadePath *path, RtVec3 radiance)
 {
-    path->color = v3_add(path->color, v3_mul(path->through, p->background));
+    path->color = v3_add(path->color, v3_mul(path->through, radiance));
 }
 
 /* Adds the surface's local colour to the path and continues it: returns 1
@@ -436,6 +438,63 @@ RT_HD int rt_shade_path_next(RtShadePath *path, const RtShadeParams *p, const Rt
     return 1;
 }
 
+/* ---- what rays see when they leave the scene ------------------------------- */
+
+/* An environment map as shading reads it (RtEnvMap's numbers; rgb: host
+ * memory for the CPU, device memory for the GPU; NULL: none). */
+typedef struct RtShadeEnv {
+    const float *rgb;
+    int w, h;
+    float intensity, rotate;
+} RtShadeEnv;
+
+#define RT_SHADE_PI 3.14159265358979f
+
+/* The map's radiance along unit direction d: equirectangular (RtEnvMap's
+ * orientation), bilinear, wrapping in longitude and clamped at the poles;
+ * the same float arithmetic on both backends (global memory, no texture
+ * unit). */
+RT_HD RtVec3 rt_shade_env_radiance(const RtShadeEnv *e, RtVec3 d)
+{
+    float lon = atan2f(d.x, -d.z) + e->rotate, lat = acosf(fminf(fmaxf(d.y, -1.0f), 1.0f));
+    float u = lon * (0.5f / RT_SHADE_PI), v = lat * (1.0f / RT_SHADE_PI);
+    u -= floorf(u);
+    float x = u * (float)e->w - 0.5f, y = v * (float)e->h - 0.5f;
+    if (!isfinite(x) || !isfinite(y)) x = y = 0.0f;
+    float fx = floorf(x), fy = floorf(y), ax = x - fx, ay = y - fy;
+    int x0 = (int)fx, y0 = (int)fy;
+    RtVec3 c = v3(0.0f, 0.0f, 0.0f);
+    for (int k = 0; k < 4; k++) {
+        int xi = x0 + (k & 1), yi = y0 + (k >> 1);
+        xi = ((xi % e->w) + e->w) % e->w;
+        yi = yi < 0 ? 0 : yi >= e->h ? e->h - 1 : yi;
+        float wgt = ((k & 1) ? ax : 1.0f - ax) * ((k >> 1) ? ay : 1.0f - ay);
+        const float *t = &e->rgb[3 * ((size_t)yi * e->w + xi)];
+        c = v3_add(c, v3_scale(v3(t[0], t[1], t[2]), wgt));
+    }
+    return v3_scale(c, e->intensity);
+}
+
+/* The default sky along unit direction d: a zenith blue fading to a pale
+ * horizon above, a dim ground below (linear RGB, below 1 so that clamped
+ * display keeps it). */
+RT_HD RtVec3 rt_shade_sky(RtVec3 d)
+{
+    const RtVec3 zenith = v3(0.16f, 0.32f, 0.72f), horizon = v3(0.62f, 0.70f, 0.80f), ground = v3(0.18f, 0.17f, 0.16f);
+    if (d.y < 0.0f) return v3_add(v3_scale(horizon, 1.0f + 4.0f * fmaxf(d.y, -0.25f)),
+                                  v3_scale(ground, -4.0f * fmaxf(d.y, -0.25f)));
+    float t = sqrtf(fminf(d.y, 1.0f));
+    return v3_add(v3_scale(horizon, 1.0f - t), v3_scale(zenith, t));
+}
+
+/* What a ray along d sees past the scene: the environment map, else the
+ * sky, else the flat background. */
+RT_HD RtVec3 rt_shade_background(const RtShadeParams *p, const RtShadeEnv *env, RtVec3 d)
+{
+    if (env && env->rgb) return rt_shade_env_radiance(env, d);
+    return p->sky ? rt_shade_sky(d) : p->background;
+}
+
 /* ---- the frame's per-pixel state ------------------------------------------- */
 
 struct RtPhotonMaps; /* photon/photon.h */
@@ -446,6 +505,7 @@ struct RtPhotonMaps; /* photon/photon.h */
 typedef struct RtShadeFrame {
     const struct RtPhotonMaps *photons; /* the frame's photon maps: every shaded surface adds their estimate */
     RtFloat4 *accum;                    /* w*h sums of linear colour (xyz) for progressive accumulation */
+    RtShadeEnv env;                     /* the environment map (rgb NULL: none) */
 } RtShadeFrame;
 
 /* Progressive accumulation: sample 0 starts pixel's sum, sample s adds the

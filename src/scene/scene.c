@@ -30,6 +30,7 @@ void rt_scene_free(RtScene *s)
     free(s->lights);
     free(s->objects);
     free(s->path);
+    free(s->env.rgb);
     rt_anim_free(&s->anim);
     rt_scene_init(s);
 }

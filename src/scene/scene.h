@@ -44,6 +44,15 @@ typedef struct RtMaterial {
     int32_t map_d;     /* alpha-mask texture index or -1 (texel alpha, else luminance, < 0.5 = hole) */
 } RtMaterial;
 
+/* An equirectangular environment map: row 0 is straight up (+y), column 0
+ * looks along -z, longitude grows toward +x; rotate turns it about +y. */
+typedef struct RtEnvMap {
+    int w, h;
+    float *rgb;        /* w*h*3 linear floats (malloc'd), NULL: no map */
+    float intensity;   /* radiance scale */
+    float rotate;      /* radians about +y */
+} RtEnvMap;
+
 typedef enum {
     RT_LIGHT_POINT = 0,
     RT_LIGHT_DIRECTIONAL = 1,
@@ -87,6 +96,7 @@ typedef struct RtScene {
     RtAnim anim;          /* what moves (anim.h); verts of animated nodes are in node space */
     RtVec3 background, ambient; /* linear RGB from the file (AFF b, am) when has_* */
     int has_background, has_ambient;
+    RtEnvMap env;         /* the environment map (envmap.h); rgb NULL: none */
 } RtScene;
 
 void rt_scene_init(RtScene *s);
