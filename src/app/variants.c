@@ -123,6 +123,11 @@ static const RtVariantValue kTonemap[] = {
     {"aces", RT_TONEMAP_ACES, "ACES filmic curve (Narkowicz 2015): highlights roll off"},
     {NULL, 0, NULL},
 };
+static const RtVariantValue kTexFilter[] = {
+    {"trilinear", RT_TEX_TRILINEAR, "mip levels picked by a ray cone's footprint (Akenine-Moller et al. 2019)"},
+    {"bilinear", RT_TEX_BILINEAR, "the full-resolution texture at any distance (aliases when minified)"},
+    {NULL, 0, NULL},
+};
 
 /* The viewer cycles these; --photons N takes any count up to 2^26. */
 static const RtVariantValue kPhotons[] = {
@@ -213,6 +218,8 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                         "mirror / refraction depth", .numeric = 1},
     [RT_VAR_TEXTURES] = {"textures", "textures", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.textures), 1, 0, 1, kOnOff, 'T', 0,
                          "map_Kd colours and map_d cut-outs"},
+    [RT_VAR_TEX_FILTER] = {"filter", "texture filter", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.tex_filter), 1, 0, 1,
+                           kTexFilter, 0, 0, "how map_Kd is filtered with distance (no key: every letter is taken)"},
     [RT_VAR_REFRACTION] = {"refraction", "refraction", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.refraction), 1, 0, 1, kOnOff, 'F',
                            0, "materials with d < 1 refract (ni)"},
     [RT_VAR_HEATMAP] = {"heatmap", "heatmap", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.heatmap), 1, 0, 1, kOffOn, 'M', 0,

@@ -61,6 +61,7 @@ typedef enum RtVariantId {
     RT_VAR_SHADOWS,
     RT_VAR_BOUNCES,
     RT_VAR_TEXTURES,
+    RT_VAR_TEX_FILTER,
     RT_VAR_REFRACTION,
     RT_VAR_HEATMAP,
     RT_VAR_PHOTONS,        /* photon mapping: both backends */
