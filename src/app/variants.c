@@ -219,7 +219,7 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
     [RT_VAR_TEXTURES] = {"textures", "textures", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.textures), 1, 0, 1, kOnOff, 'T', 0,
                          "map_Kd colours and map_d cut-outs"},
     [RT_VAR_TEX_FILTER] = {"filter", "texture filter", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.tex_filter), 1, 0, 1,
-                           kTexFilter, 0, 0, "how map_Kd is filtered with distance (no key: every letter is taken)"},
+                           kTexFilter, '/', 0, "how map_Kd is filtered with distance"},
     [RT_VAR_REFRACTION] = {"refraction", "refraction", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.refraction), 1, 0, 1, kOnOff, 'F',
                            0, "materials with d < 1 refract (ni)"},
     [RT_VAR_HEATMAP] = {"heatmap", "heatmap", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.heatmap), 1, 0, 1, kOffOn, 'M', 0,

@@ -81,7 +81,8 @@ typedef struct RtVariant {
     float scale;                 /* RT_VK_FLOAT: field = value / scale */
     double lo, hi;               /* accepted numbers (in value units); names are accepted too */
     const RtVariantValue *values;/* NULL-terminated; the values a hotkey cycles; NULL: numbers only */
-    char hotkey;                 /* viewer key (upper-case letter or digit = its GLFW key code); 0: none */
+    char hotkey;                 /* viewer key: an upper-case letter, a digit or one of ; ' / - = (each its
+                                    own GLFW key code); 0: none */
     int gpu_only;                /* 1: only the GPU path has it (the CPU oracle ignores it) */
     const char *description;
     int numeric;                 /* with values: any number in lo..hi is accepted too, not only the

@@ -263,7 +263,8 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
     }
     if (action != GLFW_PRESS) return;
     for (int i = 0; i < RT_VAR_COUNT; i++)
-        if (rt_variants[i].hotkey && key == rt_variants[i].hotkey) { /* 'A'..'Z', '0'..'9' are GLFW's key codes */
+        /* 'A'..'Z', '0'..'9' and ; ' / - = are their own GLFW key codes */
+        if (rt_variants[i].hotkey && key == rt_variants[i].hotkey) {
             cycle_variant(v, (RtVariantId)i, mods & GLFW_MOD_SHIFT ? -1 : 1);
             return;
         }
