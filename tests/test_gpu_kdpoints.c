@@ -13,8 +13,11 @@
  * outside; radius truncation is reported. One builder reused over sizes
  * keeps its buffers. A benchmark prints (never asserts) per-stage times of
  * the seed's 16,777,216 random 4-D tuples and 1M / 4M 3-D points, each
- * validated, and kNN (k = 50) throughput. Skips with a message where no
- * GPU is usable. */
+ * validated, and kNN (k = 50) throughput. The 2-GPU builder (devices = 2,
+ * seed 004's swap and merge) builds the oracle's tree too, on odd sizes,
+ * duplicates on both sides of the GPUs' boundary and unbalanced halves,
+ * and its benchmark sets 1 GPU against 2 per stage. Skips with a message
+ * where no GPU (or no second one) is usable. */
 #include "test_util.h"
 
 #include <math.h>
@@ -31,6 +34,8 @@ static const char *const kBuilderName[B_COUNT] = {"auto", "warp per range", "chu
 typedef struct GpuFixture {
     RtGpu *gpu;
     RtKdpGpu *b[B_COUNT];
+    RtKdpGpu *two[B_COUNT]; /* devices = 2, the same three switches */
+    int two_state;          /* 0: not tried, 1: ready, -1: fewer than 2 GPUs */
 } GpuFixture;
 
 static GpuFixture g_fx;
@@ -108,36 +113,42 @@ static void print_node(const char *who, const RtKdpTree *t, uint32_t i)
 /* Builds the n points with builder b on the GPU and the CPU: same counts,
  * same nodes and coordinates byte for byte, valid. On a difference prints
  * both trees' counts and the first differing node from both sides. */
-static void expect_same_tree(int b, const float *p, uint32_t n, uint32_t dim, const char *what)
+static void expect_same_tree_on(RtKdpGpu *builder, const char *bname, const float *p, uint32_t n, uint32_t dim,
+                                const char *what)
 {
     RtError err = {0};
     RtKdpTree cpu, dev, h;
     RtKdpStats cs, gs;
     if (rt_kdp_build_cpu(p, n, dim, &cpu, &cs, &err) != RT_OK) fail_msg("%s: CPU build: %s", what, err.msg);
     float *d = upload(p, (size_t)n * dim);
-    if (rt_kdp_gpu_build(g_fx.b[b], d, n, dim, NULL, &dev, &gs, &err) != RT_OK)
-        fail_msg("%s (%s): GPU build: %s", what, kBuilderName[b], err.msg);
+    if (rt_kdp_gpu_build(builder, d, n, dim, NULL, &dev, &gs, &err) != RT_OK)
+        fail_msg("%s (%s): GPU build: %s", what, bname, err.msg);
     if (rt_kdp_gpu_download(&dev, &h, &err) != RT_OK) fail_msg("%s: download: %s", what, err.msg);
     rt_gpu_free(d);
     if (h.count != cpu.count || h.root != cpu.root || h.depth != cpu.depth || h.dim != cpu.dim ||
         gs.rejected != cs.rejected || gs.duplicates != cs.duplicates)
         fail_msg("%s (%s, n %u, k %u): GPU count %u root %u depth %u rejected %u duplicates %u; CPU %u %u %u %u %u",
-                 what, kBuilderName[b], n, dim, h.count, h.root, h.depth, gs.rejected, gs.duplicates, cpu.count,
+                 what, bname, n, dim, h.count, h.root, h.depth, gs.rejected, gs.duplicates, cpu.count,
                  cpu.root, cpu.depth, cs.rejected, cs.duplicates);
     for (uint32_t i = 0; i < cpu.count; i++) {
         if (!memcmp(&h.nodes[i], &cpu.nodes[i], sizeof cpu.nodes[i]) &&
             !memcmp(h.coords + (size_t)i * dim, cpu.coords + (size_t)i * dim, dim * sizeof(float)))
             continue;
         print_message("%s (%s, n %u, k %u, resorted %u): first difference at node %u of %u\n", what,
-                      kBuilderName[b], n, dim, gs.resorted, i, cpu.count);
+                      bname, n, dim, gs.resorted, i, cpu.count);
         print_node("GPU", &h, i);
         print_node("CPU", &cpu, i);
         fail_msg("%s: the GPU tree differs from the CPU's at node %u", what, i);
     }
     if (rt_kdp_validate(&h, p, n, &err) != RT_OK)
-        fail_msg("%s (%s, n %u, k %u): GPU tree invalid: %s", what, kBuilderName[b], n, dim, err.msg);
+        fail_msg("%s (%s, n %u, k %u): GPU tree invalid: %s", what, bname, n, dim, err.msg);
     rt_kdp_free(&h);
     rt_kdp_free(&cpu);
+}
+
+static void expect_same_tree(int b, const float *p, uint32_t n, uint32_t dim, const char *what)
+{
+    expect_same_tree_on(g_fx.b[b], kBuilderName[b], p, n, dim, what);
 }
 
 /* Every builder on one set. */
@@ -150,19 +161,27 @@ static void expect_same_tree_all(const float *p, uint32_t n, uint32_t dim, const
 
 static const uint32_t kDims[] = {1, 3, 4, 8};
 
+/* Random points of every size and every k in kDims (seed mul * size's
+ * position + k's position + add) through check. */
+static void random_sweep(const uint32_t *sizes, size_t count, uint64_t mul, uint64_t add, const char *prefix,
+                         void (*check)(const float *, uint32_t, uint32_t, const char *))
+{
+    for (size_t d = 0; d < 4; d++)
+        for (size_t s = 0; s < count; s++) {
+            float *p = points(sizes[s], kDims[d], PT_RANDOM, mul * s + d + add);
+            char what[64];
+            snprintf(what, sizeof what, "%s%u random %u-D points", prefix, sizes[s], kDims[d]);
+            check(p, sizes[s], kDims[d], what);
+            free(p);
+        }
+}
+
 static void gpu_kdp_small_sizes_match_cpu(void **state)
 {
     (void)state;
     if (!gpu_ready()) skip();
     static const uint32_t sizes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 257};
-    for (size_t d = 0; d < 4; d++)
-        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
-            float *p = points(sizes[s], kDims[d], PT_RANDOM, 100 * s + d);
-            char what[64];
-            snprintf(what, sizeof what, "%u random %u-D points", sizes[s], kDims[d]);
-            expect_same_tree_all(p, sizes[s], kDims[d], what);
-            free(p);
-        }
+    random_sweep(sizes, sizeof sizes / sizeof *sizes, 100, 0, "", expect_same_tree_all);
 }
 
 static void gpu_kdp_random_1000_and_100003_match_cpu(void **state)
@@ -170,14 +189,7 @@ static void gpu_kdp_random_1000_and_100003_match_cpu(void **state)
     (void)state;
     if (!gpu_ready()) skip();
     static const uint32_t sizes[] = {1000, 4099, 100003};
-    for (size_t d = 0; d < 4; d++)
-        for (size_t s = 0; s < 3; s++) {
-            float *p = points(sizes[s], kDims[d], PT_RANDOM, 7 * s + d + 1);
-            char what[64];
-            snprintf(what, sizeof what, "%u random %u-D points", sizes[s], kDims[d]);
-            expect_same_tree_all(p, sizes[s], kDims[d], what);
-            free(p);
-        }
+    random_sweep(sizes, 3, 7, 1, "", expect_same_tree_all);
 }
 
 static void gpu_kdp_all_points_equal_one_node(void **state)
@@ -293,6 +305,116 @@ static void gpu_kdp_bad_arguments_refused(void **state)
     rt_gpu_free(hits);
     rt_gpu_free(counts);
     rt_gpu_free(d);
+}
+
+/* ---- tests: two GPUs (devices = 2) ---------------------------------------------- */
+
+/* The three 2-GPU builders, or 0 with a message (fewer than 2 GPUs: the
+ * create must say so with RT_ERR_NO_DEVICE, not crash). */
+static int two_ready(void)
+{
+    if (!gpu_ready()) return 0;
+    if (g_fx.two_state) return g_fx.two_state > 0;
+    const uint32_t forced[B_COUNT] = {0, 1, UINT32_MAX};
+    RtError err = {0};
+    g_fx.two_state = 1;
+    for (int i = 0; i < B_COUNT && g_fx.two_state > 0; i++) {
+        RtKdpGpuParams p = rt_kdp_gpu_params_default();
+        p.warp_ranges_min = forced[i];
+        p.devices = 2;
+        RtStatus st = rt_kdp_gpu_create(&g_fx.two[i], &p, &err);
+        if (st == RT_OK) continue;
+        assert_int_equal(st, RT_ERR_NO_DEVICE);
+        assert_null(g_fx.two[i]);
+        rt_test_assert_contains(err.msg, "KDP:");
+        print_message("skip: no second GPU: %s\n", err.msg);
+        g_fx.two_state = -1;
+    }
+    return g_fx.two_state > 0;
+}
+
+static void expect_same_tree_two(const float *p, uint32_t n, uint32_t dim, const char *what)
+{
+    static const char *const names[B_COUNT] = {"2 GPUs, auto", "2 GPUs, warp per range", "2 GPUs, chunks over warps"};
+    for (int b = 0; b < B_COUNT; b++) expect_same_tree_on(g_fx.two[b], names[b], p, n, dim, what);
+}
+
+static void gpu_kdp_devices_argument_checked(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtKdpGpu *g = NULL;
+    RtError err = {0};
+    RtKdpGpuParams p = rt_kdp_gpu_params_default();
+    p.devices = 3;
+    assert_int_equal(rt_kdp_gpu_create(&g, &p, &err), RT_ERR_ARG);
+    assert_null(g);
+    rt_test_assert_contains(err.msg, "KDP:");
+    two_ready(); /* with one GPU: RT_ERR_NO_DEVICE, checked there */
+}
+
+static void gpu_kdp_two_gpus_match_cpu(void **state)
+{
+    (void)state;
+    if (!two_ready()) skip();
+    static const uint32_t sizes[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 31, 33, 64, 65, 100, 257, 1000, 4099, 100003};
+    random_sweep(sizes, sizeof sizes / sizeof *sizes, 300, 0, "2 GPUs: ", expect_same_tree_two);
+}
+
+/* Duplicates across the halves each GPU presorts (point i + n/2 repeats
+ * point i), duplicates piled at the low end of the order (GPU 0 keeps
+ * fewer than the root's left side: references move from GPU 1) and
+ * rejected points at the high end (GPU 1 short: they move from GPU 0),
+ * grids, all equal, all rejected. */
+static void gpu_kdp_two_gpus_duplicates_and_unbalanced_halves(void **state)
+{
+    (void)state;
+    if (!two_ready()) skip();
+    static const uint32_t sizes[] = {2, 3, 9, 1001, 4098, 20001};
+    static const uint32_t dims[] = {3, 4};
+    for (size_t d = 0; d < 2; d++) {
+        const uint32_t dim = dims[d];
+        for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+            const uint32_t n = sizes[s], h = n / 2;
+            char what[96];
+            float *p = points(n, dim, PT_RANDOM, 500 + 10 * s + d);
+            for (uint32_t i = 0; i < h; i++) memcpy(p + (size_t)(i + h) * dim, p + (size_t)i * dim, dim * sizeof *p);
+            snprintf(what, sizeof what, "2 GPUs: %u %u-D points, the upper half repeating the lower", n, dim);
+            expect_same_tree_two(p, n, dim, what);
+            for (uint32_t i = 0; i < n; i += 2)
+                for (uint32_t c = 0; c < dim; c++) p[(size_t)i * dim + c] = -2.0f;
+            snprintf(what, sizeof what, "2 GPUs: %u %u-D points, every other one the lowest point", n, dim);
+            expect_same_tree_two(p, n, dim, what);
+            free(p);
+            p = points(n, dim, PT_RANDOM, 600 + 10 * s + d);
+            for (uint32_t i = 0; i < n; i++)
+                if (i % 5 < 3) p[(size_t)i * dim + i % dim] = i % 2 ? NAN : INFINITY;
+            snprintf(what, sizeof what, "2 GPUs: %u %u-D points, 3 in 5 rejected", n, dim);
+            expect_same_tree_two(p, n, dim, what);
+            free(p);
+        }
+        float *p = points(20000, dim, PT_GRID, 700 + d);
+        expect_same_tree_two(p, 20000, dim, "2 GPUs: 20000 points on a 4^k integer grid");
+        free(p);
+        p = points(3000, dim, PT_ZEROS, 710 + d);
+        expect_same_tree_two(p, 3000, dim, "2 GPUs: 3000 points of -0, +0, 1, -1");
+        free(p);
+        p = points(5000, dim, PT_SAME, 720 + d);
+        expect_same_tree_two(p, 5000, dim, "2 GPUs: 5000 equal points (-0 and +0)");
+        for (uint32_t i = 0; i < 5000 * dim; i++) p[i] = i % 2 ? NAN : INFINITY;
+        expect_same_tree_two(p, 5000, dim, "2 GPUs: 5000 non-finite points (empty tree)");
+        free(p);
+        p = points(5000, dim, PT_BAD, 730 + d);
+        expect_same_tree_two(p, 5000, dim, "2 GPUs: 5000 points, NaN or inf in every 7th");
+        free(p);
+    }
+    /* one 2-GPU builder over sizes up and down */
+    static const uint32_t again[] = {30000, 3000, 30001};
+    for (int i = 0; i < 3; i++) {
+        float *p = points(again[i], 3, PT_RANDOM, 740 + i);
+        expect_same_tree_on(g_fx.two[B_AUTO], "2 GPUs, rebuilt", p, again[i], 3, "2 GPUs: rebuild");
+        free(p);
+    }
 }
 
 /* ---- tests: queries ------------------------------------------------------------- */
@@ -607,6 +729,60 @@ static void gpu_kdp_benchmark(void **state)
     bench_one(1u << 24, 4, getenv("RT_KDP_BENCH_CPU") != NULL, 0); /* the seed's 16,777,216 4-D tuples */
 }
 
+/* The seed's comparison ("2 GPUs was 1.9 times faster than running on
+ * just one of the 2 GPUs"): the same points on one GPU and on two, five
+ * builds each, the median of each stage (GPU 0's events; for 2 GPUs, sort
+ * = presort of array 0 and the swap and merge plus the subtrees' presorts,
+ * duplicates = marking, removal and the move to the root's sides, partition
+ * = the subtrees' levels and the gather) and of the wall time; the two
+ * trees compared byte for byte. */
+static void bench_two(uint32_t n, uint32_t dim)
+{
+    RtError err = {0};
+    float *p = bench_points(n, dim, n + dim), *dp = upload(p, (size_t)n * dim);
+    RtKdpGpu *who[2] = {g_fx.b[B_AUTO], g_fx.two[B_AUTO]};
+    double med[2][4];
+    RtKdpTree h[2];
+    for (int w = 0; w < 2; w++) {
+        double v[4][5];
+        RtKdpTree dev;
+        RtKdpStats st;
+        for (int i = 0; i < 5; i++) {
+            double t0 = rt_now_ms();
+            if (rt_kdp_gpu_build(who[w], dp, n, dim, NULL, &dev, &st, &err) != RT_OK) fail_msg("%s", err.msg);
+            uint32_t first;
+            assert_int_equal(rt_gpu_memcpy(&first, &dev.nodes[0].point, sizeof first, RT_COPY_TO_HOST, &err),
+                             RT_OK); /* waits for the tree */
+            v[3][i] = rt_now_ms() - t0;
+            v[0][i] = st.sort_ms, v[1][i] = st.dedup_ms, v[2][i] = st.build_ms;
+        }
+        for (int k = 0; k < 4; k++) med[w][k] = median5(v[k]);
+        assert_int_equal(rt_kdp_gpu_download(&dev, &h[w], &err), RT_OK);
+    }
+    assert_int_equal(h[0].count, h[1].count);
+    assert_memory_equal(h[0].nodes, h[1].nodes, (size_t)h[0].count * sizeof *h[0].nodes);
+    assert_memory_equal(h[0].coords, h[1].coords, (size_t)h[0].count * dim * sizeof *h[0].coords);
+    static const char *const stage[4] = {"sort", "duplicates", "partition", "wall"};
+    print_message("bench: %s x2: %u random %u-D points, 1 GPU vs 2 GPUs (median of 5, ms; trees equal byte for "
+                  "byte):\n", rt_gpu_info(g_fx.gpu)->name, n, dim);
+    const double t1 = med[0][0] + med[0][1] + med[0][2], t2 = med[1][0] + med[1][1] + med[1][2];
+    for (int k = 0; k < 4; k++)
+        print_message("bench:   %-10s %8.2f %8.2f  x%.2f\n", stage[k], med[0][k], med[1][k], med[0][k] / med[1][k]);
+    print_message("bench:   %-10s %8.2f %8.2f  x%.2f\n", "build", t1, t2, t1 / t2);
+    rt_kdp_free(&h[0]);
+    rt_kdp_free(&h[1]);
+    rt_gpu_free(dp);
+    free(p);
+}
+
+static void gpu_kdp_two_gpus_benchmark(void **state)
+{
+    (void)state;
+    if (!two_ready()) skip();
+    bench_two(1u << 24, 4); /* the seed's 16,777,216 4-D tuples */
+    bench_two(4u << 20, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -618,10 +794,17 @@ int main(void)
         cmocka_unit_test(gpu_kdp_rebuilds_reuse_buffers),
         cmocka_unit_test(gpu_kdp_bad_arguments_refused),
         cmocka_unit_test(gpu_kdp_knn_and_radius_match_brute_force),
+        cmocka_unit_test(gpu_kdp_devices_argument_checked),
+        cmocka_unit_test(gpu_kdp_two_gpus_match_cpu),
+        cmocka_unit_test(gpu_kdp_two_gpus_duplicates_and_unbalanced_halves),
         cmocka_unit_test(gpu_kdp_benchmark),
+        cmocka_unit_test(gpu_kdp_two_gpus_benchmark),
     };
     int rc = cmocka_run_group_tests_name("gpu_kdpoints", tests, NULL, NULL);
-    for (int i = 0; i < B_COUNT; i++) rt_kdp_gpu_destroy(g_fx.b[i]);
+    for (int i = 0; i < B_COUNT; i++) {
+        rt_kdp_gpu_destroy(g_fx.b[i]);
+        rt_kdp_gpu_destroy(g_fx.two[i]);
+    }
     if (g_fx.gpu) rt_gpu_destroy(g_fx.gpu);
     return rc;
 }

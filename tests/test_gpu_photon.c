@@ -4,25 +4,10 @@
  * photon-mapped image within a stated tolerance, for the kd-tree and the
  * LBVH; a scene without lights; and the cost at 1080p with 1M photons
  * (printed, never asserted). Skips without a GPU. */
-#include "test_util.h"
+#include "gpu_check.h"
 
 #include "app/pipeline.h"
-#include "gpu/gpu.h"
 #include "scene/load.h"
-
-static int g_gpu = -1;
-
-static void need_gpu(void)
-{
-    if (g_gpu < 0) {
-        RtGpu *gpu = NULL;
-        RtError err = {0};
-        g_gpu = rt_gpu_create(0, &gpu, &err) == RT_OK;
-        if (!g_gpu) print_message("skip: no GPU: %s\n", err.msg);
-        rt_gpu_destroy(gpu);
-    }
-    if (!g_gpu) skip();
-}
 
 /* Images for people go to $RT_TEST_PNG_DIR when it is set. */
 static void save_png(const RtImage *img, const char *name)
@@ -51,25 +36,6 @@ static void frame(const RtScene *s, RtBackend be, const RtPipelineParams *pp, Rt
     memset(fs, 0, sizeof *fs);
     if (rt_pipeline_frame(p, pp, 0.0f, NULL, &tg, fs, &err) != RT_OK) fail_msg("%s", err.msg);
     rt_pipeline_destroy(p);
-}
-
-/* Mean absolute difference over all RGB bytes, and the share of pixels
- * whose largest channel difference exceeds `tol`. */
-static void image_diff(const RtImage *a, const RtImage *b, int tol, double *mean, double *over)
-{
-    double sum = 0.0;
-    size_t n = (size_t)a->w * a->h, bad = 0;
-    for (size_t i = 0; i < n; i++) {
-        int worst = 0;
-        for (int c = 0; c < 3; c++) {
-            int d = abs((int)a->rgba[4 * i + c] - (int)b->rgba[4 * i + c]);
-            sum += d;
-            if (d > worst) worst = d;
-        }
-        bad += worst > tol;
-    }
-    *mean = sum / (3.0 * n);
-    *over = (double)bad / n;
 }
 
 /* Tolerances of the GPU image (docs/photon.md, "GPU vs CPU"): the GPU

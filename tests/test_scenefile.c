@@ -733,7 +733,14 @@ static void scenefile_bad_lines_name_file_line_and_expectation(void **state)
                "expected 3 finite numbers X Y Z after 'pos', found the end");
     assert_bad(state, "box\ncamera pos 0 0 5\n", RT_ERR_PARSE, 2,
                "expected 'pos X Y Z' and 'look X Y Z' after 'camera'");
-    assert_bad(state, "box\nlight\n", RT_ERR_PARSE, 2, "expected 'point' or 'directional' after 'light'");
+    assert_bad(state, "box\nlight\n", RT_ERR_PARSE, 2, "expected 'point', 'directional', 'quad' or 'sphere' after 'light'");
+    assert_bad(state, "box\nlight quad pos 0 1 0\n", RT_ERR_PARSE, 2, "expected 'size W H' after 'quad'");
+    assert_bad(state, "box\nlight quad pos 0 1 0 size 1 0\n", RT_ERR_PARSE, 2, "2 finite numbers W H > 0");
+    assert_bad(state, "box\nlight quad pos 0 1 0 size 1 1 normal 0 0 0\n", RT_ERR_PARSE, 2, "non-zero normal");
+    assert_bad(state, "box\nlight quad pos 0 1 0 size 1 1 radius 2\n", RT_ERR_PARSE, 2,
+               "expected one of pos, size, normal, color after 'quad'");
+    assert_bad(state, "box\nlight sphere pos 0 1 0\n", RT_ERR_PARSE, 2, "expected 'radius R' after 'sphere'");
+    assert_bad(state, "box\nlight sphere pos 0 1 0 radius -1\n", RT_ERR_PARSE, 2, "a radius R > 0");
     assert_bad(state, "box\nlight point color 1 1 1\n", RT_ERR_PARSE, 2,
                "expected 'pos X Y Z' after 'point'");
     assert_bad(state, "box\nlight directional dir 0 0 0\n", RT_ERR_PARSE, 2, "non-zero direction");

@@ -357,7 +357,7 @@ extern "C" RtStatus rt_gpu_anim_eval(RtGpuAnim *ga, const RtScene *s, float t, R
         for (uint32_t i = 0; i < s->light_count && i < a->light_track_cap; i++) {
             int32_t k = a->light_track[i];
             if (k >= 0 && (uint32_t)k < a->track_count && a->tracks[k].transl.count &&
-                ga->h_lights[i].type == RT_LIGHT_POINT)
+                ga->h_lights[i].type != RT_LIGHT_DIRECTIONAL)
                 ga->h_lights[i].v = rt_kb_eval_vec3(&a->tracks[k].transl, t);
         }
         if ((st = rt_gpu_scene_update_lights(gs, ga->h_lights, s->light_count, err)) != RT_OK) return st;

@@ -34,6 +34,15 @@ typedef struct RtKdpGpuParams {
      * 32). 1 forces a warp per range on every level, UINT32_MAX chunks on
      * every level (the tests run both). */
     uint32_t warp_ranges_min;
+    /* GPUs the build runs on: 1 (0 means 1), or 2: seed 004's two-GPU
+     * variant, the current device and the next one (its "Multiple GPU
+     * Extensions": each GPU presorts half the points, Tanasic et al.'s
+     * swap and merge gives GPU 0 the lower and GPU 1 the upper half of the
+     * order, and after the root each GPU builds one subtree; the seed
+     * reports 1.9x over one GPU). The tree is the same, gathered on the
+     * current device; create fails with RT_ERR_NO_DEVICE where fewer than
+     * 2 devices are present. */
+    uint32_t devices;
 } RtKdpGpuParams;
 
 /* References one warp handles per chunk of the many-warps partition and of
@@ -42,12 +51,17 @@ typedef struct RtKdpGpuParams {
 
 static inline RtKdpGpuParams rt_kdp_gpu_params_default(void)
 {
-    RtKdpGpuParams p = {0};
+    RtKdpGpuParams p;
+    p.warp_ranges_min = 0;
+    p.devices = 1;
     return p;
 }
 
-/* A workspace on the current device; params NULL = the defaults.
- * RT_ERR_NO_DEVICE without a CUDA device (or without CUDA in this build). */
+/* A workspace on the current device (devices = 2: and on the next one,
+ * with peer access between the two where they allow it); params NULL =
+ * the defaults. RT_ERR_NO_DEVICE without a CUDA device, without a second
+ * one for devices = 2, or without CUDA in this build; RT_ERR_ARG for
+ * devices above 2. */
 RtStatus rt_kdp_gpu_create(RtKdpGpu **out, const RtKdpGpuParams *params, RtError *err);
 void rt_kdp_gpu_destroy(RtKdpGpu *g);
 

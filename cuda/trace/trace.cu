@@ -187,6 +187,7 @@ typedef struct RenderArgs {
     uint32_t *ids;
     RtPhotonMaps photons; /* device pointers; valid when has_photons */
     int has_photons;
+    RtFloat4 *accum;      /* accumulation sums (device, w*h) or NULL */
 } RenderArgs;
 
 /* The photon maps' radiance at sf (photon.h). Not inlined: its 64-entry
@@ -211,9 +212,11 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
     uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     int px, py;
     bool valid = pixel_of(ra.ray_map, tid, ra.w, ra.h, &px, &py);
-    RtVec3 dir = valid ? rt_camera_dir(&ra.cam, (float)px + 0.5f, (float)py + 0.5f) : v3(0, 0, 1);
+    size_t pixel = valid ? (size_t)py * ra.w + px : 0;
+    float jx = 0.5f, jy = 0.5f;
+    if (valid) rt_sample_jitter((uint32_t)pixel, ra.shade.sample, &jx, &jy);
+    RtVec3 dir = valid ? rt_camera_dir(&ra.cam, (float)px + jx, (float)py + jy) : v3(0, 0, 1);
     RtRay ray = {ra.cam.o, dir};
-    uint32_t pixel = valid ? (uint32_t)py * (uint32_t)ra.w + (uint32_t)px : 0u;
     bool through = rt_shade_shadow_casts_through(&ra.shade, sc.transmits);
     RtShadePath path = rt_shade_path_start();
     bool alive = valid;
@@ -239,7 +242,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         int open = 0;
         for (int k = 0; k < ra.shade.ao_rays; k++) {
             RtRay ar = {origin, v3(0, 0, 1)};
-            if (alive) ar = rt_sample_ao_ray(&ra.shade, &sf, pixel, depth, k, sc.eps);
+            if (alive) ar = rt_sample_ao_ray(&ra.shade, &sf, (uint32_t)pixel, depth, k, sc.eps);
             RtHit ah = Walk::trace(DevPrims{sc, cfg}, tr, ar.o, ar.d, 0.0f, rt_sample_ao_reach(&ra.shade, sc.eps),
                                    alive, true, NULL);
             open += alive && ah.tri == RT_NO_HIT;
@@ -248,7 +251,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         if (alive) local = rt_shade_ambient(&m.shade, &sf, rt_sample_ao_ambient(&ra.shade, open));
         /* direct light: every lane walks every light (warp-uniform shadow casts) */
         for (uint32_t li = 0; li < sc.light_count; li++) {
-            RtLight l = sc.lights[li];
+            RtLight l = rt_sample_light_at(&sc.lights[li], li, sf.p, (uint32_t)pixel, ra.shade.sample);
             RtShadeLight ld = rt_shade_light_none();
             if (alive) ld = rt_shade_light(&sf, &l);
             if (ra.shade.shadows) {
@@ -285,7 +288,8 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
     count_warp(&cnt->reflection, n_refl);
     count_warp(&cnt->steps, steps);
     if (!valid) return;
-    size_t i = (size_t)py * ra.w + px;
+    size_t i = pixel;
+    if (ra.accum) path.color = rt_shade_accumulate(&ra.accum[i], path.color, ra.shade.sample);
     uint8_t out[4];
     rt_shade_pixel(&ra.shade, path.color, steps, out);
     ((uchar4 *)ra.rgba)[i] = make_uchar4(out[0], out[1], out[2], out[3]);
@@ -444,7 +448,7 @@ static RtStatus kernel_ms(RtLaunchLog *log, const char *name, double *ms, RtErro
     return RT_OK;
 }
 
-extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtPhotonMaps *photons,
+extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtShadeFrame *frame,
                                  const RtCamera *cam, const RtTraceParams *p, uint8_t *d_rgba, int w,
                                  int h, uint32_t *d_ids, RtTraceStats *stats, RtError *err)
 {
@@ -467,9 +471,10 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtP
     ra.shade = params.shade;
     ra.rgba = d_rgba;
     ra.ids = d_ids;
-    ra.has_photons = photons != NULL;
-    if (photons) ra.photons = *photons;
+    ra.has_photons = frame && frame->photons;
+    if (ra.has_photons) ra.photons = *frame->photons;
     else memset(&ra.photons, 0, sizeof ra.photons);
+    ra.accum = frame ? frame->accum : NULL;
     uint32_t threads = thread_count(ra.ray_map, w, h);
     dim3 grid((threads + kBlock - 1) / kBlock);
     if (accel->kind == RT_ACCEL_BVH)

@@ -70,16 +70,17 @@ typedef struct RtTraceStats {
 } RtTraceStats;
 
 /* Renders the camera's view into d_rgba (device memory, w*h*4 bytes, row 0
- * = top, sRGB, alpha 255). photons (optional): the frame's photon maps,
- * device pointers (rt_photon_gpu_frame); every shaded surface adds their
- * estimate (photon.h). accel's structure holds device pointers
+ * = top, sRGB, alpha 255). frame (optional; device pointers): the frame's
+ * photon maps (rt_photon_gpu_frame; every shaded surface adds their
+ * estimate, photon.h) and accumulation sums (w*h; the pixel is the mean of
+ * samples 0..p->shade.sample, jittered as the CPU's). accel's structure holds device pointers
  * (rt_kd_tree_upload, a GPU builder) over rt_gpu_scene_tris(gs): a kd-tree
  * is walked with the variant p names, a BVH with trace_bvh.cuh's loop
  * (p's intersection test and ray map; traversal, stack, leaf skip and
  * packets are the kd-tree's, a BVH traces single rays with a full stack). d_ids (device, optional)
  * receives the primary hit's triangle id per pixel (RT_NO_HIT for none).
  * stats (optional) synchronises to read the counters. */
-RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtPhotonMaps *photons,
+RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtShadeFrame *frame,
                       const RtCamera *cam, const RtTraceParams *p, uint8_t *d_rgba, int w, int h,
                       uint32_t *d_ids, RtTraceStats *stats, RtError *err);
 

@@ -11,11 +11,11 @@ static RtStatus no_cuda(RtError *err)
                    "TRACE: this rtviewer was built without CUDA (no nvcc found at build time)");
 }
 
-RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtPhotonMaps *photons,
+RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtShadeFrame *frame,
                       const RtCamera *cam, const RtTraceParams *p, uint8_t *d_rgba, int w, int h,
                       uint32_t *d_ids, RtTraceStats *stats, RtError *err)
 {
-    (void)gs; (void)accel; (void)photons; (void)cam; (void)p; (void)d_rgba; (void)w; (void)h; (void)d_ids;
+    (void)gs; (void)accel; (void)frame; (void)cam; (void)p; (void)d_rgba; (void)w; (void)h; (void)d_ids;
     (void)stats;
     return no_cuda(err);
 }

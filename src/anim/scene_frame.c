@@ -142,7 +142,7 @@ RtStatus rt_scene_frame_at(const RtScene *s, float t, RtSceneFrame *f, RtError *
             int32_t k = a->light_track[i];
             /* AFF la: only the transl channel moves a light (aff.md 3.3) */
             if (k >= 0 && (uint32_t)k < a->track_count && a->tracks[k].transl.count &&
-                f->lights[i].type == RT_LIGHT_POINT)
+                f->lights[i].type != RT_LIGHT_DIRECTIONAL)
                 f->lights[i].v = rt_kb_eval_vec3(&a->tracks[k].transl, t);
         }
         f->view.lights = f->lights;

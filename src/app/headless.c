@@ -141,10 +141,15 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
         goto done;
     }
     RtFrameTarget target = {img.w, img.h, NULL, &img};
+    RtPipelineParams pp = o->pipe;
     for (int f = 0; f < o->frames && st == RT_OK; f++) {
         float t = rt_app_frame_time(o, &scene, f, o->frames);
         RtFrameStats fs;
-        st = rt_pipeline_frame(pipe, &o->pipe, t, rt_app_camera(o), &target, &fs, err);
+        /* --spp: the frame's samples accumulated at the same t and view */
+        for (int s = 0; s < o->spp && st == RT_OK; s++) {
+            pp.trace.shade.sample = (uint32_t)s;
+            st = rt_pipeline_frame(pipe, &pp, t, rt_app_camera(o), &target, &fs, err);
+        }
         /* the GPU ran out of memory even for the leanest structure (the
          * pipeline tried that first): the rest on the CPU */
         if (st == RT_ERR_OOM && rt_pipeline_backend(pipe) == RT_BACKEND_GPU) {
@@ -152,11 +157,14 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
             rt_pipeline_destroy(pipe);
             pipe = NULL;
             if ((st = rt_pipeline_create(&scene, RT_BACKEND_CPU, o->width, o->height, &pipe, err)) != RT_OK) break;
-            st = rt_pipeline_frame(pipe, &o->pipe, t, rt_app_camera(o), &target, &fs, err);
+            for (int s = 0; s < o->spp && st == RT_OK; s++) {
+                pp.trace.shade.sample = (uint32_t)s;
+                st = rt_pipeline_frame(pipe, &pp, t, rt_app_camera(o), &target, &fs, err);
+            }
         }
         if (st != RT_OK) break;
         /* the GPU's depth and SAH need its tree on the host: only when asked */
-        if (o->stats && fs.has_tree && (st = rt_pipeline_tree_stats(pipe, &o->pipe, &fs, err)) != RT_OK) break;
+        if (o->stats && fs.has_tree && (st = rt_pipeline_tree_stats(pipe, &pp, &fs, err)) != RT_OK) break;
         char path[4096];
         frame_path(o->out_png, f, o->frames, path, sizeof path);
         if ((st = rt_image_write(&img, path, err)) != RT_OK) break;

@@ -18,6 +18,7 @@ const RtKeyHelp rt_viewer_keys[] = {
     {"P", "animation pause / play"},
     {"N", "step one frame (1/30 s) and pause"},
     {"[ ]", "animation slower / faster (x0.5 / x2)"},
+    {", .", "exposure -/+ half a stop (before tone mapping, key Z)"},
     {"J", "next animation clip of the file (Shift+J: previous; glTF, FBX, ... with several)"},
     {"G", "backend: GPU (build + trace on the device) / CPU reference"},
     {"V", "vsync on/off"},
@@ -41,6 +42,7 @@ void rt_options_default(RtOptions *o)
     o->interop = 1;
     o->speed = 1.0f;
     o->warmup = 3;
+    o->spp = 1;
 }
 
 void rt_options_usage(FILE *f)
@@ -63,6 +65,8 @@ void rt_options_usage(FILE *f)
             "  --cpu                 use the CPU backend (the reference renderer)\n"
             "  --threads N           CPU threads (default: all cores)\n"
             "  --bounces N           mirror reflection bounces (default 1)\n"
+            "  --spp N               headless: N jittered samples per pixel, accumulated (default 1;\n"
+            "                        the window accumulates by itself while the view rests)\n"
             "  --photons N           photon mapping with N photons per frame: caustics and indirect\n"
             "                        light (default 0, off; --trace photonk=K photons per estimate)\n"
             "  --no-shadows          no shadow rays\n"
@@ -215,6 +219,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         else if (!strcmp(a, "--speed")) { TAKES_VALUE(); st = parse_float(a, next, 0.0f, 1000.0f, &o->speed, err); }
         else if (!strcmp(a, "--runners")) { TAKES_VALUE(); st = parse_int(a, next, 0, 1000, &o->runners, err); }
         else if (!strcmp(a, "--warmup")) { TAKES_VALUE(); st = parse_int(a, next, 0, 100000, &o->warmup, err); }
+        else if (!strcmp(a, "--spp")) { TAKES_VALUE(); st = parse_int(a, next, 1, 65536, &o->spp, err); }
         else if (!strcmp(a, "--json")) { TAKES_VALUE(); o->json_path = next; }
         else if (!strcmp(a, "--csv")) { TAKES_VALUE(); o->csv_path = next; }
         else if (!strcmp(a, "--bench")) {

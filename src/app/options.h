@@ -39,6 +39,7 @@ typedef struct RtOptions {
     int bench;               /* --bench [SCENE]: headless benchmark of scene_path (positional or after --bench) */
     int bench_default;       /* "--bench default": the built-in scene, and no positional one */
     int warmup;              /* --warmup N: frames run before the measured ones; default 3 */
+    int spp;                 /* --spp N: headless samples per pixel, accumulated (jittered); default 1 */
     const char *json_path;   /* --json FILE */
     const char *csv_path;    /* --csv FILE */
 } RtOptions;

@@ -80,6 +80,9 @@ struct RtPipeline {
     RtPhotonMapsCpu pmaps;  /* CPU */
     RtPhotonGpu *pgpu;      /* GPU, created at the first photon-mapped frame */
     RtPhotonMaps d_pmaps;   /* GPU: the device view */
+    /* progressive accumulation (RtShadeParams.sample): linear colour sums per pixel */
+    RtFloat4 *accum;        /* host (CPU backend) or device (GPU backend) */
+    size_t accum_cap;       /* pixels */
 };
 
 RtPipelineParams rt_pipeline_params_default(void)
@@ -213,6 +216,8 @@ void rt_pipeline_destroy(RtPipeline *p)
     rt_photon_slots_free(&p->pslots);
     rt_photon_maps_cpu_free(&p->pmaps);
     rt_photon_gpu_destroy(p->pgpu);
+    if (p->backend == RT_BACKEND_GPU) rt_gpu_free(p->accum);
+    else free(p->accum);
     rt_tri_arrays_free(&p->host_tris);
     rt_gpu_free(p->d_rgba);
     rt_gpu_anim_destroy(p->anim);
@@ -276,6 +281,30 @@ static RtKdStats tree_stats_of_bvh(const RtBvhStats *b)
     return k;
 }
 
+/* The frame's shading state for a w x h trace: the photon maps when the
+ * frame made them, the accumulation sums (grown to w*h, kept). */
+static RtStatus shade_frame(RtPipeline *p, int w, int h, RtShadeFrame *fr, RtError *err)
+{
+    const int gpu = p->backend == RT_BACKEND_GPU;
+    size_t n = (size_t)w * (size_t)h;
+    if (n > p->accum_cap) {
+        if (gpu) rt_gpu_free(p->accum);
+        else free(p->accum);
+        p->accum = NULL;
+        p->accum_cap = 0;
+        if (gpu) {
+            RtStatus s = rt_gpu_alloc((void **)&p->accum, n * sizeof *p->accum, "accumulation", err);
+            if (s != RT_OK) return s;
+        } else if (!(p->accum = malloc(n * sizeof *p->accum))) {
+            return rt_fail(err, RT_ERR_OOM, "APP: out of host memory for %zu accumulation pixels", n);
+        }
+        p->accum_cap = n;
+    }
+    fr->accum = p->accum;
+    fr->photons = !p->photons_ready ? NULL : gpu ? &p->d_pmaps : &p->pmaps.view;
+    return RT_OK;
+}
+
 /* ---- the CPU backend ----------------------------------------------------------- */
 
 static RtStatus cpu_trace(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
@@ -285,8 +314,10 @@ static RtStatus cpu_trace(RtPipeline *p, const RtPipelineParams *pp, const RtCam
     RtRenderParams rp = render_params(pp);
     double t0 = rt_now_ms();
     RtAccel accel = frame_accel(p);
-    RtStatus st = rt_render_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &accel,
-                                p->photons_ready ? &p->pmaps.view : NULL, cam, &rp,
+    RtShadeFrame fr;
+    RtStatus st = shade_frame(p, target->img->w, target->img->h, &fr, err);
+    if (st != RT_OK) return st;
+    st = rt_render_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &accel, &fr, cam, &rp,
                                 target->img, NULL, rs, err);
     *ms = rt_now_ms() - t0;
     return st;
@@ -506,13 +537,14 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
         if (photons && ((fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &p->kd_stats, &rebuilt, err)) != RT_OK ||
                         (fs = gpu_photons(p, pp, st, err)) != RT_OK))
             return fs;
-        const RtPhotonMaps *maps = photons ? &p->d_pmaps : NULL;
-        s = rt_trace_gpu(p->gscene, &accel, maps, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+        RtShadeFrame fr;
+        if ((s = shade_frame(p, target->w, target->h, &fr, err)) != RT_OK) return s;
+        s = rt_trace_gpu(p->gscene, &accel, &fr, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
         if (!photons) fs = rt_kd_gpu_build_finish(p->kd, &p->d_tree, &p->kd_stats, &rebuilt, err);
         if (s != RT_OK) return s;
         if (fs != RT_OK) return fs;
         if (rebuilt && !photons &&
-            (s = rt_trace_gpu(p->gscene, &accel, NULL, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err)) != RT_OK)
+            (s = rt_trace_gpu(p->gscene, &accel, &fr, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err)) != RT_OK)
             return s;
         const RtKdGpuStats *k = &p->kd_stats;
         st->build_ms = k->gpu_ms > 0 ? k->gpu_ms : k->build_ms;
@@ -535,7 +567,9 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
         /* build and trace queued without a wait; the build's time and counts after the trace */
         if (photons && (s = gpu_photons(p, pp, st, err)) != RT_OK) return s;
         RtAccel accel = frame_accel(p);
-        s = rt_trace_gpu(p->gscene, &accel, photons ? &p->d_pmaps : NULL, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
+        RtShadeFrame fr;
+        if ((s = shade_frame(p, target->w, target->h, &fr, err)) != RT_OK) return s;
+        s = rt_trace_gpu(p->gscene, &accel, &fr, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
         double ms = 0;
         uint32_t launches = 0, tris = 0, valid = 0;
         RtStatus fs = gpu_bvh_finish(p, &ms, &launches, &tris, &valid, err);
@@ -703,8 +737,9 @@ RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const Rt
     RtTraceStats ts;
     memset(&ts, 0, sizeof ts);
     RtAccel accel = frame_accel(p);
-    s = rt_trace_gpu(p->gscene, &accel, p->photons_ready ? &p->d_pmaps : NULL, cam, &pp->trace, dst, target->w,
-                     target->h, NULL, &ts, err);
+    RtShadeFrame fr;
+    if ((s = shade_frame(p, target->w, target->h, &fr, err)) != RT_OK) return s;
+    s = rt_trace_gpu(p->gscene, &accel, &fr, cam, &pp->trace, dst, target->w, target->h, NULL, &ts, err);
     *trace_ms = ts.ms;
     return s;
 }

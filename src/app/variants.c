@@ -125,6 +125,11 @@ static const RtVariantValue kAo[] = {
     {NULL, 0, NULL},
 };
 _Static_assert(RT_SHADE_AO_RAYS_ON == 2, "kAo's description counts the rays");
+static const RtVariantValue kTonemap[] = {
+    {"clamp", RT_TONEMAP_CLAMP, "clamped to [0, 1]: the scene's colours as authored"},
+    {"aces", RT_TONEMAP_ACES, "ACES filmic curve (Narkowicz 2015): highlights roll off"},
+    {NULL, 0, NULL},
+};
 
 /* The viewer cycles these; --photons N takes any count up to 2^26. */
 static const RtVariantValue kPhotons[] = {
@@ -220,7 +225,7 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
     [RT_VAR_HEATMAP] = {"heatmap", "heatmap", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.heatmap), 1, 0, 1, kOffOn, 'M', 0,
                         "colour = tree nodes visited by the primary ray"},
     [RT_VAR_AO] = {"ao", "ambient occlusion", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.ao_rays), 1, 0, RT_SHADE_AO_MAX_RAYS,
-                   kAo, 'Z', 0, "ambient light times the share of cosine-weighted rays per surface and frame "
+                   kAo, ';', 0, "ambient light times the share of cosine-weighted rays per surface and frame "
                    "(accumulated over frames) that leave within aodist", .numeric = 1},
     [RT_VAR_AO_DISTANCE] = {"aodist", "AO distance", RT_SCOPE_TRACE, RT_VK_FLOAT, TRACE(shade.ao_distance), 1, 0.0001, 1,
                             NULL, 0, 0, "how far an ambient-occlusion ray looks, a fraction of the scene's diagonal"},
@@ -228,6 +233,10 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                         0, 1 << 26, kPhotons, 'U', 0,
                         "photons emitted per frame for caustics and indirect light (photon mapping), 0 = off",
                         .numeric = 1},
+    [RT_VAR_TONEMAP] = {"tonemap", "tone mapping", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.tonemap), 1, 0, 1, kTonemap, 'Z', 0,
+                        "how linear colour becomes display values"},
+    [RT_VAR_EXPOSURE] = {"exposure", "exposure", RT_SCOPE_TRACE, RT_VK_FLOAT, TRACE(shade.exposure), 1, -16, 16, NULL, 0, 0,
+                         "stops of exposure before tone mapping (the window's , and . keys: -/+ 0.5)"},
     [RT_VAR_PHOTON_K] = {"photonk", "photons/estimate", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.k),
                          1, 1, RT_KDP_MAX_KNN, NULL, 0, 0, "nearest photons per radiance estimate"},
 };

@@ -66,6 +66,8 @@ typedef enum RtVariantId {
     RT_VAR_AO, RT_VAR_AO_DISTANCE, /* ambient occlusion: both backends */
     RT_VAR_PHOTONS,        /* photon mapping: both backends */
     RT_VAR_PHOTON_K,
+    RT_VAR_TONEMAP,        /* display: both backends */
+    RT_VAR_EXPOSURE,
     RT_VAR_COUNT
 } RtVariantId;
 
@@ -78,7 +80,8 @@ typedef struct RtVariant {
     float scale;                 /* RT_VK_FLOAT: field = value / scale */
     double lo, hi;               /* accepted numbers (in value units); names are accepted too */
     const RtVariantValue *values;/* NULL-terminated; the values a hotkey cycles; NULL: numbers only */
-    char hotkey;                 /* viewer key (upper-case letter or digit = its GLFW key code); 0: none */
+    char hotkey;                 /* viewer key: an upper-case letter, a digit or one of ' , - . / ; = [ \ ] `
+                                    (each character is its US-layout key's GLFW code); 0: none */
     int gpu_only;                /* 1: only the GPU path has it (the CPU oracle ignores it) */
     const char *description;
     int numeric;                 /* with values: any number in lo..hi is accepted too, not only the

@@ -289,9 +289,9 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
     const RtFrameTimes *t = &h->smooth;
     char a[16], b[16], c[16], d[16];
     add(l, kText, "%s  %dx%d  %s", in->scene, in->width, in->height, in->backend);
-    add(l, kText, "%.1f fps  %s ms/frame  %.2f Mrays/s  vsync %s",
+    add(l, kText, "%.1f fps  %s ms/frame  %.2f Mrays/s  vsync %s  samples %u",
         t->frame_ms > 0 ? 1000.0 / t->frame_ms : 0.0, ms(a, t->frame_ms),
-        in->trace_ms > 0 ? (double)in->rays / (in->trace_ms * 1e3) : 0.0, in->vsync ? "on" : "off");
+        in->trace_ms > 0 ? (double)in->rays / (in->trace_ms * 1e3) : 0.0, in->vsync ? "on" : "off", in->samples);
     add(l, kText, "animate %s  build %s  trace %s  display %s ms", ms(a, t->stage_ms[RT_STAGE_ANIMATE]),
         ms(b, t->stage_ms[RT_STAGE_BUILD]), ms(c, t->stage_ms[RT_STAGE_TRACE]),
         ms(d, t->stage_ms[RT_STAGE_DISPLAY]));

@@ -70,6 +70,14 @@ typedef struct RtViewer {
     double mouse_x, mouse_y, look_dx, look_dy, wheel;
 
     int show_hud, show_help, vsync, want_screenshot;
+    /* progressive accumulation: frames of an unchanged view add samples */
+    struct {
+        RtPipelineParams pp; /* the last frame's settings, sample 0 */
+        RtCamera cam;
+        double t;
+        int w, h, gpu;
+    } last_view;
+    uint32_t sample;          /* the next frame's sample index (0: the view changed) */
     char clip_buf[16];        /* opt.clip after the clip key: the index played */
     char message[256];
     double message_until;
@@ -255,7 +263,7 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
     }
     if (action != GLFW_PRESS) return;
     for (int i = 0; i < RT_VAR_COUNT; i++)
-        if (rt_variants[i].hotkey && key == rt_variants[i].hotkey) { /* 'A'..'Z', '0'..'9' are GLFW's key codes */
+        if (rt_variants[i].hotkey && key == rt_variants[i].hotkey) { /* 'A'..'Z', '0'..'9', ';' ... are GLFW's key codes */
             cycle_variant(v, (RtVariantId)i, mods & GLFW_MOD_SHIFT ? -1 : 1);
             return;
         }
@@ -303,6 +311,14 @@ static void on_key(GLFWwindow *w, int key, int scancode, int action, int mods)
         advance_time(v, VIEW_STEP_S);
         say(v, "animation: step to t = %.3f s", v->anim_t);
         break;
+    case GLFW_KEY_COMMA: case GLFW_KEY_PERIOD: {
+        float *e = &v->opt.pipe.trace.shade.exposure;
+        *e += key == GLFW_KEY_PERIOD ? 0.5f : -0.5f;
+        if (*e < -16.0f) *e = -16.0f;
+        if (*e > 16.0f) *e = 16.0f;
+        say(v, "exposure %+.1f stops", *e);
+        break;
+    }
     case GLFW_KEY_LEFT_BRACKET: case GLFW_KEY_RIGHT_BRACKET:
         v->anim_speed *= key == GLFW_KEY_RIGHT_BRACKET ? 2.0f : 0.5f;
         if (v->anim_speed < VIEW_SPEED_MIN) v->anim_speed = VIEW_SPEED_MIN;
@@ -499,6 +515,31 @@ static void teardown(RtViewer *v)
 
 /* ---- the frame ---------------------------------------------------------------- */
 
+/* Samples a still view accumulates at most: the sums then stop growing
+ * (2^16 samples keep float sums exact to a byte, rt_shade_accumulate). */
+#define VIEW_MAX_SAMPLES 65536u
+
+/* Progressive accumulation: the same view, time, size, backend and
+ * settings as the last frame adds a sample; anything else starts again at
+ * sample 0 (one sample per pixel while moving or playing). */
+static void next_sample(RtViewer *v, int w, int h)
+{
+    RtPipelineParams pp = v->opt.pipe;
+    pp.trace.shade.sample = 0;
+    int same = v->sample > 0 && w == v->last_view.w && h == v->last_view.h && v->use_gpu == v->last_view.gpu &&
+               v->anim_t == v->last_view.t && !memcmp(&v->cam, &v->last_view.cam, sizeof v->cam) &&
+               !memcmp(&pp, &v->last_view.pp, sizeof pp);
+    if (!same) v->sample = 0;
+    v->opt.pipe.trace.shade.sample = v->sample;
+    if (v->sample < VIEW_MAX_SAMPLES - 1) v->sample++;
+    v->last_view.pp = pp;
+    v->last_view.cam = v->cam;
+    v->last_view.t = v->anim_t;
+    v->last_view.w = w;
+    v->last_view.h = h;
+    v->last_view.gpu = v->use_gpu;
+}
+
 /* The frame pipeline into the window: on the GPU straight into the mapped
  * PBO (or read back when interop is off), on the CPU through the host image. */
 static RtStatus run_pipeline(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError *err)
@@ -512,6 +553,7 @@ static RtStatus run_pipeline(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, R
     unsigned char *dev = NULL;
     if (v->use_gpu && (st = rt_gl_display_map(v->display, &dev, err)) != RT_OK) return st;
     RtFrameTarget target = {fb_w, fb_h, dev, dev ? NULL : &v->frame};
+    next_sample(v, fb_w, fb_h);
     st = rt_pipeline_frame(p, &v->opt.pipe, (float)v->anim_t, &v->cam, &target, &v->fs, err);
     if (dev) {
         RtStatus su = rt_gl_display_unmap(v->display, err);
@@ -585,6 +627,7 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             .kd_gpu = v->use_gpu ? v->fs.kd_gpu : NULL,
             .structure_note = v->fs.structure_note,
             .photons = v->fs.has_photons ? &v->fs.photons : NULL,
+            .samples = v->opt.pipe.trace.shade.sample + 1u,
             .gpu_variants = v->use_gpu,
             .anim = anim,
             .params = &v->opt.pipe,

@@ -163,6 +163,27 @@ RT_HD void rt_photon_emit(const RtLight *lights, uint32_t light_count, const RtP
         ray->o = o;
         ray->d = v3_scale(toward, -1.0f);
         *power = v3_scale(l->color, RT_PHOTON_PI * sc->radius * sc->radius * share);
+    } else if (rt_light_is_area(l)) {
+        /* a point of the surface (rt_sample_light's), a cosine-weighted
+           direction about its normal: a Lambertian emitter whose radiance
+           gives `colour` at d_ref, flux pi colour d_ref^2 for a quad (one
+           side) and 4 pi colour d_ref^2 for a sphere (as a point light) */
+        float v1, v2;
+        rt_photon_rand(index, seed, RT_PHOTON_MAX_DEPTH, 0, &v1, &v2);
+        RtVec3 n;
+        if (l->type == RT_LIGHT_QUAD) {
+            RtVec3 t, b;
+            rt_sample_basis(l->n, &t, &b);
+            ray->o = v3_add(l->v, v3_add(v3_scale(t, (u1 - 0.5f) * l->w), v3_scale(b, (u2 - 0.5f) * l->h)));
+            n = l->n;
+        } else {
+            float z = 1.0f - 2.0f * u1, s = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;
+            n = v3(s * cosf(phi), s * sinf(phi), z);
+            ray->o = v3_add(l->v, v3_scale(n, l->radius));
+        }
+        ray->d = rt_sample_cosine_dir(n, v1, v2);
+        float k = l->type == RT_LIGHT_QUAD ? 1.0f : 4.0f;
+        *power = v3_scale(l->color, k * RT_PHOTON_PI * sc->ref_dist * sc->ref_dist * share);
     } else {
         /* uniform over the sphere: flux 4 pi I */
         float z = 1.0f - 2.0f * u1, s = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;

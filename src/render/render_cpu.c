@@ -14,6 +14,7 @@
 
 #include "core/parallel.h"
 #include "photon/photon.h"
+#include "render/sample.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -50,7 +51,7 @@ typedef struct RtRenderJob {
     uint8_t *mask_uses_alpha; /* per texture: 1 = map_d reads alpha, 0 = luminance */
     int tiles_x, tile_count;
     RtRenderStats *worker_stats; /* one per worker (rt_parallel_for) */
-    const RtPhotonMaps *photons; /* the frame's photon maps; NULL: none */
+    RtShadeFrame frame;          /* the frame's photon maps and accumulation sums (each may be NULL) */
     /* rt_render_photons_cpu's pass */
     const RtPhotonParams *pp;
     RtPhotonScene ps;
@@ -200,7 +201,8 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf, cons
     RtVec3 c = rt_shade_ambient(m, sf, rt_sample_ao_ambient(&job->p.shade, open));
     RtVec3 origin = rt_shade_offset(sf, job->eps), view = v3_scale(ray.d, -1.0f);
     for (uint32_t i = 0; i < s->light_count; i++) {
-        const RtLight *l = &s->lights[i];
+        const RtLight sampled = rt_sample_light_at(&s->lights[i], i, sf->p, pixel, job->p.shade.sample);
+        const RtLight *l = &sampled;
         RtShadeLight ld = rt_shade_light(sf, l);
         if (!ld.lit) continue;
         RtVec3 trans = v3(1.0f, 1.0f, 1.0f);
@@ -213,9 +215,9 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf, cons
         }
         c = v3_add(c, rt_shade_light_term(sf, m, v3_mul(l->color, trans), &ld, view));
     }
-    if (job->photons && rt_photon_gathers(&job->p.shade, m)) {
+    if (job->frame.photons && rt_photon_gathers(&job->p.shade, m)) {
         RtKdpHit scratch[RT_KDP_MAX_KNN];
-        c = v3_add(c, rt_photon_radiance(job->photons, sf, scratch));
+        c = v3_add(c, rt_photon_radiance(job->frame.photons, sf, scratch));
     }
     return c;
 }
@@ -254,10 +256,13 @@ static void render_tile(const RtRenderJob *job, int tile, RtRenderStats *st)
     int y1 = y0 + RT_TILE < job->img->h ? y0 + RT_TILE : job->img->h;
     for (int y = y0; y < y1; y++)
         for (int x = x0; x < x1; x++) {
-            RtRay ray = {job->cam.o, rt_camera_dir(&job->cam, (float)x + 0.5f, (float)y + 0.5f)};
-            uint32_t id, steps = 0;
             size_t i = (size_t)y * job->img->w + x;
+            float dx, dy;
+            rt_sample_jitter((uint32_t)i, job->p.shade.sample, &dx, &dy);
+            RtRay ray = {job->cam.o, rt_camera_dir(&job->cam, (float)x + dx, (float)y + dy)};
+            uint32_t id, steps = 0;
             RtVec3 c = trace_pixel(job, ray, (uint32_t)i, &id, &steps, st);
+            if (job->frame.accum) c = rt_shade_accumulate(&job->frame.accum[i], c, job->p.shade.sample);
             rt_shade_pixel(&job->p.shade, c, steps, &job->img->rgba[4 * i]);
             if (job->ids) job->ids[i] = id;
         }
@@ -341,7 +346,7 @@ static void job_free(RtRenderJob *job)
 }
 
 RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
-                       const RtPhotonMaps *photons, const RtCamera *cam, const RtRenderParams *p,
+                       const RtShadeFrame *frame, const RtCamera *cam, const RtRenderParams *p,
                        RtImage *img, uint32_t *ids, RtRenderStats *stats, RtError *err)
 {
     double t0 = rt_now_ms();
@@ -355,7 +360,7 @@ RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAc
     job->cam = rt_camera_basis(*cam, img->w, img->h);
     job->img = img;
     job->ids = ids;
-    job->photons = photons;
+    if (frame) job->frame = *frame;
     job->tiles_x = tiles_x;
     job->tile_count = tile_count;
     rt_parallel_for(workers, (size_t)job->tile_count, render_task, job);

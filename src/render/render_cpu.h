@@ -30,12 +30,15 @@ typedef struct RtRenderStats {
 } RtRenderStats;
 
 /* Renders into img (allocated by the caller to the wanted size) through
- * accel, a host kd-tree or BVH; NULL only with brute_force. photons (may
- * be NULL) are the frame's photon maps (host memory, rt_photon_maps_build_cpu):
- * every shaded surface adds their estimate. ids (may be NULL) receives the
- * primary hit's triangle id per pixel (RT_NO_HIT for background), for tests. */
+ * accel, a host kd-tree or BVH; NULL only with brute_force. frame (may be
+ * NULL) holds the frame's photon maps (host memory,
+ * rt_photon_maps_build_cpu: every shaded surface adds their estimate) and
+ * the accumulation sums (img->w * img->h: the pixel is the mean of samples
+ * 0..p->shade.sample, each jittered in the pixel; without sums, one
+ * sample). ids (may be NULL) receives the primary hit's triangle id per
+ * pixel (RT_NO_HIT for background), for tests. */
 RtStatus rt_render_cpu(const RtScene *scene, const RtTriArrays *tris, const RtAccel *accel,
-                       const RtPhotonMaps *photons, const RtCamera *cam, const RtRenderParams *p,
+                       const RtShadeFrame *frame, const RtCamera *cam, const RtRenderParams *p,
                        RtImage *img, uint32_t *ids, RtRenderStats *stats, RtError *err);
 
 /* The photon pass of a frame (photon.h): pp->count photons from the

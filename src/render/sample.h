@@ -2,8 +2,8 @@
  * oracle and the GPU: a stateless hash from (pixel, seed) to two uniform
  * numbers, a cosine-weighted direction about a unit normal, the diffuse
  * ray from a primary hit that the benchmark casts
- * (rt_pipeline_cast_diffuse), and the ambient-occlusion rays of shading. Stateless, so a ray depends on its pixel and
- * the seed alone: any thread count, any order, either backend, one ray set.
+ * (rt_pipeline_cast_diffuse), and the ambient-occlusion rays of shading.
+ * Stateless, so a ray depends on its pixel and the seed alone: any thread count, any order, either backend, one ray set.
  *
  *   ray = rt_sample_diffuse_ray(corners of the hit triangle, hit u v,
  *                               primary direction, pixel, seed, eps)
@@ -46,6 +46,29 @@ RT_HD void rt_sample_uniform2(uint32_t index, uint32_t seed, float *u1, float *u
     *u2 = (float)(y >> 8) * RT_SAMPLE_UNIT_24;
 }
 
+/* The streams of a pixel's random draws in a frame: one per purpose, each
+ * seeded by the frame's sample index (RtShadeParams.sample), so the draws
+ * of sample s are the same on both backends and new for every sample. */
+enum { RT_DRAW_JITTER = 0, RT_DRAW_AO = 1, RT_DRAW_ENV = 2, RT_DRAW_LIGHT = 3 /* + the light's index */ };
+
+RT_HD void rt_sample_draw(uint32_t pixel, uint32_t sample, uint32_t purpose, float *u1, float *u2)
+{
+    /* golden-ratio and murmur constants keep (sample, purpose) seeds apart */
+    rt_sample_uniform2(pixel, sample * 0x9E3779B9u ^ (purpose + 1u) * 0x85EBCA6Bu, u1, u2);
+}
+
+/* Where in pixel `pixel` sample `sample` looks: the centre for sample 0
+ * (one sample per pixel is today's image), a uniform jitter after, so the
+ * accumulated mean is the box-filtered pixel. */
+RT_HD void rt_sample_jitter(uint32_t pixel, uint32_t sample, float *dx, float *dy)
+{
+    if (sample == 0) {
+        *dx = *dy = 0.5f;
+        return;
+    }
+    rt_sample_draw(pixel, sample, RT_DRAW_JITTER, dx, dy);
+}
+
 /* Two unit tangents completing the unit normal n to a right-handed
  * orthonormal basis (t, b, n). Duff et al. 2017, "Building an Orthonormal
  * Basis, Revisited" (JCGT 6(1)): no branch on a chosen axis, and the sign
@@ -75,13 +98,51 @@ RT_HD RtVec3 rt_sample_cosine_dir(RtVec3 n, float u1, float u2)
     return v3_norm(d);
 }
 
-/* A cosine-weighted ray off surface sf for draw (index, seed): about the
- * geometric normal (interpolated normals may point under the surface),
- * from rt_shade_offset's point on the viewer's side. */
-RT_HD RtRay rt_sample_hemisphere_ray(const RtShadeSurface *sf, uint32_t index, uint32_t seed, float eps)
+/* Area light l (quad, sphere) seen from p as the point light of one
+ * sample: a point of its surface from (u1, u2), the colour scaled by the
+ * quad's cosine toward p (a one-sided Lambertian emitter; 0 behind it).
+ * A quad's point is uniform over its W x H (edges along rt_sample_basis of
+ * its normal); a sphere's is uniform over the hemisphere facing p. Other
+ * lights are returned as they are. The shadow ray to the point makes the
+ * shadow soft as samples accumulate. */
+RT_HD RtLight rt_sample_light(const RtLight *l, RtVec3 p, float u1, float u2)
 {
+    RtLight s = *l;
+    if (l->type == RT_LIGHT_QUAD) {
+        RtVec3 t, b;
+        rt_sample_basis(l->n, &t, &b);
+        s.v = v3_add(l->v, v3_add(v3_scale(t, (u1 - 0.5f) * l->w), v3_scale(b, (u2 - 0.5f) * l->h)));
+        RtVec3 d = v3_sub(p, s.v);
+        float len = v3_len(d);
+        float cosl = len > 0.0f ? v3_dot(l->n, d) / len : 0.0f;
+        s.color = v3_scale(l->color, fmaxf(cosl, 0.0f));
+    } else if (l->type == RT_LIGHT_SPHERE) {
+        float z = 1.0f - 2.0f * u1, r = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;
+        RtVec3 d = v3(r * cosf(phi), r * sinf(phi), z);
+        if (v3_dot(d, v3_sub(p, l->v)) < 0.0f) d = v3_scale(d, -1.0f);
+        s.v = v3_add(l->v, v3_scale(d, l->radius));
+    } else {
+        return s;
+    }
+    s.type = RT_LIGHT_POINT;
+    return s;
+}
+
+/* Light `index` of a shaded point p for pixel `pixel` at sample `sample`:
+ * an area light's sample point (its own draw stream), else the light. */
+RT_HD RtLight rt_sample_light_at(const RtLight *l, uint32_t index, RtVec3 p, uint32_t pixel, uint32_t sample)
+{
+    if (!rt_light_is_area(l)) return *l;
     float u1, u2;
-    rt_sample_uniform2(index, seed, &u1, &u2);
+    rt_sample_draw(pixel, sample, RT_DRAW_LIGHT + index, &u1, &u2);
+    return rt_sample_light(l, p, u1, u2);
+}
+
+/* The cosine-weighted ray off surface sf for uniform numbers (u1, u2):
+ * about the geometric normal (interpolated normals may point under the
+ * surface), from rt_shade_offset's point on the viewer's side. */
+RT_HD RtRay rt_sample_hemisphere_ray(const RtShadeSurface *sf, float u1, float u2, float eps)
+{
     RtRay ray;
     ray.o = rt_shade_offset(sf, eps);
     ray.d = rt_sample_cosine_dir(sf->ng, u1, u2);
@@ -97,25 +158,29 @@ RT_HD RtRay rt_sample_diffuse_ray(RtVec3 a, RtVec3 b, RtVec3 c, float u, float v
 {
     const RtVec3 none = v3(0.0f, 0.0f, 0.0f);
     RtShadeSurface sf = rt_shade_surface(a, b, c, none, none, none, u, v, dir, none);
-    return rt_sample_hemisphere_ray(&sf, pixel, seed, eps);
+    float u1, u2;
+    rt_sample_uniform2(pixel, seed, &u1, &u2);
+    return rt_sample_hemisphere_ray(&sf, u1, u2, eps);
 }
 
 /* ---- ambient occlusion ----------------------------------------------------- */
 
-/* Chain depths (0..64, RtShadeParams.max_bounces) times AO rays per surface:
- * the seeds one frame sample spans. */
-#define RT_SAMPLE_AO_STREAMS (65u * RT_SHADE_AO_MAX_RAYS)
+/* Chain depths (0..64, RtShadeParams.max_bounces) times AO rays per
+ * surface: the draws of the AO stream per frame sample. */
+#define RT_SAMPLE_AO_DRAWS (65u * RT_SHADE_AO_MAX_RAYS)
 
 /* AO ray k (0..p->ao_rays - 1) of the surface at chain depth `depth` of
- * pixel `pixel` (y * width + x): the hemisphere ray drawn with the pixel as
- * index and a seed that is new for every (frame sample, depth, k), so each
- * accumulated frame draws new directions, the same on both backends. The
- * caller casts it any-hit over [0, rt_sample_ao_reach]. */
+ * pixel `pixel` (y * width + x): the hemisphere ray of stream RT_DRAW_AO,
+ * whose sample index counts (frame sample, depth, k), so every accumulated
+ * frame draws new directions, the same on both backends. The caller casts
+ * it any-hit over [0, rt_sample_ao_reach]. */
 RT_HD RtRay rt_sample_ao_ray(const RtShadeParams *p, const RtShadeSurface *sf, uint32_t pixel, int depth,
                              int k, float eps)
 {
-    uint32_t seed = p->sample * RT_SAMPLE_AO_STREAMS + (uint32_t)depth * RT_SHADE_AO_MAX_RAYS + (uint32_t)k;
-    return rt_sample_hemisphere_ray(sf, pixel, seed, eps);
+    float u1, u2;
+    rt_sample_draw(pixel, p->sample * RT_SAMPLE_AO_DRAWS + (uint32_t)depth * RT_SHADE_AO_MAX_RAYS + (uint32_t)k,
+                   RT_DRAW_AO, &u1, &u2);
+    return rt_sample_hemisphere_ray(sf, u1, u2, eps);
 }
 
 /* An AO ray's reach: ao_distance of the scene diagonal behind eps. */

@@ -71,6 +71,12 @@ extern "C" {
 
 /* ---- parameters ---------------------------------------------------------- */
 
+/* How linear colour becomes display values (rt_shade_pixel). */
+typedef enum RtShadeTonemap {
+    RT_TONEMAP_CLAMP = 0, /* clamp to [0, 1]: the scene's colours as authored */
+    RT_TONEMAP_ACES = 1   /* ACES filmic (Narkowicz 2015's fit): highlights roll off instead of clipping */
+} RtShadeTonemap;
+
 /* How a frame is shaded: RtRenderParams.shade (CPU) and RtTraceParams.shade
  * (GPU) are this struct, so both backends read the same switches. Defaults:
  * rt_shade_params_default, each value with its reason. */
@@ -82,6 +88,8 @@ typedef struct RtShadeParams {
     int heatmap;       /* 1: pixel = kd-tree nodes visited by the primary ray */
     RtVec3 background; /* linear RGB of rays that leave the scene */
     RtVec3 ambient;    /* linear ambient light, times the albedo */
+    float exposure;    /* stops: linear colour x 2^exposure before tone mapping */
+    int tonemap;       /* RtShadeTonemap */
     uint32_t sample;   /* the frame's sample of a pixel (progressive accumulation; 0 = the first):
                           every random draw of the frame's shading takes it as its seed
                           (render/sample.h), so sample s is the same on both backends */
@@ -101,6 +109,8 @@ RT_HD RtShadeParams rt_shade_params_default(void)
     p.heatmap = 0;     /* a debugging view */
     p.background = v3(0.05f, 0.06f, 0.09f); /* dark blue-grey: misses stand out from black surfaces */
     p.ambient = v3(0.08f, 0.08f, 0.08f);    /* shadowed sides stay readable under one light */
+    p.exposure = 0.0f;               /* scenes are authored for display values as they are */
+    p.tonemap = RT_TONEMAP_CLAMP;    /* likewise; ACES for light-heavy views (photons, area lights) */
     p.sample = 0;
     p.ao_rays = 0;        /* off: it multiplies the rays per hit; RT_SHADE_AO_RAYS_ON when chosen */
     p.ao_distance = 0.05f; /* 5 %: a Sponza column's base (~40 m diagonal: 2 m), the Cornell
@@ -499,6 +509,32 @@ RT_HD int rt_shade_path_next(RtShadePath *path, const RtShadeParams *p, const Rt
     return 1;
 }
 
+/* ---- the frame's per-pixel state ------------------------------------------- */
+
+struct RtPhotonMaps; /* photon/photon.h */
+
+/* What a frame's shading reads and writes besides the scene and the
+ * structure, each optional (NULL: none): host memory for the CPU renderer,
+ * device memory for the GPU tracer. */
+typedef struct RtShadeFrame {
+    const struct RtPhotonMaps *photons; /* the frame's photon maps: every shaded surface adds their estimate */
+    RtFloat4 *accum;                    /* w*h sums of linear colour (xyz) for progressive accumulation */
+} RtShadeFrame;
+
+/* Progressive accumulation: sample 0 starts pixel's sum, sample s adds the
+ * (s+1)-th colour; returns the mean so far. Sums in float: 2^24 / 255
+ * samples of a white pixel stay exact to a byte, far beyond any still
+ * view. */
+RT_HD RtVec3 rt_shade_accumulate(RtFloat4 *sum, RtVec3 color, uint32_t sample)
+{
+    RtFloat4 a = *sum;
+    if (sample == 0) a.x = a.y = a.z = 0.0f;
+    a.x += color.x, a.y += color.y, a.z += color.z, a.w = 0.0f;
+    *sum = a;
+    float inv = 1.0f / (float)(sample + 1u);
+    return v3(a.x * inv, a.y * inv, a.z * inv);
+}
+
 /* ---- the pixel -------------------------------------------------------------- */
 
 /* A fixed ramp (dark blue, blue, cyan, yellow, red, dark red) over
@@ -518,13 +554,31 @@ RT_HD void rt_shade_heat_color(uint32_t steps, uint8_t out[3])
     }
 }
 
-/* The pixel's RGBA bytes: the path's colour as sRGB, or the heatmap of the
- * primary ray's steps; alpha 255. */
+/* ACES filmic tone curve, Narkowicz 2015 ("ACES Filmic Tone Mapping
+ * Curve"): x (2.51 x + 0.03) / (x (2.43 x + 0.59) + 0.14), in [0, 1) for
+ * x >= 0. */
+RT_HD float rt_shade_aces(float x)
+{
+    x = fmaxf(x, 0.0f);
+    return fminf(x * (2.51f * x + 0.03f) / (x * (2.43f * x + 0.59f) + 0.14f), 1.0f);
+}
+
+/* Linear colour after exposure and tone mapping, ready for sRGB encoding. */
+RT_HD RtVec3 rt_shade_tonemap(const RtShadeParams *p, RtVec3 c)
+{
+    if (p->exposure != 0.0f) c = v3_scale(c, exp2f(p->exposure));
+    if (p->tonemap == RT_TONEMAP_ACES) c = v3(rt_shade_aces(c.x), rt_shade_aces(c.y), rt_shade_aces(c.z));
+    return c;
+}
+
+/* The pixel's RGBA bytes: the path's colour after exposure and tone
+ * mapping as sRGB, or the heatmap of the primary ray's steps; alpha 255. */
 RT_HD void rt_shade_pixel(const RtShadeParams *p, RtVec3 color, uint32_t steps, uint8_t out[4])
 {
     if (p->heatmap) {
         rt_shade_heat_color(steps, out);
     } else {
+        color = rt_shade_tonemap(p, color);
         out[0] = rt_shade_linear_to_srgb8(color.x);
         out[1] = rt_shade_linear_to_srgb8(color.y);
         out[2] = rt_shade_linear_to_srgb8(color.z);

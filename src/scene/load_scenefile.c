@@ -315,14 +315,28 @@ static RtStatus st_camera(SceneCtx *c, SceneLine *L)
     return RT_OK;
 }
 
-/* light point pos X Y Z [color R G B] | light directional dir X Y Z [color R G B] */
+/* light point pos X Y Z [color R G B] | light directional dir X Y Z [color R G B]
+ * | light quad pos X Y Z size W H [normal X Y Z] [color R G B] (facing down by default)
+ * | light sphere pos X Y Z radius R [color R G B] */
 static RtStatus st_light(SceneCtx *c, SceneLine *L)
 {
     const char *type = next_tok(L);
-    RtLight l = {RT_LIGHT_POINT, v3(0, 0, 0), v3(1, 1, 1)};
-    if (type && !strcmp(type, "directional")) l.type = RT_LIGHT_DIRECTIONAL;
-    else if (!type || strcmp(type, "point")) return expected(c, L, "'point' or 'directional'", "light", type);
-    int point = l.type == RT_LIGHT_POINT, have = 0;
+    RtLight l;
+    memset(&l, 0, sizeof l);
+    l.color = v3(1, 1, 1);
+    l.n = v3(0, -1, 0);
+    static const struct { const char *name; RtLightType type; const char *keys; } kTypes[] = {
+        {"point", RT_LIGHT_POINT, "one of pos, color"},
+        {"directional", RT_LIGHT_DIRECTIONAL, "one of dir, color"},
+        {"quad", RT_LIGHT_QUAD, "one of pos, size, normal, color"},
+        {"sphere", RT_LIGHT_SPHERE, "one of pos, radius, color"},
+    };
+    int kind = -1;
+    for (int k = 0; k < 4; k++)
+        if (type && !strcmp(type, kTypes[k].name)) kind = k;
+    if (kind < 0) return expected(c, L, "'point', 'directional', 'quad' or 'sphere'", "light", type);
+    l.type = kTypes[kind].type;
+    int point = l.type != RT_LIGHT_DIRECTIONAL, have = 0, have_size = 0;
     RtStatus st = RT_OK;
     for (const char *t; st == RT_OK && (t = next_tok(L));) {
         if (!strcmp(t, point ? "pos" : "dir")) {
@@ -330,12 +344,29 @@ static RtStatus st_light(SceneCtx *c, SceneLine *L)
             have = 1;
         } else if (!strcmp(t, "color")) {
             st = read_vec3(c, L, t, SCENE_RGB, &l.color, 0.0f);
+        } else if (l.type == RT_LIGHT_QUAD && !strcmp(t, "size")) {
+            float wh[2];
+            st = read_floats(c, L, t, "2 finite numbers W H > 0", wh, 2, 0.0f);
+            if (st == RT_OK && !(wh[0] > 0.0f && wh[1] > 0.0f)) st = expected(c, L, "2 finite numbers W H > 0", t, NULL);
+            l.w = wh[0], l.h = wh[1];
+            have_size = 1;
+        } else if (l.type == RT_LIGHT_QUAD && !strcmp(t, "normal")) {
+            st = read_vec3(c, L, t, SCENE_XYZ, &l.n, -INFINITY);
+            float len = v3_len(l.n);
+            if (st == RT_OK && !(len > 0.0f && isfinite(len))) st = expected(c, L, "a non-zero normal X Y Z", t, NULL);
+            if (st == RT_OK) l.n = v3_scale(l.n, 1.0f / len);
+        } else if (l.type == RT_LIGHT_SPHERE && !strcmp(t, "radius")) {
+            st = read_range(c, L, t, "a radius R > 0", &l.radius, 0.0f, INFINITY);
+            if (st == RT_OK && !(l.radius > 0.0f)) st = expected(c, L, "a radius R > 0", t, NULL);
+            have_size = 1;
         } else {
-            st = expected(c, L, point ? "one of pos, color" : "one of dir, color", type, t);
+            st = expected(c, L, kTypes[kind].keys, type, t);
         }
     }
     if (st != RT_OK) return st;
     if (!have) return expected(c, L, point ? "'pos X Y Z'" : "'dir X Y Z'", type, NULL);
+    if (rt_light_is_area(&l) && !have_size)
+        return expected(c, L, l.type == RT_LIGHT_QUAD ? "'size W H'" : "'radius R'", type, NULL);
     if (!point) { /* stored as the unit direction toward the light */
         float len = v3_len(l.v);
         if (!(len > 0.0f) || !isfinite(len))

@@ -26,7 +26,10 @@ void rt_scene_transform(RtScene *s, const float m[12])
         }
     for (uint32_t i = 0; i < s->light_count; i++) {
         RtLight *l = &s->lights[i];
-        l->v = l->type == RT_LIGHT_POINT ? rt_mat34_point(m, l->v) : v3_norm(mat34_vector(m, l->v));
+        /* positions as points, directions and normals by the linear part
+           (an area light's size stays as authored) */
+        l->v = l->type == RT_LIGHT_DIRECTIONAL ? v3_norm(mat34_vector(m, l->v)) : rt_mat34_point(m, l->v);
+        if (l->type == RT_LIGHT_QUAD) l->n = v3_norm(mat34_vector(m, l->n));
     }
 }
 

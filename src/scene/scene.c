@@ -382,9 +382,11 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
     }
     for (uint32_t i = 0; i < src->light_count; i++) {
         RtLight l = src->lights[i];
-        if (m && l.type == RT_LIGHT_POINT) l.v = rt_mat34_point(m, l.v);
+        if (m && l.type != RT_LIGHT_DIRECTIONAL) l.v = rt_mat34_point(m, l.v);
         if (m && l.type == RT_LIGHT_DIRECTIONAL) /* a direction: the linear part only */
             l.v = v3_norm(v3_sub(rt_mat34_point(m, l.v), rt_mat34_point(m, v3(0, 0, 0))));
+        if (m && l.type == RT_LIGHT_QUAD)
+            l.n = v3_norm(v3_sub(rt_mat34_point(m, l.n), rt_mat34_point(m, v3(0, 0, 0))));
         if (rt_scene_add_light(dst, l) < 0) goto fail;
     }
     if ((st = anim_merge_rest(dst, src, &am, v0, l0, err)) != RT_OK) goto fail;

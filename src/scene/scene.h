@@ -44,12 +44,23 @@ typedef struct RtMaterial {
     int32_t map_d;     /* alpha-mask texture index or -1 (texel alpha, else luminance, < 0.5 = hole) */
 } RtMaterial;
 
-typedef enum { RT_LIGHT_POINT = 0, RT_LIGHT_DIRECTIONAL = 1 } RtLightType;
+typedef enum {
+    RT_LIGHT_POINT = 0,
+    RT_LIGHT_DIRECTIONAL = 1,
+    RT_LIGHT_QUAD = 2,   /* a one-sided rectangle: soft shadows (render/sample.h samples it) */
+    RT_LIGHT_SPHERE = 3  /* a sphere: soft shadows */
+} RtLightType;
 typedef struct RtLight {
     RtLightType type;
-    RtVec3 v;          /* point: position; directional: unit direction TOWARD the light */
-    RtVec3 color;      /* linear RGB radiance scale */
+    RtVec3 v;          /* point, quad, sphere: position (centre); directional: unit direction TOWARD the light */
+    RtVec3 color;      /* linear RGB radiance scale: what a surface facing the light receives (no falloff) */
+    RtVec3 n;          /* quad: unit normal of the emitting side */
+    float w, h;        /* quad: size along its two edges (rt_sample_basis of n) */
+    float radius;      /* sphere */
 } RtLight;
+
+/* Lights with a surface: sampled per pixel and sample (soft shadows). */
+RT_HD int rt_light_is_area(const RtLight *l) { return l->type == RT_LIGHT_QUAD || l->type == RT_LIGHT_SPHERE; }
 
 /* Pinhole camera, the same model for the CPU and GPU paths (camera.h). */
 typedef struct RtCamera {
