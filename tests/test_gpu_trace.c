@@ -233,6 +233,7 @@ static double compare_render(Fixture *f, const RtTraceParams *tp, int w, int h, 
     assert_non_null(ids_g);
     RtRenderParams rp = rt_render_params_default();
     rp.shade.max_bounces = tp->shade.max_bounces;
+    rp.shade.tex_filter = tp->shade.tex_filter;
     rp.use_woop = tp->isect == RT_ISECT_WOOP;
     RtRenderStats cs;
     /* the CPU walks the host copy of the structure the GPU walks */
@@ -331,7 +332,8 @@ static void gpu_trace_cornell_image_matches_cpu(void **state)
     assert_true(ok);
 }
 
-/* The textured scene: map_Kd (sRGB, bilinear, wrap) and map_d cutouts. */
+/* The textured scene: map_Kd (sRGB, trilinear by the ray cone and
+ * bilinear, wrap) and map_d cutouts. */
 static void gpu_trace_textured_image_matches_cpu(void **state)
 {
     need_gpu(state);
@@ -353,6 +355,10 @@ static void gpu_trace_textured_image_matches_cpu(void **state)
     RtTraceParams p = rt_trace_params_default();
     double ids;
     double frac = compare_render(&f, &p, 320, 240, &ids);
+    p.shade.tex_filter = RT_TEX_BILINEAR;
+    double ids_bilinear;
+    double bilinear_frac = compare_render(&f, &p, 320, 240, &ids_bilinear);
+    p.shade.tex_filter = RT_TEX_TRILINEAR;
     /* heatmap mode: the same pixels, coloured by kd nodes visited */
     p.shade.heatmap = 1;
     double ids_heat;
@@ -360,6 +366,8 @@ static void gpu_trace_textured_image_matches_cpu(void **state)
     fixture_free(&f);
     assert_true(frac >= PIXEL_MIN);
     assert_true(ids >= 0.999);
+    assert_true(bilinear_frac >= PIXEL_MIN);
+    assert_true(ids_bilinear >= 0.999);
     assert_true(ids_heat >= 0.999);
     assert_true(heat_frac < PIXEL_MIN); /* a heatmap is not the shaded image */
 }

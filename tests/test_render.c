@@ -14,6 +14,7 @@
 #include "render/render_cpu.h"
 #include "render/sample.h"
 #include "scene/scene.h"
+#include "scene/texture.h"
 
 /* Reference-image tolerance (docs/renderer.md): it absorbs float
  * differences between compilers and CPUs (libm powf, FMA contraction), which
@@ -206,16 +207,20 @@ static int32_t add_material(RtScene *s, RtVec3 kd, float reflect)
     return (int32_t)i;
 }
 
-/* Adds a w x h RGBA texture whose texel (x, y) comes from fn; returns its index. */
+/* Adds a w x h RGBA texture whose texel (x, y) comes from fn, with its mip
+ * levels as a loaded one; returns its index. */
 static int32_t add_texture(RtScene *s, int w, int h, void (*fn)(int x, int y, uint8_t px[4]))
 {
-    RtTexture t = {strdup("(test)"), w, h, malloc((size_t)w * h * 4)};
-    assert_non_null(t.rgba);
+    uint8_t *rgba = malloc((size_t)w * h * 4);
+    assert_non_null(rgba);
     for (int y = 0; y < h; y++)
-        for (int x = 0; x < w; x++) fn(x, y, &t.rgba[4 * ((size_t)y * w + x)]);
-    int64_t i = rt_scene_add_texture(s, t);
-    assert_true(i >= 0);
-    return (int32_t)i;
+        for (int x = 0; x < w; x++) fn(x, y, &rgba[4 * ((size_t)y * w + x)]);
+    char key[32];
+    snprintf(key, sizeof key, "(test %u)", s->tex_count);
+    int32_t i;
+    RtError err = {0};
+    assert_int_equal(rt_texture_add_rgba(s, key, w, h, rgba, &i, &err), RT_OK);
+    return i;
 }
 
 /* The Cornell box: scenes/cornell.scene, or the same room built here from
@@ -359,6 +364,8 @@ static void render_cornell_matches_reference(void **state)
     fixture_free(&f);
 }
 
+/* textured.png is the image from before mip maps: the bilinear variant
+ * still draws it; textured_trilinear.png is the default filter's. */
 static void render_textured_matches_reference(void **state)
 {
     (void)state;
@@ -367,6 +374,10 @@ static void render_textured_matches_reference(void **state)
     RtRenderParams p = rt_render_params_default();
     RtCamera cam = textured_camera();
     RtImage img;
+    render(&f, &cam, &p, W, H, &img, NULL, NULL);
+    expect_matches_ref(&img, "textured_trilinear");
+    rt_image_free(&img);
+    p.shade.tex_filter = RT_TEX_BILINEAR;
     render(&f, &cam, &p, W, H, &img, NULL, NULL);
     expect_matches_ref(&img, "textured");
     rt_image_free(&img);
@@ -900,6 +911,177 @@ static void render_luminance_cutout_without_alpha(void **state)
     alpha_cutout_case(mask_luminance, "luminance mask");
 }
 
+/* ---- texture filtering (docs/renderer.md) ------------------------------------ */
+
+/* A checker of 2-texel cells on 1024 x 1024 texels: black and white, the
+ * worst case for minification. */
+static void fine_checker(int x, int y, uint8_t px[4])
+{
+    px[0] = px[1] = px[2] = ((x >> 1) + (y >> 1)) & 1 ? 255 : 0;
+    px[3] = 255;
+}
+
+/* Sum of |pixel - right neighbour| + |pixel - neighbour below| (green)
+ * where both lie on the plane (mask != 0): the image's high-frequency
+ * energy. */
+static double hf_energy(const RtImage *img, const uint8_t *mask)
+{
+    double e = 0;
+    for (int y = 0; y + 1 < img->h; y++)
+        for (int x = 0; x + 1 < img->w; x++) {
+            size_t i = (size_t)y * img->w + x;
+            if (!mask[i] || !mask[i + 1] || !mask[i + img->w]) continue;
+            int c = pixel(img, x, y)[1];
+            e += abs(c - pixel(img, x + 1, y)[1]) + abs(c - pixel(img, x, y + 1)[1]);
+        }
+    return e;
+}
+
+/* Mean |a - b| (green) over the plane's pixels. */
+static double mean_diff(const RtImage *a, const RtImage *b, const uint8_t *mask)
+{
+    double sum = 0;
+    int n = 0;
+    for (int i = 0; i < a->w * a->h; i++)
+        if (mask[i]) sum += abs((int)a->rgba[4 * i + 1] - (int)b->rgba[4 * i + 1]), n++;
+    return n ? sum / n : 0;
+}
+
+/* A 40 x 40 m checker floor seen from 1.5 m up toward its far edge (60 m
+ * to the horizon at a few degrees): bilinear lookups alias into noise
+ * (moire) where a pixel covers many cells; trilinear by the ray cone has a
+ * fraction of that energy and lies close to the reference, a bilinear
+ * render with 8 x 8 samples a pixel averaged in linear light. */
+static void render_grazing_checker_trilinear_is_smooth_and_close_to_supersampled(void **state)
+{
+    (void)state;
+    enum { SS = 8 };
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    RtMaterial m = rt_material_default();
+    m.map_kd = add_texture(&f.s, 1024, 1024, fine_checker);
+    int32_t mat = (int32_t)rt_scene_add_material(&f.s, &m);
+    add_quad(&f.s, v3(-20, 0, 0), v3(20, 0, 0), v3(20, 0, -40), v3(-20, 0, -40), mat);
+    RtLight l = {RT_LIGHT_DIRECTIONAL, v3(0, 1, 0), v3(1, 1, 1)};
+    assert_true(rt_scene_add_light(&f.s, l) >= 0);
+    RtCamera cam = camera(v3(0, 1.5f, 1), v3(0, 0, -20), 50.0f);
+    f.s.camera = cam;
+    f.s.has_camera = 1;
+    fixture_build(&f, 1);
+
+    RtRenderParams p = rt_render_params_default();
+    p.shade.shadows = 0;
+    RtImage tri, bil, big, ref;
+    uint32_t *ids;
+    render(&f, &cam, &p, W, H, &tri, &ids, NULL);
+    p.shade.tex_filter = RT_TEX_BILINEAR;
+    render(&f, &cam, &p, W, H, &bil, NULL, NULL);
+    render(&f, &cam, &p, W * SS, H * SS, &big, NULL, NULL);
+    assert_int_equal(rt_image_alloc(&ref, W, H), RT_OK);
+    uint8_t *mask = malloc((size_t)W * H);
+    assert_non_null(mask);
+    for (int y = 0; y < H; y++)
+        for (int x = 0; x < W; x++) {
+            mask[y * W + x] = ids[y * W + x] != RT_NO_HIT;
+            for (int k = 0; k < 4; k++) {
+                double sum = 0;
+                for (int j = 0; j < SS; j++)
+                    for (int i = 0; i < SS; i++)
+                        sum += rt_shade_srgb8_to_linear(pixel(&big, x * SS + i, y * SS + j)[k]);
+                ref.rgba[4 * (y * W + x) + k] = rt_shade_linear_to_srgb8((float)(sum / (SS * SS)));
+            }
+        }
+    double e_tri = hf_energy(&tri, mask), e_bil = hf_energy(&bil, mask), e_ref = hf_energy(&ref, mask);
+    double d_tri = mean_diff(&tri, &ref, mask), d_bil = mean_diff(&bil, &ref, mask);
+    print_message("high-frequency energy: trilinear %.0f, bilinear %.0f, supersampled %.0f; mean |diff| to "
+                  "the supersampled image: trilinear %.2f, bilinear %.2f\n", e_tri, e_bil, e_ref, d_tri, d_bil);
+    assert_true(e_tri < 0.25 * e_bil);
+    assert_true(d_tri < 0.5 * d_bil);
+    assert_true(d_tri < 12.0);
+    free(mask);
+    free(ids);
+    rt_image_free(&tri);
+    rt_image_free(&bil);
+    rt_image_free(&big);
+    rt_image_free(&ref);
+    fixture_free(&f);
+}
+
+/* The bilinear variant is the filter from before mip maps: its image is
+ * the one of the same textures with level 0 alone, byte for byte. */
+static void render_bilinear_reads_level_zero_alone(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = textured_camera();
+    RtRenderParams p = rt_render_params_default();
+    RtImage tri, bil, bare;
+    render(&f, &cam, &p, W, H, &tri, NULL, NULL);
+    p.shade.tex_filter = RT_TEX_BILINEAR;
+    render(&f, &cam, &p, W, H, &bil, NULL, NULL);
+    for (uint32_t i = 0; i < f.s.tex_count; i++) {
+        assert_true(f.s.texs[i].levels > 1);
+        f.s.texs[i].levels = 1;
+    }
+    p.shade.tex_filter = RT_TEX_TRILINEAR;
+    render(&f, &cam, &p, W, H, &bare, NULL, NULL);
+    assert_int_equal(count_differing_bytes(&bil, &bare), 0);
+    assert_true(count_differing_bytes(&bil, &tri) > 0);
+    rt_image_free(&tri);
+    rt_image_free(&bil);
+    rt_image_free(&bare);
+    fixture_free(&f);
+}
+
+/* A fence (map_d: one opaque texel column in 8, 1/8 coverage) 10 m wide,
+ * 200 m away: each strand far below a pixel. Masks are read at level 0
+ * (shade.h's rt_shade_alpha_passes), so primary rays still hit strands at
+ * about the coverage; through the mip levels alpha would average to 1/8,
+ * under the cut-off, and the fence would vanish. */
+static void fence_stripes(int x, int y, uint8_t px[4])
+{
+    (void)y;
+    px[0] = px[1] = px[2] = 128;
+    px[3] = x % 8 == 0 ? 255 : 0;
+}
+
+static void render_far_cutout_fence_keeps_its_coverage(void **state)
+{
+    (void)state;
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    RtMaterial m = rt_material_default();
+    m.map_d = add_texture(&f.s, 64, 64, fence_stripes);
+    int32_t mat = (int32_t)rt_scene_add_material(&f.s, &m);
+    uint32_t fence = add_quad(&f.s, v3(-5, -5, -200), v3(5, -5, -200), v3(5, 5, -200), v3(-5, 5, -200), mat);
+    RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 10.0f);
+    f.s.camera = cam;
+    f.s.has_camera = 1;
+    fixture_build(&f, 1);
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    uint32_t *ids;
+    render(&f, &cam, &p, W, H, &img, &ids, NULL);
+    /* the fence spans x, y in [-5, 5] at 200 m: tan = 0.025 of the half
+     * view's tan 5 = 0.0875, 17 rows either side of the centre (H = 120);
+     * count the 14 rows and columns either side, inside it */
+    int inside = 0, hits = 0;
+    for (int y = H / 2 - 14; y < H / 2 + 14; y++)
+        for (int x = W / 2 - 14; x < W / 2 + 14; x++) {
+            inside++;
+            hits += ids[y * W + x] == fence || ids[y * W + x] == fence + 1;
+        }
+    double cover = (double)hits / inside;
+    print_message("far fence: %.3f of its pixels hit a strand (texel coverage 0.125)\n", cover);
+    assert_true(cover > 0.05 && cover < 0.3);
+    rt_image_free(&img);
+    free(ids);
+    fixture_free(&f);
+}
+
 static void render_textures_toggle_changes_image(void **state)
 {
     (void)state;
@@ -970,6 +1152,7 @@ static void render_camera_looking_away_is_background(void **state)
     textured_fixture(&f);
     RtCamera cam = camera(v3(0, 1, 6), v3(0, 1, 12), 50.0f); /* away from the scene */
     RtRenderParams p = rt_render_params_default();
+    p.shade.sky = 0; /* the flat background (the sky: render_camera_looking_away_sees_the_sky) */
     RtImage img;
     uint32_t *ids;
     RtRenderStats st;
@@ -983,6 +1166,31 @@ static void render_camera_looking_away_is_background(void **state)
     }
     assert_int_equal(st.primary_rays, 32 * 24);
     assert_int_equal(st.shadow_rays, 0);
+    rt_image_free(&img);
+    free(ids);
+    fixture_free(&f);
+}
+
+/* With the sky on (the default), a miss sees rt_shade_sky of its own
+ * direction: pixels higher in the image (looking further up) are bluer. */
+static void render_camera_looking_away_sees_the_sky(void **state)
+{
+    (void)state;
+    Fixture f;
+    textured_fixture(&f);
+    RtCamera cam = camera(v3(0, 1, 6), v3(0, 1.5f, 12), 50.0f);
+    RtRenderParams p = rt_render_params_default();
+    RtImage img;
+    uint32_t *ids;
+    RtRenderStats st;
+    render(&f, &cam, &p, 32, 24, &img, &ids, &st);
+    RtCameraBasis b = rt_camera_basis(cam, 32, 24);
+    for (int i = 0; i < 32 * 24; i += 7) {
+        RtVec3 c = rt_shade_sky(rt_camera_dir(&b, (float)(i % 32) + 0.5f, (float)(i / 32) + 0.5f));
+        assert_int_equal(img.rgba[4 * i + 2], rt_shade_linear_to_srgb8(c.z));
+    }
+    const uint8_t *top = &img.rgba[4 * 16], *bottom = &img.rgba[4 * (23 * 32 + 16)];
+    assert_true(top[2] - top[0] > bottom[2] - bottom[0]);
     rt_image_free(&img);
     free(ids);
     fixture_free(&f);
@@ -1273,9 +1481,13 @@ int main(void)
         cmocka_unit_test(render_alpha_cutout_ray_passes_hole),
         cmocka_unit_test(render_luminance_cutout_without_alpha),
         cmocka_unit_test(render_textures_toggle_changes_image),
+        cmocka_unit_test(render_grazing_checker_trilinear_is_smooth_and_close_to_supersampled),
+        cmocka_unit_test(render_bilinear_reads_level_zero_alone),
+        cmocka_unit_test(render_far_cutout_fence_keeps_its_coverage),
         cmocka_unit_test(render_woop_and_mt_nearly_equal),
         cmocka_unit_test(render_one_pixel_image),
         cmocka_unit_test(render_camera_looking_away_is_background),
+        cmocka_unit_test(render_camera_looking_away_sees_the_sky),
         cmocka_unit_test(render_rejects_bad_arguments),
         cmocka_unit_test(render_heatmap_colours_by_steps),
         cmocka_unit_test(render_default_headlight_lights_scene),

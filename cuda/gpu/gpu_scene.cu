@@ -25,7 +25,7 @@ struct RtGpuScene {
     RtFloat4 *d_staging;        /* host-vertex uploads of update_tris */
     uint32_t tri_cap;
     /* textures */
-    cudaArray_t *arrays;
+    cudaMipmappedArray_t *arrays;
     cudaTextureObject_t *tex_srgb, *tex_raw;
     uint32_t tex_count;
     RtGpuTraceCounters *d_counters;
@@ -79,23 +79,35 @@ extern "C" RtStatus rt_gpu_scene_update_tris(RtGpuScene *gs, const RtFloat4 *ver
 
 /* ---- scene upload, once -------------------------------------------------- */
 
-/* Two texture objects over one array: sRGB-decoded for map_Kd (the hardware
- * converts each texel before filtering, as the CPU renderer does) and raw
- * for map_d. Bilinear, wrap, normalised coordinates. */
+/* Two texture objects over one mipmapped array holding the levels the host
+ * built (rt_texture_build_mips; CUDA's level extents are the same halvings):
+ * sRGB-decoded for map_Kd (the hardware converts each texel before
+ * filtering, as the CPU renderer does) and raw for map_d. Bilinear within a
+ * level, linear between levels (trilinear, tex2DLod), wrap, normalised
+ * coordinates. */
 static RtStatus upload_texture(RtGpuScene *gs, uint32_t i, const RtTexture *t, RtError *err)
 {
     cudaChannelFormatDesc fmt = cudaCreateChannelDesc<uchar4>();
-    CUDA_CHECK(err, cudaMallocArray(&gs->arrays[i], &fmt, (size_t)t->w, (size_t)t->h));
-    CUDA_CHECK(err, cudaMemcpy2DToArray(gs->arrays[i], 0, 0, t->rgba, (size_t)t->w * 4,
-                                        (size_t)t->w * 4, (size_t)t->h, cudaMemcpyHostToDevice));
+    unsigned levels = t->levels > 1 ? (unsigned)t->levels : 1u;
+    CUDA_CHECK(err, cudaMallocMipmappedArray(&gs->arrays[i], &fmt, make_cudaExtent((size_t)t->w, (size_t)t->h, 0),
+                                             levels, 0));
+    for (unsigned l = 0; l < levels; l++) {
+        RtTexture lv = rt_texture_level(t, (int)l);
+        cudaArray_t a;
+        CUDA_CHECK(err, cudaGetMipmappedArrayLevel(&a, gs->arrays[i], l));
+        CUDA_CHECK(err, cudaMemcpy2DToArray(a, 0, 0, lv.rgba, (size_t)lv.w * 4, (size_t)lv.w * 4, (size_t)lv.h,
+                                            cudaMemcpyHostToDevice));
+    }
     cudaResourceDesc res;
     memset(&res, 0, sizeof res);
-    res.resType = cudaResourceTypeArray;
-    res.res.array.array = gs->arrays[i];
+    res.resType = cudaResourceTypeMipmappedArray;
+    res.res.mipmap.mipmap = gs->arrays[i];
     cudaTextureDesc td;
     memset(&td, 0, sizeof td);
     td.addressMode[0] = td.addressMode[1] = cudaAddressModeWrap;
     td.filterMode = cudaFilterModeLinear;
+    td.mipmapFilterMode = cudaFilterModeLinear;
+    td.maxMipmapLevelClamp = (float)(levels - 1);
     td.readMode = cudaReadModeNormalizedFloat;
     td.normalizedCoords = 1;
     td.sRGB = 1;
@@ -116,7 +128,11 @@ static RtGpuMaterial gpu_material(const RtScene *s, const RtGpuScene *gs, const 
     RtGpuMaterial g;
     memset(&g, 0, sizeof g);
     g.shade = rt_shade_material(m);
-    if (texture_usable(s, m->map_kd)) g.tex_kd = gs->tex_srgb[m->map_kd];
+    if (texture_usable(s, m->map_kd)) {
+        g.tex_kd = gs->tex_srgb[m->map_kd];
+        g.kd_w = s->texs[m->map_kd].w;
+        g.kd_h = s->texs[m->map_kd].h;
+    }
     if (texture_usable(s, m->map_d)) {
         g.tex_mask = gs->tex_raw[m->map_d];
         g.mask_uses_alpha = rt_shade_texture_has_alpha(&s->texs[m->map_d]);
@@ -216,7 +232,7 @@ extern "C" RtStatus rt_gpu_scene_create(const RtScene *s, RtGpuScene **out, RtEr
     RtGpuScene *gs = (RtGpuScene *)calloc(1, sizeof *gs);
     if (!gs) return rt_fail(err, RT_ERR_OOM, "TRACE: out of host memory");
     size_t nt = s->tex_count ? s->tex_count : 1;
-    gs->arrays = (cudaArray_t *)calloc(nt, sizeof *gs->arrays);
+    gs->arrays = (cudaMipmappedArray_t *)calloc(nt, sizeof *gs->arrays);
     gs->tex_srgb = (cudaTextureObject_t *)calloc(nt, sizeof *gs->tex_srgb);
     gs->tex_raw = (cudaTextureObject_t *)calloc(nt, sizeof *gs->tex_raw);
     gs->tex_count = s->tex_count;
@@ -241,7 +257,7 @@ extern "C" void rt_gpu_scene_destroy(RtGpuScene *gs)
     for (uint32_t i = 0; i < gs->tex_count; i++) {
         if (gs->tex_srgb && gs->tex_srgb[i]) cudaDestroyTextureObject(gs->tex_srgb[i]);
         if (gs->tex_raw && gs->tex_raw[i]) cudaDestroyTextureObject(gs->tex_raw[i]);
-        if (gs->arrays && gs->arrays[i]) cudaFreeArray(gs->arrays[i]);
+        if (gs->arrays && gs->arrays[i]) cudaFreeMipmappedArray(gs->arrays[i]);
     }
     free(gs->arrays);
     free(gs->tex_srgb);

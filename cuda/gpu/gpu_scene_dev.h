@@ -10,12 +10,14 @@
 #include "render/shade.h"
 
 /* A material as the kernels read it: the shading fields (render/shade.h)
- * and the textures as CUDA texture objects (0 = none): tex_kd decodes sRGB
- * -> linear per texel before the bilinear filter (as the CPU renderer's LUT
- * does), tex_mask reads the same texels unconverted for map_d. */
+ * and the textures as CUDA texture objects over mipmapped arrays (0 =
+ * none): tex_kd decodes sRGB -> linear per texel before the trilinear
+ * filter (as the CPU renderer's LUT does), tex_mask reads the same texels
+ * unconverted for map_d (at level 0). */
 typedef struct RtGpuMaterial {
     RtShadeMaterial shade;
     int mask_uses_alpha;          /* map_d: 1 = texel alpha, 0 = luminance */
+    int kd_w, kd_h;               /* map_Kd's level-0 size, for rt_shade_texture_lod */
     cudaTextureObject_t tex_kd;   /* map_Kd, sRGB-decoded */
     cudaTextureObject_t tex_mask; /* map_d, raw */
 } RtGpuMaterial;

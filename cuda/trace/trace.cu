@@ -35,12 +35,13 @@ __device__ static void tri_uv(const RtGpuSceneView &sc, uint32_t tri, float u, f
     rt_shade_uv(&sc.uvs[6 * (size_t)tri], u, v, tu, tv);
 }
 
-/* rt_shade_texture_sample in the texture unit: OBJ's v = 0 is the image's
- * bottom row and RtTexture row 0 its top, so the lookup is at 1 - v;
- * normalised coordinates put texel centres at half-integers. */
-__device__ static float4 sample(cudaTextureObject_t tex, float tu, float tv)
+/* rt_shade_texture_trilinear in the texture unit, at mip level lod: OBJ's
+ * v = 0 is the image's bottom row and RtTexture row 0 its top, so the
+ * lookup is at 1 - v; normalised coordinates put texel centres at
+ * half-integers. */
+__device__ static float4 sample(cudaTextureObject_t tex, float tu, float tv, float lod)
 {
-    return tex2D<float4>(tex, tu, 1.0f - tv);
+    return tex2DLod<float4>(tex, tu, 1.0f - tv, lod);
 }
 
 /* 0 where the material's map_d is a hole (rt_shade_alpha_passes). */
@@ -52,7 +53,7 @@ __device__ static bool alpha_pass(const RtGpuSceneView &sc, const TraceCfg &cfg,
     if (!m.tex_mask) return true;
     float tu, tv;
     tri_uv(sc, tri, u, v, &tu, &tv);
-    float4 x = sample(m.tex_mask, tu, tv);
+    float4 x = sample(m.tex_mask, tu, tv, 0.0f); /* level 0: rt_shade_alpha_passes says why */
     return rt_shade_alpha_passes(x.x, x.y, x.z, x.w, m.mask_uses_alpha);
 }
 
@@ -154,9 +155,10 @@ struct BvhWalk {
 /* ---- shading (render/shade.h) -------------------------------------------- */
 
 /* The surface at a hit of material m: corners from the per-triangle
- * arrays, the map_Kd texel from the texture unit. */
+ * arrays, the map_Kd texel from the texture unit at the mip level of a ray
+ * cone `width` wide there (0: level 0). */
 __device__ static RtShadeSurface surface_at(const RtGpuSceneView &sc, const TraceCfg &cfg,
-                                            const RtGpuMaterial &m, RtVec3 dir, RtHit hit)
+                                            const RtGpuMaterial &m, RtVec3 dir, RtHit hit, float width)
 {
     const RtFloat4 *pv = &sc.verts[3 * (size_t)hit.tri];
     const RtFloat4 *pn = &sc.normals[3 * (size_t)hit.tri];
@@ -164,9 +166,12 @@ __device__ static RtShadeSurface surface_at(const RtGpuSceneView &sc, const Trac
                                          f4_xyz(pn[0]), f4_xyz(pn[1]), f4_xyz(pn[2]), hit.u,
                                          hit.v, dir, m.shade.kd);
     if (cfg.textures && m.tex_kd) {
+        const float *uv = &sc.uvs[6 * (size_t)hit.tri];
         float tu, tv;
-        tri_uv(sc, hit.tri, hit.u, hit.v, &tu, &tv);
-        float4 x = sample(m.tex_kd, tu, tv);
+        rt_shade_uv(uv, hit.u, hit.v, &tu, &tv);
+        float lod = rt_shade_texture_lod(f4_xyz(pv[0]), f4_xyz(pv[1]), f4_xyz(pv[2]), uv, m.kd_w, m.kd_h, width,
+                                         v3_dot(sf.ng, dir));
+        float4 x = sample(m.tex_kd, tu, tv, lod);
         sf.albedo = v3_mul(sf.albedo, v3(x.x, x.y, x.z));
     }
     return sf;
@@ -188,6 +193,7 @@ typedef struct RenderArgs {
     RtPhotonMaps photons; /* device pointers; valid when has_photons */
     int has_photons;
     RtFloat4 *accum;      /* accumulation sums (device, w*h) or NULL */
+    RtShadeEnv env;       /* the environment map (device; rgb NULL: none) */
 } RenderArgs;
 
 /* The photon maps' radiance at sf (photon.h). Not inlined: its 64-entry
@@ -219,6 +225,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
     RtRay ray = {ra.cam.o, dir};
     bool through = rt_shade_shadow_casts_through(&ra.shade, sc.transmits);
     RtShadePath path = rt_shade_path_start();
+    RtShadeCone cone = rt_shade_cone_primary(&ra.shade, &ra.cam);
     bool alive = valid;
     uint32_t id = RT_NO_HIT, steps = 0, n_shadow = 0, n_refl = 0;
     for (int depth = 0; depth <= ra.shade.max_bounces; depth++) {
@@ -226,7 +233,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         RtHit hit = Walk::trace(DevPrims{sc, cfg}, tr, ray.o, ray.d, 0.0f, INFINITY, alive, false,
                                 depth == 0 ? &steps : NULL);
         if (alive && hit.tri == RT_NO_HIT) {
-            rt_shade_path_miss(&path, &ra.shade);
+            rt_shade_path_miss(&path, rt_shade_background(&ra.shade, &ra.env, ray.d));
             alive = false;
         }
         if (depth == 0 && alive) id = hit.tri;
@@ -235,7 +242,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         RtVec3 local = v3(0, 0, 0), origin = v3(0, 0, 0);
         if (alive) {
             m = sc.mats[sc.mat[hit.tri]];
-            sf = surface_at(sc, cfg, m, ray.d, hit);
+            sf = surface_at(sc, cfg, m, ray.d, hit, rt_shade_cone_hit(&cone, hit.t));
             origin = rt_shade_offset(&sf, sc.eps);
         }
         /* ambient occlusion: every lane casts ao_rays (warp-uniform), counted as shadow rays */
@@ -325,7 +332,7 @@ __global__ void __launch_bounds__(kBlock) photon_kernel(RtGpuSceneView sc, typen
         if (alive && hit.tri == RT_NO_HIT) alive = false;
         if (!alive) continue;
         RtGpuMaterial m = sc.mats[sc.mat[hit.tri]];
-        RtShadeSurface sf = surface_at(sc, cfg, m, ray.d, hit);
+        RtShadeSurface sf = surface_at(sc, cfg, m, ray.d, hit, 0.0f); /* a photon has no footprint */
         RtPhoton arriving = {ph.power, ray.d};
         uint32_t store;
         alive = rt_photon_hit(&ph, &pa.shade, &m.shade, &sf, ray.d, sc.eps, i, pa.pp.seed, depth, &store, &ray);
@@ -475,6 +482,8 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtS
     if (ra.has_photons) ra.photons = *frame->photons;
     else memset(&ra.photons, 0, sizeof ra.photons);
     ra.accum = frame ? frame->accum : NULL;
+    if (frame) ra.env = frame->env;
+    else memset(&ra.env, 0, sizeof ra.env);
     uint32_t threads = thread_count(ra.ray_map, w, h);
     dim3 grid((threads + kBlock - 1) / kBlock);
     if (accel->kind == RT_ACCEL_BVH)

@@ -2,6 +2,8 @@
  * scene's animation (load -> animate -> build -> trace), on the GPU when
  * one is usable, else on the CPU reference path. */
 #include "app/headless.h"
+
+#include "scene/envmap.h"
 #include "scene/load.h"
 
 #include <stdio.h>
@@ -19,6 +21,10 @@ RtStatus rt_app_load_scene(const RtOptions *o, RtScene *scene, RtError *err)
     /* --runners N: Chang et al.'s "scene with i runners" for build time vs
      * triangle count; the runners size their paths to the loaded scene */
     if (o->runners > 0 && (st = rt_scene_add_runners(scene, o->runners, err)) != RT_OK) {
+        rt_scene_free(scene);
+        return st;
+    }
+    if (o->env_path && (st = rt_envmap_load(scene, o->env_path, 1.0f, 0.0f, err)) != RT_OK) {
         rt_scene_free(scene);
         return st;
     }

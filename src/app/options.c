@@ -65,6 +65,8 @@ void rt_options_usage(FILE *f)
             "  --cpu                 use the CPU backend (the reference renderer)\n"
             "  --threads N           CPU threads (default: all cores)\n"
             "  --bounces N           mirror reflection bounces (default 1)\n"
+            "  --env FILE.hdr        an environment map (equirectangular HDR) seen past the scene and\n"
+            "                        lighting it (.scene: environment PATH [intensity X] [rotate DEG])\n"
             "  --spp N               headless: N jittered samples per pixel, accumulated (default 1;\n"
             "                        the window accumulates by itself while the view rests)\n"
             "  --photons N           photon mapping with N photons per frame: caustics and indirect\n"
@@ -220,6 +222,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         else if (!strcmp(a, "--runners")) { TAKES_VALUE(); st = parse_int(a, next, 0, 1000, &o->runners, err); }
         else if (!strcmp(a, "--warmup")) { TAKES_VALUE(); st = parse_int(a, next, 0, 100000, &o->warmup, err); }
         else if (!strcmp(a, "--spp")) { TAKES_VALUE(); st = parse_int(a, next, 1, 65536, &o->spp, err); }
+        else if (!strcmp(a, "--env")) { TAKES_VALUE(); o->env_path = next; }
         else if (!strcmp(a, "--json")) { TAKES_VALUE(); o->json_path = next; }
         else if (!strcmp(a, "--csv")) { TAKES_VALUE(); o->csv_path = next; }
         else if (!strcmp(a, "--bench")) {

@@ -83,6 +83,7 @@ struct RtPipeline {
     /* progressive accumulation (RtShadeParams.sample): linear colour sums per pixel */
     RtFloat4 *accum;        /* host (CPU backend) or device (GPU backend) */
     size_t accum_cap;       /* pixels */
+    float *d_env;           /* GPU: the scene's environment map, uploaded at the first frame that needs it */
 };
 
 RtPipelineParams rt_pipeline_params_default(void)
@@ -218,6 +219,7 @@ void rt_pipeline_destroy(RtPipeline *p)
     rt_photon_gpu_destroy(p->pgpu);
     if (p->backend == RT_BACKEND_GPU) rt_gpu_free(p->accum);
     else free(p->accum);
+    rt_gpu_free(p->d_env);
     rt_tri_arrays_free(&p->host_tris);
     rt_gpu_free(p->d_rgba);
     rt_gpu_anim_destroy(p->anim);
@@ -302,6 +304,19 @@ static RtStatus shade_frame(RtPipeline *p, int w, int h, RtShadeFrame *fr, RtErr
     }
     fr->accum = p->accum;
     fr->photons = !p->photons_ready ? NULL : gpu ? &p->d_pmaps : &p->pmaps.view;
+    /* the environment map: the scene's on the host, a copy on the device */
+    const RtEnvMap *e = &p->scene->env;
+    memset(&fr->env, 0, sizeof fr->env);
+    if (e->rgb) {
+        size_t bytes = (size_t)e->w * e->h * 3 * sizeof(float);
+        if (gpu && !p->d_env) {
+            RtStatus s = rt_gpu_alloc((void **)&p->d_env, bytes, "environment map", err);
+            if (s == RT_OK) s = rt_gpu_memcpy(p->d_env, e->rgb, bytes, RT_COPY_TO_DEVICE, err);
+            if (s != RT_OK) return s;
+        }
+        fr->env.rgb = gpu ? p->d_env : e->rgb;
+        fr->env.w = e->w, fr->env.h = e->h, fr->env.intensity = e->intensity, fr->env.rotate = e->rotate;
+    }
     return RT_OK;
 }
 

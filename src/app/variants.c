@@ -130,6 +130,11 @@ static const RtVariantValue kTonemap[] = {
     {"aces", RT_TONEMAP_ACES, "ACES filmic curve (Narkowicz 2015): highlights roll off"},
     {NULL, 0, NULL},
 };
+static const RtVariantValue kTexFilter[] = {
+    {"trilinear", RT_TEX_TRILINEAR, "mip levels picked by a ray cone's footprint (Akenine-Moller et al. 2019)"},
+    {"bilinear", RT_TEX_BILINEAR, "the full-resolution texture at any distance (aliases when minified)"},
+    {NULL, 0, NULL},
+};
 
 /* The viewer cycles these; --photons N takes any count up to 2^26. */
 static const RtVariantValue kPhotons[] = {
@@ -220,6 +225,8 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                         "mirror / refraction depth", .numeric = 1},
     [RT_VAR_TEXTURES] = {"textures", "textures", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.textures), 1, 0, 1, kOnOff, 'T', 0,
                          "map_Kd colours and map_d cut-outs"},
+    [RT_VAR_TEX_FILTER] = {"filter", "texture filter", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.tex_filter), 1, 0, 1,
+                           kTexFilter, 0, 0, "how map_Kd is filtered with distance (no key: every letter is taken)"},
     [RT_VAR_REFRACTION] = {"refraction", "refraction", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.refraction), 1, 0, 1, kOnOff, 'F',
                            0, "materials with d < 1 refract (ni)"},
     [RT_VAR_HEATMAP] = {"heatmap", "heatmap", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.heatmap), 1, 0, 1, kOffOn, 'M', 0,
@@ -235,6 +242,8 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                         .numeric = 1},
     [RT_VAR_TONEMAP] = {"tonemap", "tone mapping", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.tonemap), 1, 0, 1, kTonemap, 'Z', 0,
                         "how linear colour becomes display values"},
+    [RT_VAR_SKY] = {"sky", "sky", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.sky), 1, 0, 1, kOnOff, 0, 0,
+                    "rays leaving the scene see a sky gradient (on) or the flat background (off); an environment map wins"},
     [RT_VAR_EXPOSURE] = {"exposure", "exposure", RT_SCOPE_TRACE, RT_VK_FLOAT, TRACE(shade.exposure), 1, -16, 16, NULL, 0, 0,
                          "stops of exposure before tone mapping (the window's , and . keys: -/+ 0.5)"},
     [RT_VAR_PHOTON_K] = {"photonk", "photons/estimate", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.k),

@@ -61,12 +61,14 @@ typedef enum RtVariantId {
     RT_VAR_SHADOWS,
     RT_VAR_BOUNCES,
     RT_VAR_TEXTURES,
+    RT_VAR_TEX_FILTER,
     RT_VAR_REFRACTION,
     RT_VAR_HEATMAP,
     RT_VAR_AO, RT_VAR_AO_DISTANCE, /* ambient occlusion: both backends */
     RT_VAR_PHOTONS,        /* photon mapping: both backends */
     RT_VAR_PHOTON_K,
     RT_VAR_TONEMAP,        /* display: both backends */
+    RT_VAR_SKY,
     RT_VAR_EXPOSURE,
     RT_VAR_COUNT
 } RtVariantId;

@@ -165,8 +165,9 @@ static RtVec3 shadow_transmittance(const RtRenderJob *job, RtRay sr, float tmax,
 
 /* ---- shading (shade.h) ------------------------------------------------- */
 
-/* The surface at a hit, and the material's shading fields in *mat. */
-static RtShadeSurface surface_at(const RtRenderJob *job, RtRay ray, const RtHit *hit,
+/* The surface at a hit, and the material's shading fields in *mat; map_Kd
+ * at the mip level of a ray cone `width` wide there (0: level 0). */
+static RtShadeSurface surface_at(const RtRenderJob *job, RtRay ray, const RtHit *hit, float width,
                                  RtShadeMaterial *mat)
 {
     const RtScene *s = job->scene;
@@ -178,9 +179,11 @@ static RtShadeSurface surface_at(const RtRenderJob *job, RtRay ray, const RtHit 
         rt_shade_surface(a->p, b->p, c->p, a->n, b->n, c->n, hit->u, hit->v, ray.d, m->kd);
     const RtTexture *tex = job->p.shade.textures ? texture_at(s, m->map_kd) : NULL;
     if (tex) {
+        const float uv[6] = {a->u, a->v, b->u, b->v, c->u, c->v};
         float tu, tv;
-        tri_uv(s, hit->tri, hit->u, hit->v, &tu, &tv);
-        RtShadeTexel x = rt_shade_texture_sample(tex, job->srgb_lut, tu, tv);
+        rt_shade_uv(uv, hit->u, hit->v, &tu, &tv);
+        float lod = rt_shade_texture_lod(a->p, b->p, c->p, uv, tex->w, tex->h, width, v3_dot(sf.ng, ray.d));
+        RtShadeTexel x = rt_shade_texture_trilinear(tex, job->srgb_lut, tu, tv, lod);
         sf.albedo = v3_mul(sf.albedo, v3(x.c[0], x.c[1], x.c[2]));
     }
     return sf;
@@ -228,6 +231,7 @@ static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t pixel, uin
                           RtRenderStats *st)
 {
     RtShadePath path = rt_shade_path_start();
+    RtShadeCone cone = rt_shade_cone_primary(&job->p.shade, &job->cam);
     *id = RT_NO_HIT;
     for (int depth = 0;; depth++) {
         RtHit hit;
@@ -235,12 +239,12 @@ static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t pixel, uin
         if (depth == 0) st->primary_rays++;
         else st->reflection_rays++;
         if (!closest_hit(job, ray, 0.0f, INFINITY, &hit, depth == 0 ? steps : NULL)) {
-            rt_shade_path_miss(&path, &job->p.shade);
+            rt_shade_path_miss(&path, rt_shade_background(&job->p.shade, &job->frame.env, ray.d));
             return path.color;
         }
         if (depth == 0) *id = hit.tri;
         RtShadeMaterial m;
-        RtShadeSurface sf = surface_at(job, ray, &hit, &m);
+        RtShadeSurface sf = surface_at(job, ray, &hit, rt_shade_cone_hit(&cone, hit.t), &m);
         RtVec3 local = shade_local(job, &sf, &m, ray, pixel, depth, st);
         if (!rt_shade_path_next(&path, &job->p.shade, &m, &sf, local, job->eps, depth, &ray))
             return path.color;
@@ -404,7 +408,7 @@ static void photon_task(void *ctx, int worker, size_t chunk)
             hit.tri = RT_NO_HIT;
             if (!closest_hit(job, ray, 0.0f, INFINITY, &hit, NULL)) break;
             RtShadeMaterial m;
-            RtShadeSurface sf = surface_at(job, ray, &hit, &m);
+            RtShadeSurface sf = surface_at(job, ray, &hit, 0.0f, &m); /* a photon has no footprint */
             uint32_t store;
             RtPhoton arriving = {ph.power, ray.d};
             int goes_on = rt_photon_hit(&ph, &job->p.shade, &m, &sf, ray.d, job->eps, i, pp->seed, depth, &store,

@@ -12,7 +12,8 @@
  * light), never a scene, and the light loop is cut into steps around the
  * shadow ray the caller casts:
  *
- *   sf = rt_shade_surface(corners, hit, ray.d, kd)   albedo *= map_Kd texel
+ *   sf = rt_shade_surface(corners, hit, ray.d, kd)   albedo *= map_Kd texel at
+ *        the mip level of the ray cone's width (rt_shade_cone_hit, _texture_lod)
  *   local = rt_shade_ambient(...)
  *   per light: ld = rt_shade_light(&sf, light)
  *              if shadows and rt_shade_shadow_ray(&ld, eps, &tmax):
@@ -27,10 +28,11 @@
  * The GPU image is checked against the CPU one (tests/test_gpu_trace.c), so
  * both run these very formulas; they differ where nvcc contracts a*b + c
  * into an FMA, in the last ulps of powf, and in the texture unit's 8-bit
- * bilinear weights (docs/trace_gpu.md). */
+ * bilinear and mip-level weights (docs/trace_gpu.md). */
 #ifndef RT_SHADE_H
 #define RT_SHADE_H
 
+#include "core/camera.h"
 #include "core/isect.h"
 #include "scene/scene.h"
 
@@ -68,6 +70,10 @@ extern "C" {
  * midpoint of a 0..1 coverage, so a filtered edge cuts halfway between an
  * opaque and a clear texel. */
 #define RT_SHADE_ALPHA_CUTOFF 0.5f
+/* The largest mip level rt_shade_texture_lod returns: past the 1 x 1 level
+ * of any texture (2^30 texels a side), and finite for the GPU's lookup
+ * when a ray grazes (cos_nd -> 0). */
+#define RT_SHADE_LOD_MAX 30.0f
 
 /* ---- parameters ---------------------------------------------------------- */
 
@@ -76,6 +82,13 @@ typedef enum RtShadeTonemap {
     RT_TONEMAP_CLAMP = 0, /* clamp to [0, 1]: the scene's colours as authored */
     RT_TONEMAP_ACES = 1   /* ACES filmic (Narkowicz 2015's fit): highlights roll off instead of clipping */
 } RtShadeTonemap;
+
+/* How map_Kd is filtered (RtShadeParams.tex_filter; docs/renderer.md,
+ * "Texture filtering"). */
+typedef enum RtTexFilter {
+    RT_TEX_BILINEAR = 0, /* level 0 alone, at any distance: sharp, aliases when minified */
+    RT_TEX_TRILINEAR = 1 /* two mip levels around the ray cone's footprint */
+} RtTexFilter;
 
 /* How a frame is shaded: RtRenderParams.shade (CPU) and RtTraceParams.shade
  * (GPU) are this struct, so both backends read the same switches. Defaults:
@@ -86,7 +99,9 @@ typedef struct RtShadeParams {
     int textures;      /* 1: map_Kd colours the surface, map_d cuts holes */
     int refraction;    /* 1: a material with d < 1 passes light on (Snell with ni for illum 4/6/7) */
     int heatmap;       /* 1: pixel = kd-tree nodes visited by the primary ray */
-    RtVec3 background; /* linear RGB of rays that leave the scene */
+    int tex_filter;    /* RtTexFilter of map_Kd */
+    RtVec3 background; /* linear RGB of rays that leave the scene (with sky off and no environment map) */
+    int sky;           /* 1: rays that leave the scene see a sky gradient (rt_shade_sky) instead */
     RtVec3 ambient;    /* linear ambient light, times the albedo */
     float exposure;    /* stops: linear colour x 2^exposure before tone mapping */
     int tonemap;       /* RtShadeTonemap */
@@ -107,7 +122,9 @@ RT_HD RtShadeParams rt_shade_params_default(void)
     p.textures = 1;    /* OBJ/MTL scenes (Sponza) need map_Kd and map_d to look right */
     p.refraction = 1;  /* MTL d < 1 (glass, AFF T > 0) is modelled, not drawn opaque */
     p.heatmap = 0;     /* a debugging view */
+    p.tex_filter = RT_TEX_TRILINEAR; /* distant checkers and floors without moire */
     p.background = v3(0.05f, 0.06f, 0.09f); /* dark blue-grey: misses stand out from black surfaces */
+    p.sky = 1;         /* a sky reads as outdoors and shows a view's orientation; flat is a key away */
     p.ambient = v3(0.08f, 0.08f, 0.08f);    /* shadowed sides stay readable under one light */
     p.exposure = 0.0f;               /* scenes are authored for display values as they are */
     p.tonemap = RT_TONEMAP_CLAMP;    /* likewise; ACES for light-heavy views (photons, area lights) */
@@ -280,6 +297,79 @@ RT_HD RtShadeTexel rt_shade_texture_sample(const RtTexture *t, const float *srgb
     return r;
 }
 
+/* ---- texture level of detail: ray cones --------------------------------------
+ * Akenine-Moller et al., "Texture Level of Detail Strategies for Real-Time
+ * Ray Tracing", Ray Tracing Gems (2019), ch. 20: a cone around each eye
+ * ray, as wide as a pixel's footprint, picks the mip level whose texels are
+ * that wide. The curvature term (their beta) is omitted: a mirror or a
+ * refraction passes the cone on with the spread it came with, so the width
+ * grows with the whole chain's length, as if every surface were flat. */
+
+typedef struct RtShadeCone {
+    float width;  /* at the ray's origin, world units */
+    float spread; /* angle, radians: width gained per unit of distance */
+} RtShadeCone;
+
+/* A primary ray's cone: width 0 at the eye, spread one pixel's angle,
+ * gamma = atan(2 tan(fov_y / 2) / height) (their eq. 30; cam->up is
+ * tan(fov_y / 2) long). With RT_TEX_BILINEAR the spread is 0: every
+ * lookup lands on level 0, today's filter. */
+RT_HD RtShadeCone rt_shade_cone_primary(const RtShadeParams *p, const RtCameraBasis *cam)
+{
+    RtShadeCone c;
+    c.width = 0.0f;
+    c.spread = p->tex_filter == RT_TEX_TRILINEAR ? atanf(2.0f * v3_len(cam->up) * cam->inv_h) : 0.0f;
+    return c;
+}
+
+/* Moves the cone to a hit t along its ray and returns its width there
+ * (w_i = w_{i-1} + gamma t_i, small angles): the width the lookup at the
+ * hit uses and the next ray of the chain starts with. */
+RT_HD float rt_shade_cone_hit(RtShadeCone *c, float t)
+{
+    c->width += c->spread * t;
+    return c->width;
+}
+
+/* The mip level (lambda, their eq. 34) of a cone width wide meeting the
+ * triangle (a, b, c) with texture coordinates uv (rt_shade_uv's) at cosine
+ * cos_nd between its geometric normal and the ray, in a tw x th texture:
+ *   lambda = Delta_0 + log2(|width| / |cos_nd|),
+ *   Delta_0 = 0.5 log2(t_a / p_a), t_a = tw th |uv area x 2|, p_a = |world area x 2|
+ * (texels per world unit, squared). 0 (level 0) for a zero width, a
+ * triangle without UV area, or NaN; the caller clamps to its last level. */
+RT_HD float rt_shade_texture_lod(RtVec3 a, RtVec3 b, RtVec3 c, const float uv[6], int tw, int th,
+                                 float width, float cos_nd)
+{
+    float ta = (float)tw * (float)th *
+               fabsf((uv[2] - uv[0]) * (uv[5] - uv[1]) - (uv[4] - uv[0]) * (uv[3] - uv[1]));
+    float pa = v3_len(v3_cross(v3_sub(b, a), v3_sub(c, a)));
+    float lod = 0.5f * log2f(ta / pa) + log2f(fabsf(width) / fabsf(cos_nd));
+    return lod > 0.0f ? fminf(lod, RT_SHADE_LOD_MAX) : 0.0f;
+}
+
+/* The trilinear filter: rt_shade_texture_sample (bilinear) on levels
+ * floor(lod) and the next, blended by lod's fraction (Williams 1983);
+ * lod clamped to the levels t has. At lod 0 it is the bilinear filter of
+ * level 0 exactly. The GPU's texture unit does the same (tex2DLod on the
+ * mipmapped array gpu_scene.cu uploads these very levels into). */
+RT_HD RtShadeTexel rt_shade_texture_trilinear(const RtTexture *t, const float *srgb_lut, float tu,
+                                              float tv, float lod)
+{
+    float l = fminf(lod, (float)((t->levels > 1 ? t->levels : 1) - 1));
+    if (!(l > 0.0f)) return rt_shade_texture_sample(t, srgb_lut, tu, tv);
+    int l0 = (int)l;
+    float f = l - (float)l0;
+    RtTexture lv = rt_texture_level(t, l0);
+    RtShadeTexel r = rt_shade_texture_sample(&lv, srgb_lut, tu, tv);
+    if (f > 0.0f) {
+        lv = rt_texture_level(t, l0 + 1);
+        RtShadeTexel n = rt_shade_texture_sample(&lv, srgb_lut, tu, tv);
+        for (int k = 0; k < 4; k++) r.c[k] += (n.c[k] - r.c[k]) * f;
+    }
+    return r;
+}
+
 /* Whether a map_d texture's mask is its alpha (some texel below 255) or,
  * for grey-scale masks (loaded as RGBA with alpha 255), its luminance.
  * Decided once per texture at load / upload. */
@@ -292,7 +382,12 @@ RT_HD int rt_shade_texture_has_alpha(const RtTexture *t)
 }
 
 /* The map_d test of a filtered, undecoded texel: 0 = a hole (the hit
- * filter of primary, secondary and shadow rays alike). */
+ * filter of primary, secondary and shadow rays alike). Masks are read at
+ * level 0 at any distance, never through the cone's LOD: averaged alpha
+ * falls below the cut-off where thin opaque strands (a fence, leaves) meet
+ * holes, and a far fence would vanish (Castano 2010, "Computing Alpha
+ * Mipmaps"); the hit filter also runs inside traversal, where no cone is
+ * known, and shadow rays have none. */
 RT_HD int rt_shade_alpha_passes(float r, float g, float b, float a, int uses_alpha)
 {
     float mask = uses_alpha ? a : 0.2126f * r + 0.7152f * g + 0.0722f * b;
@@ -472,10 +567,10 @@ RT_HD RtShadePath rt_shade_path_start(void)
     return path;
 }
 
-/* The ray left the scene: it brings the background. */
-RT_HD void rt_shade_path_miss(RtShadePath *path, const RtShadeParams *p)
+/* The ray left the scene: it brings what it sees there (rt_shade_background). */
+RT_HD void rt_shade_path_miss(RtShadePath *path, RtVec3 radiance)
 {
-    path->color = v3_add(path->color, v3_mul(path->through, p->background));
+    path->color = v3_add(path->color, v3_mul(path->through, radiance));
 }
 
 /* Adds the surface's local colour to the path and continues it: returns 1
@@ -509,6 +604,63 @@ RT_HD int rt_shade_path_next(RtShadePath *path, const RtShadeParams *p, const Rt
     return 1;
 }
 
+/* ---- what rays see when they leave the scene ------------------------------- */
+
+/* An environment map as shading reads it (RtEnvMap's numbers; rgb: host
+ * memory for the CPU, device memory for the GPU; NULL: none). */
+typedef struct RtShadeEnv {
+    const float *rgb;
+    int w, h;
+    float intensity, rotate;
+} RtShadeEnv;
+
+#define RT_SHADE_PI 3.14159265358979f
+
+/* The map's radiance along unit direction d: equirectangular (RtEnvMap's
+ * orientation), bilinear, wrapping in longitude and clamped at the poles;
+ * the same float arithmetic on both backends (global memory, no texture
+ * unit). */
+RT_HD RtVec3 rt_shade_env_radiance(const RtShadeEnv *e, RtVec3 d)
+{
+    float lon = atan2f(d.x, -d.z) + e->rotate, lat = acosf(fminf(fmaxf(d.y, -1.0f), 1.0f));
+    float u = lon * (0.5f / RT_SHADE_PI), v = lat * (1.0f / RT_SHADE_PI);
+    u -= floorf(u);
+    float x = u * (float)e->w - 0.5f, y = v * (float)e->h - 0.5f;
+    if (!isfinite(x) || !isfinite(y)) x = y = 0.0f;
+    float fx = floorf(x), fy = floorf(y), ax = x - fx, ay = y - fy;
+    int x0 = (int)fx, y0 = (int)fy;
+    RtVec3 c = v3(0.0f, 0.0f, 0.0f);
+    for (int k = 0; k < 4; k++) {
+        int xi = x0 + (k & 1), yi = y0 + (k >> 1);
+        xi = ((xi % e->w) + e->w) % e->w;
+        yi = yi < 0 ? 0 : yi >= e->h ? e->h - 1 : yi;
+        float wgt = ((k & 1) ? ax : 1.0f - ax) * ((k >> 1) ? ay : 1.0f - ay);
+        const float *t = &e->rgb[3 * ((size_t)yi * e->w + xi)];
+        c = v3_add(c, v3_scale(v3(t[0], t[1], t[2]), wgt));
+    }
+    return v3_scale(c, e->intensity);
+}
+
+/* The default sky along unit direction d: a zenith blue fading to a pale
+ * horizon above, a dim ground below (linear RGB, below 1 so that clamped
+ * display keeps it). */
+RT_HD RtVec3 rt_shade_sky(RtVec3 d)
+{
+    const RtVec3 zenith = v3(0.16f, 0.32f, 0.72f), horizon = v3(0.62f, 0.70f, 0.80f), ground = v3(0.18f, 0.17f, 0.16f);
+    if (d.y < 0.0f) return v3_add(v3_scale(horizon, 1.0f + 4.0f * fmaxf(d.y, -0.25f)),
+                                  v3_scale(ground, -4.0f * fmaxf(d.y, -0.25f)));
+    float t = sqrtf(fminf(d.y, 1.0f));
+    return v3_add(v3_scale(horizon, 1.0f - t), v3_scale(zenith, t));
+}
+
+/* What a ray along d sees past the scene: the environment map, else the
+ * sky, else the flat background. */
+RT_HD RtVec3 rt_shade_background(const RtShadeParams *p, const RtShadeEnv *env, RtVec3 d)
+{
+    if (env && env->rgb) return rt_shade_env_radiance(env, d);
+    return p->sky ? rt_shade_sky(d) : p->background;
+}
+
 /* ---- the frame's per-pixel state ------------------------------------------- */
 
 struct RtPhotonMaps; /* photon/photon.h */
@@ -519,6 +671,7 @@ struct RtPhotonMaps; /* photon/photon.h */
 typedef struct RtShadeFrame {
     const struct RtPhotonMaps *photons; /* the frame's photon maps: every shaded surface adds their estimate */
     RtFloat4 *accum;                    /* w*h sums of linear colour (xyz) for progressive accumulation */
+    RtShadeEnv env;                     /* the environment map (rgb NULL: none) */
 } RtShadeFrame;
 
 /* Progressive accumulation: sample 0 starts pixel's sum, sample s adds the

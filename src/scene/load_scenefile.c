@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "scene/envmap.h"
 #include "scene/load.h"
 #include "scene/primitives.h"
 #include "scene/runners.h"
@@ -376,6 +377,27 @@ static RtStatus st_light(SceneCtx *c, SceneLine *L)
     }
     if (rt_scene_add_light(c->s, l) < 0)
         return rt_fail(c->err, RT_ERR_OOM, "%s:%d: SCENE: out of memory", L->file, L->no);
+    return RT_OK;
+}
+
+/* environment PATH [intensity X] [rotate DEG]: an equirectangular HDR map
+ * (envmap.h) seen past the scene and lighting it */
+static RtStatus st_environment(SceneCtx *c, SceneLine *L)
+{
+    char path[PATH_MAX];
+    RtStatus st = read_path(c, L, "environment", "an image PATH (.hdr)", path);
+    if (st == RT_OK) st = check_file(c, L, "environment", "an image PATH (.hdr)", path);
+    float intensity = 1.0f, rotate = 0.0f;
+    for (const char *t; st == RT_OK && (t = next_tok(L));) {
+        if (!strcmp(t, "intensity")) st = read_range(c, L, t, "a number >= 0", &intensity, 0.0f, INFINITY);
+        else if (!strcmp(t, "rotate")) st = read_range(c, L, t, "an angle in degrees", &rotate, -INFINITY, INFINITY);
+        else st = expected(c, L, "one of intensity, rotate", "environment", t);
+    }
+    if (st != RT_OK) return st;
+    RtError inner = {RT_OK, ""};
+    if ((st = rt_envmap_load(c->s, path, intensity, rotate, &inner)) != RT_OK)
+        return rt_fail(c->err, st, "%s:%d: SCENE: expected a readable environment map after 'environment': %s",
+                       L->file, L->no, inner.msg);
     return RT_OK;
 }
 
@@ -1275,7 +1297,7 @@ static const struct {
     {"camera", st_camera}, {"light", st_light}, {"material", st_material}, {"mesh", st_mesh},
     {"box", st_primitive}, {"sphere", st_primitive}, {"quad", st_primitive}, {"include", st_include},
     {"animate", st_animate}, {"time", st_time}, {"runners", st_runners}, {"field", st_procedural},
-    {"wavegrid", st_procedural},
+    {"wavegrid", st_procedural}, {"environment", st_environment},
 };
 
 /* ---- lines and files ------------------------------------------------------------ */

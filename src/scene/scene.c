@@ -30,6 +30,7 @@ void rt_scene_free(RtScene *s)
     free(s->lights);
     free(s->objects);
     free(s->path);
+    free(s->env.rgb);
     rt_anim_free(&s->anim);
     rt_scene_init(s);
 }
@@ -336,14 +337,14 @@ RtStatus rt_scene_append(RtScene *dst, const RtScene *src, const float m[12],
         if (remap[i] >= 0) continue;
         RtTexture t = src->texs[i];
         t.path = t.path ? strdup(t.path) : NULL;
-        t.rgba = malloc((size_t)t.w * t.h * 4);
+        t.rgba = malloc(rt_texture_bytes(&t)); /* its mip levels too */
         int64_t k = t.rgba ? rt_scene_add_texture(dst, t) : -1;
         if (k < 0) {
             free(t.path);
             free(t.rgba);
             goto fail;
         }
-        memcpy(t.rgba, src->texs[i].rgba, (size_t)t.w * t.h * 4);
+        memcpy(t.rgba, src->texs[i].rgba, rt_texture_bytes(&t));
         remap[i] = (int32_t)k;
     }
     for (uint32_t i = 0; i < src->mat_count; i++) {

@@ -28,8 +28,47 @@ typedef struct RtTriangle {
 typedef struct RtTexture {
     char *path;        /* as resolved on disk */
     int w, h;
-    uint8_t *rgba;     /* w*h*4 bytes, row 0 = top of the image, sRGB-encoded */
+    uint8_t *rgba;     /* level 0 (w*h*4 bytes, row 0 = top of the image, sRGB-encoded), then
+                          mip levels 1..levels-1 the same way (rt_texture_level) */
+    int levels;        /* mip levels in rgba, level 0 included (rt_texture_build_mips); 0 or 1:
+                          level 0 alone (a texture made by hand, never filtered by distance) */
 } RtTexture;
+
+/* Mip level l of a w x h texture is max(1, w >> l) x max(1, h >> l): each
+ * level halves the one above, rounding down, to 1 x 1 (texture.c folds an
+ * odd last row or column into its neighbour), the extents CUDA's
+ * mipmapped arrays give their levels. */
+RT_HD int rt_texture_level_count(int w, int h)
+{
+    int n = 1;
+    for (int m = w > h ? w : h; m > 1; m >>= 1) n++;
+    return n;
+}
+
+/* Level l (clamped to the levels present) as a one-level texture that
+ * points into t's pixels (path NULL). */
+RT_HD RtTexture rt_texture_level(const RtTexture *t, int l)
+{
+    RtTexture v = *t;
+    v.path = NULL;
+    v.levels = 1;
+    for (int k = 0; k < l && k + 1 < t->levels; k++) {
+        v.rgba += (size_t)v.w * v.h * 4;
+        v.w = v.w > 1 ? v.w >> 1 : 1;
+        v.h = v.h > 1 ? v.h >> 1 : 1;
+    }
+    return v;
+}
+
+/* Bytes of t's rgba, every level. */
+RT_HD size_t rt_texture_bytes(const RtTexture *t)
+{
+    size_t n = 0;
+    int w = t->w, h = t->h;
+    for (int l = 0; l < (t->levels > 1 ? t->levels : 1); l++, w = w > 1 ? w >> 1 : 1, h = h > 1 ? h >> 1 : 1)
+        n += (size_t)w * h * 4;
+    return n;
+}
 
 /* MTL semantics; colors are linear RGB. */
 typedef struct RtMaterial {
@@ -43,6 +82,15 @@ typedef struct RtMaterial {
     int32_t map_kd;    /* texture index or -1 */
     int32_t map_d;     /* alpha-mask texture index or -1 (texel alpha, else luminance, < 0.5 = hole) */
 } RtMaterial;
+
+/* An equirectangular environment map: row 0 is straight up (+y), column 0
+ * looks along -z, longitude grows toward +x; rotate turns it about +y. */
+typedef struct RtEnvMap {
+    int w, h;
+    float *rgb;        /* w*h*3 linear floats (malloc'd), NULL: no map */
+    float intensity;   /* radiance scale */
+    float rotate;      /* radians about +y */
+} RtEnvMap;
 
 typedef enum {
     RT_LIGHT_POINT = 0,
@@ -87,6 +135,7 @@ typedef struct RtScene {
     RtAnim anim;          /* what moves (anim.h); verts of animated nodes are in node space */
     RtVec3 background, ambient; /* linear RGB from the file (AFF b, am) when has_* */
     int has_background, has_ambient;
+    RtEnvMap env;         /* the environment map (envmap.h); rgb NULL: none */
 } RtScene;
 
 void rt_scene_init(RtScene *s);

@@ -10,27 +10,25 @@
 
 #include "scene/primitives.h"
 #include "scene/scene.h"
+#include "scene/texture.h"
 
-/* Checker texture generated here (sRGB bytes, like a loaded image). */
+/* Checker texture generated here (sRGB bytes, like a loaded image; its mip
+ * levels made as a loaded one's). */
 static int32_t add_checker(RtScene *s, int size, int cells)
 {
-    RtTexture t = {strdup("(checker)"), size, size, malloc((size_t)size * size * 4)};
-    int64_t i = t.path && t.rgba ? rt_scene_add_texture(s, t) : -1;
-    if (i < 0) {
-        free(t.rgba);
-        free(t.path);
-        return -1;
-    }
+    uint8_t *rgba = malloc((size_t)size * size * 4);
+    if (!rgba) return -1;
     for (int y = 0; y < size; y++)
         for (int x = 0; x < size; x++) {
             int on = ((x * cells / size) + (y * cells / size)) & 1;
-            uint8_t *p = &t.rgba[4 * ((size_t)y * size + x)];
+            uint8_t *p = &rgba[4 * ((size_t)y * size + x)];
             p[0] = on ? 230 : 60;
             p[1] = on ? 225 : 62;
             p[2] = on ? 210 : 70;
             p[3] = 255;
         }
-    return (int32_t)i;
+    int32_t i; /* the caller reports a failure as out of memory */
+    return rt_texture_add_rgba(s, "(checker)", size, size, rgba, &i, NULL) == RT_OK ? i : -1;
 }
 
 static int32_t add_mat(RtScene *s, const char *name, RtVec3 kd, float reflect, int32_t tex)

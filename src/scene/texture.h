@@ -26,6 +26,16 @@ RtStatus rt_texture_load_memory(RtScene *s, const char *key, const void *data, s
 RtStatus rt_texture_add_rgba(RtScene *s, const char *key, int w, int h, uint8_t *rgba, int32_t *index,
                              RtError *err);
 
+/* Builds t's mip levels behind level 0 (RtTexture.levels, down to 1 x 1),
+ * growing t->rgba; rt_texture_add_rgba calls it for every texture a scene
+ * gets. Each texel of level l + 1 is the box average of its 2 x 2 texels
+ * of level l (2 x 3, 3 x 2 or 3 x 3 where an odd last row or column is
+ * folded in, 1 x 2 or 2 x 1 once a side is 1): RGB averaged in linear
+ * light (sRGB decoded, averaged, encoded again, so a black/white checker
+ * fades to its true mid-grey, not to a darker one), alpha as stored.
+ * RT_ERR_OOM leaves t as it was. */
+RtStatus rt_texture_build_mips(RtTexture *t, RtError *err);
+
 /* Frees textures [count, s->tex_count) and shrinks tex_count to count: how a
  * loader that failed half-way gives back what it added. */
 void rt_texture_truncate(RtScene *s, uint32_t count);
