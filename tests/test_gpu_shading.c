@@ -2,7 +2,8 @@
  * oracle through the pipeline: the image after N accumulated samples (the
  * same jitter draws on both backends) within a stated tolerance, on the
  * default scene, the Cornell box and the soft-shadow box (area lights
- * sampled with the same draws). Skips without a GPU. */
+ * sampled with the same draws); shadows through glass and ambient
+ * occlusion likewise. Skips without a GPU. */
 #include "gpu_check.h"
 
 #include "app/pipeline.h"
@@ -65,10 +66,55 @@ static void gpu_accumulated_image_matches_cpu(void **state)
     }
 }
 
+/* Shadows through glass (caustics.scene's glass sphere, demo.scene's glass
+ * ball: the GPU's warp-uniform crossing loop against render_cpu.c's) and
+ * ambient occlusion on the Cornell box (the same RT_DRAW_AO directions on
+ * both backends): 16 accumulated samples within the tolerance above, and
+ * AO changes the image (the check can fail). */
+static void gpu_glass_shadows_and_ao_match_cpu(void **state)
+{
+    (void)state;
+    need_gpu();
+    char paths[3][1024];
+    const char *scenes[3] = {rt_test_src_path("scenes/caustics.scene", paths[0]),
+                             rt_test_src_path("scenes/demo.scene", paths[1]),
+                             rt_test_src_path("scenes/cornell.scene", paths[2])};
+    const char *names[3] = {"caustics (glass shadows)", "demo (glass shadows)", "cornell, ao on"};
+    for (int i = 0; i < 3; i++) {
+        RtScene s;
+        RtError err = {0};
+        assert_int_equal(rt_scene_load(scenes[i], &s, &err), RT_OK);
+        RtPipelineParams pp = rt_pipeline_params_default();
+        if (i == 2) pp.trace.shade.ao_rays = RT_SHADE_AO_RAYS_ON;
+        RtImage cpu, gpu, off;
+        rt_image_alloc(&cpu, 128, 96);
+        rt_image_alloc(&gpu, 128, 96);
+        rt_image_alloc(&off, 128, 96);
+        accumulate(&s, RT_BACKEND_CPU, &pp, 16, &cpu);
+        accumulate(&s, RT_BACKEND_GPU, &pp, 16, &gpu);
+        double mean, over, mean_off, over_off;
+        image_diff(&cpu, &gpu, 8, &mean, &over);
+        print_message("%s, 16 samples: GPU vs CPU mean %.3f, %.3f%% of pixels off by > 8\n", names[i], mean, 100 * over);
+        assert_true(mean <= 0.5 && over <= 0.005);
+        if (i == 2) {
+            pp.trace.shade.ao_rays = 0;
+            accumulate(&s, RT_BACKEND_GPU, &pp, 16, &off);
+            image_diff(&gpu, &off, 8, &mean_off, &over_off);
+            print_message("  AO on vs off (GPU): %.3f%% of pixels off by > 8\n", 100 * over_off);
+            assert_true(mean_off > 0.5);
+        }
+        rt_image_free(&cpu);
+        rt_image_free(&gpu);
+        rt_image_free(&off);
+        rt_scene_free(&s);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gpu_accumulated_image_matches_cpu),
+        cmocka_unit_test(gpu_glass_shadows_and_ao_match_cpu),
     };
     return cmocka_run_group_tests_name("gpu_shading", tests, NULL, NULL);
 }

@@ -1262,6 +1262,205 @@ static void render_default_headlight_lights_scene(void **state)
     fixture_free(&f);
 }
 
+
+/* ---- shadows through glass, ambient occlusion ------------------------------ */
+
+static void mask_alpha_hole(int x, int y, uint8_t px[4])
+{
+    (void)x, (void)y;
+    px[0] = px[1] = px[2] = 200;
+    px[3] = 0;
+}
+static void mask_alpha_solid(int x, int y, uint8_t px[4])
+{
+    (void)x, (void)y;
+    px[0] = px[1] = px[2] = 200;
+    px[3] = 255;
+}
+
+/* A white floor (y = 0, Kd 0.5) under a directional light straight down
+ * (colour 1) with `panes` horizontal 2 x 2 panes of material pane at
+ * y = 1, 1.25, ...; a 1 x 1 image from (3, 0.5, 0), below the panes, of
+ * the floor at the origin under them. Returns the pixel's linear colour
+ * (from its sRGB bytes) and the stats in *st. The floor's local colour is
+ * ambient * 0.5 + 0.5 * transmittance (N.L = 1, no Ks). */
+static RtVec3 floor_under_panes(const RtMaterial *pane, int panes, int32_t mask, const RtRenderParams *p,
+                                RtRenderStats *st)
+{
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    int32_t white = add_material(&f.s, v3(0.5f, 0.5f, 0.5f), 0.0f);
+    RtMaterial pm = *pane;
+    if (mask >= 0) pm.map_d = add_texture(&f.s, 4, 4, mask == 0 ? mask_alpha_hole : mask_alpha_solid);
+    int64_t pi = rt_scene_add_material(&f.s, &pm);
+    assert_true(pi >= 0);
+    uint32_t floor_tri = add_quad(&f.s, v3(-5, 0, 5), v3(5, 0, 5), v3(5, 0, -5), v3(-5, 0, -5), white);
+    for (int k = 0; k < panes; k++) {
+        float y = 1.0f + 0.25f * (float)k;
+        add_quad(&f.s, v3(-1, y, 1), v3(1, y, 1), v3(1, y, -1), v3(-1, y, -1), (int32_t)pi);
+    }
+    RtLight l = {RT_LIGHT_DIRECTIONAL, v3(0, 1, 0), v3(1, 1, 1)};
+    assert_true(rt_scene_add_light(&f.s, l) >= 0);
+    f.s.camera = camera(v3(3, 0.5f, 0), v3(0, 0, 0), 30.0f);
+    f.s.has_camera = 1;
+    fixture_build(&f, 1);
+    RtImage img;
+    uint32_t *ids;
+    render(&f, &f.s.camera, p, 1, 1, &img, &ids, st);
+    assert_true(ids[0] == floor_tri || ids[0] == floor_tri + 1);
+    RtVec3 c = v3(rt_shade_srgb8_to_linear(img.rgba[0]), rt_shade_srgb8_to_linear(img.rgba[1]),
+                  rt_shade_srgb8_to_linear(img.rgba[2]));
+    rt_image_free(&img);
+    free(ids);
+    fixture_free(&f);
+    return c;
+}
+
+/* The floor's expected colour at transmittance t (ambient 0.08), to the
+ * pixel's 8-bit precision: each channel's sRGB byte equal within one. */
+static void expect_floor(RtVec3 got, RtVec3 t, const char *what)
+{
+    float want[3] = {0.04f + 0.5f * t.x, 0.04f + 0.5f * t.y, 0.04f + 0.5f * t.z};
+    float have[3] = {got.x, got.y, got.z};
+    print_message("%s: floor %.4f %.4f %.4f, expected %.4f %.4f %.4f\n", what, have[0], have[1], have[2], want[0],
+                  want[1], want[2]);
+    for (int k = 0; k < 3; k++)
+        assert_true(abs((int)rt_shade_linear_to_srgb8(have[k]) - (int)rt_shade_linear_to_srgb8(want[k])) <= 1);
+}
+
+/* shade.h's crossing rule, by hand: a pane of d = 0.25 and Kd (0.2, 0.4,
+ * 0.8) passes (1 - d) * Kd / max(Kd) = 0.75 * (0.25, 0.5, 1); two such
+ * panes the square; an opaque pane or a d = 0.25 one with refraction off
+ * nothing; a map_d hole everything; a clear pane (d = 0) everything, eight
+ * of them too, the ninth crossing (RT_SHADE_SHADOW_MAX_CROSSINGS) blocks.
+ * Each cast along the shadow ray counts as one shadow ray. */
+static void render_shadow_through_glass_panes(void **state)
+{
+    (void)state;
+    RtRenderParams p = rt_render_params_default();
+    RtRenderStats st;
+    RtMaterial glass = rt_material_default();
+    glass.kd = v3(0.2f, 0.4f, 0.8f);
+    glass.d = 0.25f;
+    RtVec3 t1 = v3(0.75f * 0.25f, 0.75f * 0.5f, 0.75f);
+    expect_floor(floor_under_panes(&glass, 1, -1, &p, &st), t1, "one tinted pane");
+    assert_int_equal(st.shadow_rays, 2);
+    expect_floor(floor_under_panes(&glass, 2, -1, &p, &st), v3_mul(t1, t1), "two tinted panes");
+    assert_int_equal(st.shadow_rays, 3);
+
+    RtMaterial opaque = rt_material_default();
+    expect_floor(floor_under_panes(&opaque, 1, -1, &p, &st), v3(0, 0, 0), "opaque pane");
+    assert_int_equal(st.shadow_rays, 1);
+    expect_floor(floor_under_panes(&opaque, 1, 0, &p, &st), v3(1, 1, 1), "opaque pane, map_d hole");
+    expect_floor(floor_under_panes(&opaque, 1, 1, &p, &st), v3(0, 0, 0), "opaque pane, solid map_d");
+    expect_floor(floor_under_panes(&glass, 1, 0, &p, &st), v3(1, 1, 1), "tinted pane, map_d hole");
+
+    RtMaterial clear = rt_material_default();
+    clear.d = 0.0f;
+    expect_floor(floor_under_panes(&clear, RT_SHADE_SHADOW_MAX_CROSSINGS, -1, &p, &st), v3(1, 1, 1),
+                 "clear panes up to the bound");
+    assert_int_equal(st.shadow_rays, RT_SHADE_SHADOW_MAX_CROSSINGS + 1);
+    expect_floor(floor_under_panes(&clear, RT_SHADE_SHADOW_MAX_CROSSINGS + 1, -1, &p, &st), v3(0, 0, 0),
+                 "clear panes beyond the bound");
+
+    p.shade.refraction = 0; /* d < 1 is opaque, as before transparent shadows */
+    expect_floor(floor_under_panes(&glass, 1, -1, &p, &st), v3(0, 0, 0), "tinted pane, refraction off");
+    assert_int_equal(st.shadow_rays, 1);
+}
+
+/* A scene with a d < 1 material that no triangle uses takes the crossing
+ * loop (closest-hit casts); every hit is opaque, so its images are those of
+ * the one any-hit cast per light, byte for byte, with the same ray counts
+ * (the opaque fast path and the loop agree). */
+static void render_crossing_loop_equals_any_hit_when_opaque(void **state)
+{
+    (void)state;
+    Fixture a, b;
+    cornell_fixture(&a);
+    cornell_fixture(&b);
+    RtMaterial unused = rt_material_default();
+    unused.d = 0.5f;
+    assert_true(rt_scene_add_material(&b.s, &unused) >= 0);
+    RtRenderParams p = rt_render_params_default();
+    RtImage ia, ib;
+    RtRenderStats sa, sb;
+    render(&a, &a.s.camera, &p, W, H, &ia, NULL, &sa);
+    render(&b, &b.s.camera, &p, W, H, &ib, NULL, &sb);
+    assert_int_equal(count_differing_bytes(&ia, &ib), 0);
+    assert_int_equal(sa.shadow_rays, sb.shadow_rays);
+    rt_image_free(&ia);
+    rt_image_free(&ib);
+    fixture_free(&a);
+    fixture_free(&b);
+}
+
+/* A floor (y = 0) and, for `corner`, a wall (x = 0.02) beside the point
+ * seen: the origin, from a 1 x 1 image, with ambient 1, albedo 1 and no
+ * light reaching it, so the pixel is the AO estimate. Returns the mean
+ * linear value over frame samples 0..samples-1 (RtShadeParams.sample) and
+ * the smallest and largest in *lo, *hi. */
+static double ao_at_origin(int corner, int ao_rays, uint32_t samples, double *lo, double *hi)
+{
+    Fixture f;
+    memset(&f, 0, sizeof f);
+    rt_scene_init(&f.s);
+    int32_t white = add_material(&f.s, v3(1, 1, 1), 0.0f);
+    add_quad(&f.s, v3(-5, 0, 5), v3(5, 0, 5), v3(5, 0, -5), v3(-5, 0, -5), white);
+    if (corner) add_quad(&f.s, v3(0.02f, 0, 5), v3(0.02f, 0, -5), v3(0.02f, 10, -5), v3(0.02f, 10, 5), white);
+    RtLight l = {RT_LIGHT_DIRECTIONAL, v3(0, -1, 0), v3(1, 1, 1)}; /* from below: lights nothing */
+    assert_true(rt_scene_add_light(&f.s, l) >= 0);
+    /* a narrow view: the samples' pixel jitter (sample > 0) moves the point seen by < 0.002 */
+    f.s.camera = camera(v3(-3, 3, 0), v3(0, 0, 0), 0.02f);
+    f.s.has_camera = 1;
+    fixture_build(&f, 1);
+    RtRenderParams p = rt_render_params_default();
+    p.shade.ambient = v3(1, 1, 1);
+    p.shade.ao_rays = ao_rays;
+    double sum = 0;
+    *lo = INFINITY;
+    *hi = -INFINITY;
+    for (uint32_t s = 0; s < samples; s++) {
+        p.shade.sample = s;
+        RtImage img;
+        RtRenderStats st;
+        render(&f, &f.s.camera, &p, 1, 1, &img, NULL, &st);
+        assert_int_equal(st.shadow_rays, (uint64_t)ao_rays); /* AO rays count as shadow rays; no light faces */
+        double v = rt_shade_srgb8_to_linear(img.rgba[0]);
+        sum += v;
+        *lo = fmin(*lo, v);
+        *hi = fmax(*hi, v);
+        rt_image_free(&img);
+    }
+    fixture_free(&f);
+    return sum / samples;
+}
+
+/* In the open every AO ray leaves: ambient unchanged, exactly as with AO
+ * off. Beside a wall (0.02 away; the reach R, 5 % of the 17.3-unit
+ * diagonal, is 43 times that) the cosine-weighted rays toward the wall are
+ * blocked: half of them by symmetry, less the grazing ones that end short
+ * of it (x = d.x, uniform on the unit disc for cosine-weighted directions,
+ * below 0.02 / R: a share 2 / pi * 0.02 / R = 0.0147). Single frames show
+ * 0, 1/2 or 1 (two rays), each frame sample draws anew, and the
+ * accumulated mean tends to 0.5147 (512 samples, 1024 rays: within 0.05,
+ * about 3 standard deviations). */
+static void render_ao_open_and_corner(void **state)
+{
+    (void)state;
+    double lo, hi;
+    assert_true(ao_at_origin(0, RT_SHADE_AO_RAYS_ON, 8, &lo, &hi) == 1.0 && lo == 1.0);
+    assert_true(ao_at_origin(0, 0, 1, &lo, &hi) == 1.0);
+    double few = ao_at_origin(1, RT_SHADE_AO_RAYS_ON, 8, &lo, &hi);
+    print_message("AO beside a wall: mean of 8 samples %.3f (%.3f..%.3f)\n", few, lo, hi);
+    assert_true(lo < hi); /* a new draw per frame sample */
+    double many = ao_at_origin(1, RT_SHADE_AO_RAYS_ON, 512, &lo, &hi);
+    print_message("AO beside a wall: mean of 512 samples %.3f (%.3f..%.3f)\n", many, lo, hi);
+    double reach = 0.05 * sqrt(300.0), open = 0.5 + 2.0 / M_PI * 0.02 / reach;
+    assert_true(fabs(many - open) < 0.05);
+    assert_true(lo == 0.0 && hi == 1.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1295,6 +1494,9 @@ int main(void)
         cmocka_unit_test(sample_dirs_are_unit_and_on_the_normals_side),
         cmocka_unit_test(sample_cosine_mean_is_two_thirds),
         cmocka_unit_test(sample_same_seed_same_rays_other_seed_others),
+        cmocka_unit_test(render_shadow_through_glass_panes),
+        cmocka_unit_test(render_crossing_loop_equals_any_hit_when_opaque),
+        cmocka_unit_test(render_ao_open_and_corner),
     };
     return cmocka_run_group_tests_name("render", tests, NULL, NULL);
 }

@@ -214,6 +214,7 @@ static RtStatus scene_fill(RtGpuScene *gs, const RtScene *s, RtError *err)
     gs->view.tri_count = n;
     gs->view.mat_count = s->mat_count + 1;
     gs->view.light_count = s->light_count;
+    gs->view.transmits = rt_shade_materials_transmit(s->mats, s->mat_count);
     st = rt_gpu_scene_update_tris(gs, pos, n, 0, err);
 out:
     free(pos);

@@ -33,6 +33,7 @@ typedef struct RtGpuSceneView {
     const RtLight *lights;
     uint32_t tri_count, mat_count, light_count;
     float eps;               /* secondary-ray offset (docs/renderer.md) */
+    int transmits;           /* some material has d < 1 (rt_shade_materials_transmit) */
 } RtGpuSceneView;
 
 /* Statistics counters the trace kernels add to (device memory). */

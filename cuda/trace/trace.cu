@@ -207,7 +207,9 @@ __device__ __noinline__ static RtVec3 photon_gather(const RtPhotonMaps &maps, co
 
 /* One pixel per thread: shade.h's Whitted chain (render_cpu.c's
  * trace_pixel), unrolled with warp-uniform trip counts (every lane calls
- * trace_ray the same number of times, as packets need), then sRGB out. */
+ * trace_ray the same number of times, as packets need: the AO rays by
+ * ao_rays, a shadow ray's crossings until a warp vote says none goes on),
+ * then sRGB out. */
 template <class Walk>
 __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
                                                         TraceCfg cfg, RenderArgs ra,
@@ -221,6 +223,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
     if (valid) rt_sample_jitter((uint32_t)pixel, ra.shade.sample, &jx, &jy);
     RtVec3 dir = valid ? rt_camera_dir(&ra.cam, (float)px + jx, (float)py + jy) : v3(0, 0, 1);
     RtRay ray = {ra.cam.o, dir};
+    bool through = rt_shade_shadow_casts_through(&ra.shade, sc.transmits);
     RtShadePath path = rt_shade_path_start();
     RtShadeCone cone = rt_shade_cone_primary(&ra.shade, &ra.cam);
     bool alive = valid;
@@ -240,20 +243,42 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         if (alive) {
             m = sc.mats[sc.mat[hit.tri]];
             sf = surface_at(sc, cfg, m, ray.d, hit, rt_shade_cone_hit(&cone, hit.t));
-            local = rt_shade_ambient(&m.shade, &sf, ra.shade.ambient);
             origin = rt_shade_offset(&sf, sc.eps);
         }
+        /* ambient occlusion: every lane casts ao_rays (warp-uniform), counted as shadow rays */
+        int open = 0;
+        for (int k = 0; k < ra.shade.ao_rays; k++) {
+            RtRay ar = {origin, v3(0, 0, 1)};
+            if (alive) ar = rt_sample_ao_ray(&ra.shade, &sf, (uint32_t)pixel, depth, k, sc.eps);
+            RtHit ah = Walk::trace(DevPrims{sc, cfg}, tr, ar.o, ar.d, 0.0f, rt_sample_ao_reach(&ra.shade, sc.eps),
+                                   alive, true, NULL);
+            open += alive && ah.tri == RT_NO_HIT;
+            n_shadow += alive;
+        }
+        if (alive) local = rt_shade_ambient(&m.shade, &sf, rt_sample_ao_ambient(&ra.shade, open));
         /* direct light: every lane walks every light (warp-uniform shadow casts) */
         for (uint32_t li = 0; li < sc.light_count; li++) {
             RtLight l = rt_sample_light_at(&sc.lights[li], li, sf.p, (uint32_t)pixel, ra.shade.sample);
             RtShadeLight ld = rt_shade_light_none();
             if (alive) ld = rt_shade_light(&sf, &l);
             if (ra.shade.shadows) {
-                float tmax;
+                float tmax, tmin = 0.0f;
                 bool cast = rt_shade_shadow_ray(&ld, sc.eps, &tmax);
                 n_shadow += ld.lit;
-                RtHit sh = Walk::trace(DevPrims{sc, cfg}, tr, origin, ld.L, 0.0f, tmax, cast, true, NULL);
-                if (cast && sh.tri != RT_NO_HIT) ld.lit = 0;
+                RtVec3 trans = v3(1, 1, 1);
+                /* opaque scenes: one any-hit cast; through glass: closest hits, a crossing
+                 * each (render_cpu.c's shadow_transmittance), until no lane's ray goes on */
+                for (int crossing = 0; __any_sync(FULL_MASK, cast); crossing++) {
+                    RtHit sh = Walk::trace(DevPrims{sc, cfg}, tr, origin, ld.L, tmin, tmax, cast, !through, NULL);
+                    bool hit_sth = cast && sh.tri != RT_NO_HIT;
+                    cast = hit_sth && through &&
+                           rt_shade_shadow_cross(&ra.shade, &sc.mats[sc.mat[sh.tri]].shade, origin, ld.L, sh.t,
+                                                 tmax, sc.eps, crossing, &trans, &tmin);
+                    if (hit_sth && !through) trans = v3(0, 0, 0);
+                    n_shadow += cast;
+                }
+                if (!(fmaxf(trans.x, fmaxf(trans.y, trans.z)) > 0.0f)) ld.lit = 0;
+                l.color = v3_mul(l.color, trans);
             }
             if (ld.lit)
                 local = v3_add(local, rt_shade_light_term(&sf, &m.shade, l.color, &ld,

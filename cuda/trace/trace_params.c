@@ -1,6 +1,7 @@
 /* trace_params.c — the GPU tracer's parameters and their defaults, plain C
  * so builds without CUDA have them too (the registry, src/app/variants.c,
  * names them for the CLI, the hotkeys, the HUD and the benchmark). */
+#include <math.h>
 #include <string.h>
 
 #include "trace/trace.h"
@@ -30,5 +31,10 @@ RtStatus rt_trace_params_check(const RtTraceParams *p, RtError *err)
                        RT_TRACE_STACK_MAX);
     if (p->shade.max_bounces < 0 || p->shade.max_bounces > 64)
         return rt_fail(err, RT_ERR_ARG, "TRACE: max_bounces %d: expected 0..64", p->shade.max_bounces);
+    if (p->shade.ao_rays < 0 || p->shade.ao_rays > RT_SHADE_AO_MAX_RAYS)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: ao_rays %d: expected 0..%d", p->shade.ao_rays, RT_SHADE_AO_MAX_RAYS);
+    if (!(p->shade.ao_distance > 0.0f) || !isfinite(p->shade.ao_distance))
+        return rt_fail(err, RT_ERR_ARG, "TRACE: ao_distance %g: expected a positive fraction of the scene diagonal",
+                       (double)p->shade.ao_distance);
     return RT_OK;
 }

@@ -75,6 +75,7 @@ void rt_options_usage(FILE *f)
             "  --no-textures         ignore map_Kd / map_d\n"
             "  --isect NAME          ray/triangle test: woop (default) or mt\n"
             "  --heatmap             colour = kd-tree traversal steps per pixel\n"
+            "  --ao                  ambient occlusion (--trace aodist=F: reach, fraction of the diagonal)\n"
             "  --brute               test every triangle (no tree; slow, for checking)\n"
             "  --stats               print kd-tree statistics per frame\n"
             "  --structure NAME      acceleration structure: kd (default), lbvh, bvh (H-PLOC) or auto\n"
@@ -204,6 +205,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         else if (!strcmp(a, "--no-shadows")) st = set_variant(o, a, RT_VAR_SHADOWS, "off", err);
         else if (!strcmp(a, "--no-textures")) st = set_variant(o, a, RT_VAR_TEXTURES, "off", err);
         else if (!strcmp(a, "--heatmap")) st = set_variant(o, a, RT_VAR_HEATMAP, "on", err);
+        else if (!strcmp(a, "--ao")) st = set_variant(o, a, RT_VAR_AO, "on", err);
         else if (!strcmp(a, "--brute")) o->pipe.brute_force = 1;
         else if (!strcmp(a, "--no-vsync")) o->vsync = 0;
         else if (!strcmp(a, "--no-interop")) o->interop = 0;

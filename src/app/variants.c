@@ -118,6 +118,13 @@ static const RtVariantValue kBounces[] = {
     {NULL, 0, NULL},
 };
 
+/* The viewer cycles off/on; --trace ao=N takes 0..RT_SHADE_AO_MAX_RAYS rays. */
+static const RtVariantValue kAo[] = {
+    {"off", 0, "ambient light everywhere alike"},
+    {"on", RT_SHADE_AO_RAYS_ON, "ambient light times the open share of 2 rays per surface and frame"},
+    {NULL, 0, NULL},
+};
+_Static_assert(RT_SHADE_AO_RAYS_ON == 2, "kAo's description counts the rays");
 static const RtVariantValue kTonemap[] = {
     {"clamp", RT_TONEMAP_CLAMP, "clamped to [0, 1]: the scene's colours as authored"},
     {"aces", RT_TONEMAP_ACES, "ACES filmic curve (Narkowicz 2015): highlights roll off"},
@@ -224,6 +231,11 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                            0, "materials with d < 1 refract (ni)"},
     [RT_VAR_HEATMAP] = {"heatmap", "heatmap", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.heatmap), 1, 0, 1, kOffOn, 'M', 0,
                         "colour = tree nodes visited by the primary ray"},
+    [RT_VAR_AO] = {"ao", "ambient occlusion", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.ao_rays), 1, 0, RT_SHADE_AO_MAX_RAYS,
+                   kAo, ';', 0, "ambient light times the share of cosine-weighted rays per surface and frame "
+                   "(accumulated over frames) that leave within aodist", .numeric = 1},
+    [RT_VAR_AO_DISTANCE] = {"aodist", "AO distance", RT_SCOPE_TRACE, RT_VK_FLOAT, TRACE(shade.ao_distance), 1, 0.0001, 1,
+                            NULL, 0, 0, "how far an ambient-occlusion ray looks, a fraction of the scene's diagonal"},
     [RT_VAR_PHOTONS] = {"photons", "photons", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.count), 1,
                         0, 1 << 26, kPhotons, 'U', 0,
                         "photons emitted per frame for caustics and indirect light (photon mapping), 0 = off",

@@ -64,6 +64,7 @@ typedef enum RtVariantId {
     RT_VAR_TEX_FILTER,
     RT_VAR_REFRACTION,
     RT_VAR_HEATMAP,
+    RT_VAR_AO, RT_VAR_AO_DISTANCE, /* ambient occlusion: both backends */
     RT_VAR_PHOTONS,        /* photon mapping: both backends */
     RT_VAR_PHOTON_K,
     RT_VAR_TONEMAP,        /* display: both backends */

@@ -46,6 +46,7 @@ typedef struct RtRenderJob {
     uint32_t *ids;
     RtMaterial default_mat;  /* for material -1 (made once, not per hit) */
     float eps;               /* ray offset, rt_shade_ray_eps of the triangles */
+    int through;             /* shadow rays cross d < 1 surfaces (rt_shade_shadow_casts_through) */
     float srgb_lut[256];     /* texel byte -> linear, so sampling costs no powf */
     uint8_t *mask_uses_alpha; /* per texture: 1 = map_d reads alpha, 0 = luminance */
     int tiles_x, tile_count;
@@ -106,21 +107,22 @@ static RtHitFilter job_filter(const RtRenderJob *job)
     return job->p.shade.textures ? alpha_filter : NULL;
 }
 
-/* Closest hit through the structure (NULL: brute force). */
-static int accel_closest_hit(const RtAccel *a, const RtTriArrays *tris, RtRay ray, float tmax,
+/* Closest hit over [tmin, tmax] through the structure (NULL: brute force). */
+static int accel_closest_hit(const RtAccel *a, const RtTriArrays *tris, RtRay ray, float tmin, float tmax,
                              int use_woop, RtHitFilter filter, const void *ctx, RtHit *hit,
                              uint32_t *steps)
 {
-    if (!a) return rt_brute_closest_hit(tris, ray, 0.0f, tmax, use_woop, filter, ctx, hit);
+    if (!a) return rt_brute_closest_hit(tris, ray, tmin, tmax, use_woop, filter, ctx, hit);
     if (a->kind == RT_ACCEL_BVH)
-        return rt_bvh_closest_hit(a->bvh, tris, ray, 0.0f, tmax, use_woop, filter, ctx, hit, steps);
-    return rt_kd_closest_hit_filtered(a->kd, tris, ray, 0.0f, tmax, use_woop, filter, ctx, hit, steps);
+        return rt_bvh_closest_hit(a->bvh, tris, ray, tmin, tmax, use_woop, filter, ctx, hit, steps);
+    return rt_kd_closest_hit_filtered(a->kd, tris, ray, tmin, tmax, use_woop, filter, ctx, hit, steps);
 }
 
-static int closest_hit(const RtRenderJob *job, RtRay ray, RtHit *hit, uint32_t *steps)
+static int closest_hit(const RtRenderJob *job, RtRay ray, float tmin, float tmax, RtHit *hit, uint32_t *steps)
 {
-    return accel_closest_hit(job->p.brute_force ? NULL : &job->accel, job->tris, ray, INFINITY,
-                             job->p.use_woop, job_filter(job), job, hit, steps);
+    return accel_closest_hit(job->p.brute_force ? NULL : &job->accel, job->tris, ray, tmin, tmax,
+                             job->p.use_woop, job_filter(job), job, hit, steps) &&
+           hit->tri != RT_NO_HIT && hit->tri < job->scene->tri_count;
 }
 
 /* Any hit through the structure (NULL: brute force). */
@@ -139,6 +141,26 @@ static int occluded(const RtRenderJob *job, RtRay ray, float tmax)
 {
     return accel_any_hit(job->p.brute_force ? NULL : &job->accel, job->tris, ray, tmax, job->p.use_woop,
                          job_filter(job), job);
+}
+
+/* What reaches the surface of a light along shadow ray sr over [0, tmax]:
+ * (1, 1, 1) when nothing is in the way, 0 when something opaque is, the
+ * product of shade.h's crossings through glass (closest-hit casts, each
+ * from just past the last hit). One any-hit cast in opaque scenes. Each
+ * cast after the first counts one more shadow ray. */
+static RtVec3 shadow_transmittance(const RtRenderJob *job, RtRay sr, float tmax, RtRenderStats *st)
+{
+    RtVec3 trans = v3(1.0f, 1.0f, 1.0f);
+    if (!job->through) return occluded(job, sr, tmax) ? v3(0.0f, 0.0f, 0.0f) : trans;
+    float tmin = 0.0f;
+    RtHit h;
+    for (int crossing = 0; closest_hit(job, sr, tmin, tmax, &h, NULL); crossing++) {
+        RtShadeMaterial m = rt_shade_material(tri_material(job, h.tri));
+        if (!rt_shade_shadow_cross(&job->p.shade, &m, sr.o, sr.d, h.t, tmax, job->eps, crossing, &trans, &tmin))
+            break;
+        st->shadow_rays++;
+    }
+    return trans;
 }
 
 /* ---- shading (shade.h) ------------------------------------------------- */
@@ -167,26 +189,34 @@ static RtShadeSurface surface_at(const RtRenderJob *job, RtRay ray, const RtHit 
     return sf;
 }
 
-/* Direct light at a surface seen along ray: emission + ambient + every
- * light that faces it and that its shadow ray reaches. */
-static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf,
-                          const RtShadeMaterial *m, RtRay ray, uint32_t pixel, RtRenderStats *st)
+/* Direct light at the surface at chain depth `depth` of pixel `pixel`,
+ * seen along ray: emission + ambient (times the open share of its AO rays,
+ * counted as shadow rays) + every light that faces it, times what its
+ * shadow ray lets through. */
+static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf, const RtShadeMaterial *m,
+                          RtRay ray, uint32_t pixel, int depth, RtRenderStats *st)
 {
     const RtScene *s = job->scene;
-    RtVec3 c = rt_shade_ambient(m, sf, job->p.shade.ambient);
+    int open = 0;
+    for (int k = 0; k < job->p.shade.ao_rays; k++, st->shadow_rays++)
+        open += !occluded(job, rt_sample_ao_ray(&job->p.shade, sf, pixel, depth, k, job->eps),
+                          rt_sample_ao_reach(&job->p.shade, job->eps));
+    RtVec3 c = rt_shade_ambient(m, sf, rt_sample_ao_ambient(&job->p.shade, open));
     RtVec3 origin = rt_shade_offset(sf, job->eps), view = v3_scale(ray.d, -1.0f);
     for (uint32_t i = 0; i < s->light_count; i++) {
         const RtLight sampled = rt_sample_light_at(&s->lights[i], i, sf->p, pixel, job->p.shade.sample);
         const RtLight *l = &sampled;
         RtShadeLight ld = rt_shade_light(sf, l);
         if (!ld.lit) continue;
+        RtVec3 trans = v3(1.0f, 1.0f, 1.0f);
         if (job->p.shade.shadows) {
             st->shadow_rays++;
             float tmax;
             RtRay sr = {origin, ld.L};
-            if (rt_shade_shadow_ray(&ld, job->eps, &tmax) && occluded(job, sr, tmax)) continue;
+            if (rt_shade_shadow_ray(&ld, job->eps, &tmax)) trans = shadow_transmittance(job, sr, tmax, st);
+            if (!(fmaxf(trans.x, fmaxf(trans.y, trans.z)) > 0.0f)) continue;
         }
-        c = v3_add(c, rt_shade_light_term(sf, m, l->color, &ld, view));
+        c = v3_add(c, rt_shade_light_term(sf, m, v3_mul(l->color, trans), &ld, view));
     }
     if (job->frame.photons && rt_photon_gathers(&job->p.shade, m)) {
         RtKdpHit scratch[RT_KDP_MAX_KNN];
@@ -208,15 +238,14 @@ static RtVec3 trace_pixel(const RtRenderJob *job, RtRay ray, uint32_t pixel, uin
         hit.tri = RT_NO_HIT;
         if (depth == 0) st->primary_rays++;
         else st->reflection_rays++;
-        if (!closest_hit(job, ray, &hit, depth == 0 ? steps : NULL) || hit.tri == RT_NO_HIT ||
-            hit.tri >= job->scene->tri_count) {
+        if (!closest_hit(job, ray, 0.0f, INFINITY, &hit, depth == 0 ? steps : NULL)) {
             rt_shade_path_miss(&path, rt_shade_background(&job->p.shade, &job->frame.env, ray.d));
             return path.color;
         }
         if (depth == 0) *id = hit.tri;
         RtShadeMaterial m;
         RtShadeSurface sf = surface_at(job, ray, &hit, rt_shade_cone_hit(&cone, hit.t), &m);
-        RtVec3 local = shade_local(job, &sf, &m, ray, pixel, st);
+        RtVec3 local = shade_local(job, &sf, &m, ray, pixel, depth, st);
         if (!rt_shade_path_next(&path, &job->p.shade, &m, &sf, local, job->eps, depth, &ray))
             return path.color;
     }
@@ -298,6 +327,7 @@ static RtStatus job_make(const RtScene *scene, const RtTriArrays *tris, const Rt
     job->p = params;
     job->default_mat = rt_material_default();
     job->eps = rt_render_ray_eps(tris);
+    job->through = rt_shade_shadow_casts_through(&params.shade, rt_shade_materials_transmit(scene->mats, scene->mat_count));
     for (int i = 0; i < 256; i++) job->srgb_lut[i] = rt_shade_srgb8_to_linear((uint8_t)i);
     job->mask_uses_alpha = mask_channels(scene);
     *workers = rt_parallel_workers(params.threads, tasks ? tasks : 1);
@@ -376,8 +406,7 @@ static void photon_task(void *ctx, int worker, size_t chunk)
         for (uint32_t depth = 0; depth < pp->max_depth; depth++) {
             RtHit hit;
             hit.tri = RT_NO_HIT;
-            if (!closest_hit(job, ray, &hit, NULL) || hit.tri == RT_NO_HIT || hit.tri >= job->scene->tri_count)
-                break;
+            if (!closest_hit(job, ray, 0.0f, INFINITY, &hit, NULL)) break;
             RtShadeMaterial m;
             RtShadeSurface sf = surface_at(job, ray, &hit, 0.0f, &m); /* a photon has no footprint */
             uint32_t store;
@@ -440,8 +469,8 @@ static void cast_task(void *ctx, int worker, size_t chunk)
     uint32_t end = job->n - first < RT_CAST_CHUNK ? job->n : first + RT_CAST_CHUNK;
     for (uint32_t i = first; i < end; i++) {
         RtHit h;
-        int hit = accel_closest_hit(job->accel, job->tris, job->rays[i], INFINITY, job->use_woop, NULL, NULL,
-                                    &h, NULL);
+        int hit = accel_closest_hit(job->accel, job->tris, job->rays[i], 0.0f, INFINITY, job->use_woop, NULL,
+                                    NULL, &h, NULL);
         if (!hit) h.tri = RT_NO_HIT;
         job->hits[i] = h;
     }

@@ -1,9 +1,9 @@
 /* sample.h — the random rays of stage "trace", written once for the CPU
  * oracle and the GPU: a stateless hash from (pixel, seed) to two uniform
- * numbers, a cosine-weighted direction about a unit normal, and the diffuse
- * (ambient-occlusion) ray from a primary hit that the benchmark casts
- * (rt_pipeline_cast_diffuse). Stateless, so a ray depends on its pixel and
- * the seed alone: any thread count, any order, either backend, one ray set.
+ * numbers, a cosine-weighted direction about a unit normal, the diffuse
+ * ray from a primary hit that the benchmark casts
+ * (rt_pipeline_cast_diffuse), and the ambient-occlusion rays of shading.
+ * Stateless, so a ray depends on its pixel and the seed alone: any thread count, any order, either backend, one ray set.
  *
  *   ray = rt_sample_diffuse_ray(corners of the hit triangle, hit u v,
  *                               primary direction, pixel, seed, eps)
@@ -138,11 +138,21 @@ RT_HD RtLight rt_sample_light_at(const RtLight *l, uint32_t index, RtVec3 p, uin
     return rt_sample_light(l, p, u1, u2);
 }
 
+/* The cosine-weighted ray off surface sf for uniform numbers (u1, u2):
+ * about the geometric normal (interpolated normals may point under the
+ * surface), from rt_shade_offset's point on the viewer's side. */
+RT_HD RtRay rt_sample_hemisphere_ray(const RtShadeSurface *sf, float u1, float u2, float eps)
+{
+    RtRay ray;
+    ray.o = rt_shade_offset(sf, eps);
+    ray.d = rt_sample_cosine_dir(sf->ng, u1, u2);
+    return ray;
+}
+
 /* The diffuse ray of a primary hit on triangle (a, b, c) at barycentrics
- * (u, v), reached along dir from pixel `pixel` (y * width + x): about the
- * geometric normal facing dir (rt_shade_surface: interpolated normals may
- * point under the surface), from rt_shade_offset's point on that side.
- * The caller casts it closest-hit over [0, inf). */
+ * (u, v), reached along dir from pixel `pixel` (y * width + x): the
+ * hemisphere ray about the geometric normal facing dir. The caller casts
+ * it closest-hit over [0, inf). */
 RT_HD RtRay rt_sample_diffuse_ray(RtVec3 a, RtVec3 b, RtVec3 c, float u, float v, RtVec3 dir,
                                   uint32_t pixel, uint32_t seed, float eps)
 {
@@ -150,10 +160,41 @@ RT_HD RtRay rt_sample_diffuse_ray(RtVec3 a, RtVec3 b, RtVec3 c, float u, float v
     RtShadeSurface sf = rt_shade_surface(a, b, c, none, none, none, u, v, dir, none);
     float u1, u2;
     rt_sample_uniform2(pixel, seed, &u1, &u2);
-    RtRay ray;
-    ray.o = rt_shade_offset(&sf, eps);
-    ray.d = rt_sample_cosine_dir(sf.ng, u1, u2);
-    return ray;
+    return rt_sample_hemisphere_ray(&sf, u1, u2, eps);
+}
+
+/* ---- ambient occlusion ----------------------------------------------------- */
+
+/* Chain depths (0..64, RtShadeParams.max_bounces) times AO rays per
+ * surface: the draws of the AO stream per frame sample. */
+#define RT_SAMPLE_AO_DRAWS (65u * RT_SHADE_AO_MAX_RAYS)
+
+/* AO ray k (0..p->ao_rays - 1) of the surface at chain depth `depth` of
+ * pixel `pixel` (y * width + x): the hemisphere ray of stream RT_DRAW_AO,
+ * whose sample index counts (frame sample, depth, k), so every accumulated
+ * frame draws new directions, the same on both backends. The caller casts
+ * it any-hit over [0, rt_sample_ao_reach]. */
+RT_HD RtRay rt_sample_ao_ray(const RtShadeParams *p, const RtShadeSurface *sf, uint32_t pixel, int depth,
+                             int k, float eps)
+{
+    float u1, u2;
+    rt_sample_draw(pixel, p->sample * RT_SAMPLE_AO_DRAWS + (uint32_t)depth * RT_SHADE_AO_MAX_RAYS + (uint32_t)k,
+                   RT_DRAW_AO, &u1, &u2);
+    return rt_sample_hemisphere_ray(sf, u1, u2, eps);
+}
+
+/* An AO ray's reach: ao_distance of the scene diagonal behind eps. */
+RT_HD float rt_sample_ao_reach(const RtShadeParams *p, float eps)
+{
+    return p->ao_distance * rt_shade_eps_diagonal(eps);
+}
+
+/* The ambient light at a surface whose `open` of p->ao_rays AO rays hit
+ * nothing: ambient times the open fraction (the cosine-weighted estimate of
+ * the unoccluded share of the hemisphere); ambient itself with AO off. */
+RT_HD RtVec3 rt_sample_ao_ambient(const RtShadeParams *p, int open)
+{
+    return p->ao_rays > 0 ? v3_scale(p->ambient, (float)open / (float)p->ao_rays) : p->ambient;
 }
 
 #ifdef __cplusplus

@@ -17,8 +17,11 @@
  *   local = rt_shade_ambient(...)
  *   per light: ld = rt_shade_light(&sf, light)
  *              if shadows and rt_shade_shadow_ray(&ld, eps, &tmax):
- *                  cast from rt_shade_offset(&sf, eps) along ld.L to tmax
- *              if ld.lit and unoccluded: local += rt_shade_light_term(...)
+ *                  cast from rt_shade_offset(&sf, eps) along ld.L to tmax;
+ *                  through glass (rt_shade_shadow_casts_through): closest
+ *                  hits, each crossing rt_shade_shadow_cross
+ *              if ld.lit and not blocked:
+ *                  local += transmittance * rt_shade_light_term(...)
  *   rt_shade_path_next(&path, ...): 0 = done, 1 = trace the new ray
  *   (a miss: rt_shade_path_miss), then rt_shade_pixel.
  *
@@ -48,6 +51,19 @@ extern "C" {
  * surface (self-shadowing "acne"). 32 float ulps (2^-23 relative each)
  * clear that error several times over. */
 #define RT_SHADE_RAY_EPS_POS (32.0f * 1.1920929e-7f)
+/* Surfaces a shadow ray may cross (d < 1, refraction on) before the light
+ * counts as blocked: a glass object is two surfaces (in, out), so 8 passes
+ * four panes or glasses in a row (BART kitchen's glass on a glass table
+ * is four); each costs one closest-hit cast, and the light left after 8
+ * crossings of typical d >= 0.3 glass is below 0.7^8 = 6 %. */
+#define RT_SHADE_SHADOW_MAX_CROSSINGS 8
+/* Ambient occlusion: the rays "ao on" casts per shaded surface and frame,
+ * and the most --trace ao= takes. Two give each frame a 0 / 1/2 / 1
+ * estimate instead of one ray's black-or-white speckle; accumulated frames
+ * (RtShadeParams.sample) average them to the integral, so more per frame
+ * only buys a less noisy first frame at a proportional cost. */
+#define RT_SHADE_AO_RAYS_ON 2
+#define RT_SHADE_AO_MAX_RAYS 16
 /* Heatmap: kd-tree nodes visited mapped to the top of the colour ramp. */
 #define RT_SHADE_HEAT_MAX_STEPS 128.0f
 /* An alpha-mask (map_d) value below this makes the surface a hole: the
@@ -92,6 +108,9 @@ typedef struct RtShadeParams {
     uint32_t sample;   /* the frame's sample of a pixel (progressive accumulation; 0 = the first):
                           every random draw of the frame's shading takes it as its seed
                           (render/sample.h), so sample s is the same on both backends */
+    int ao_rays;       /* ambient occlusion: rays per shaded surface and frame, 0 = off,
+                          1..RT_SHADE_AO_MAX_RAYS (docs/renderer.md) */
+    float ao_distance; /* an AO ray's reach, a fraction of the scene's bounding-box diagonal */
 } RtShadeParams;
 
 RT_HD RtShadeParams rt_shade_params_default(void)
@@ -110,6 +129,9 @@ RT_HD RtShadeParams rt_shade_params_default(void)
     p.exposure = 0.0f;               /* scenes are authored for display values as they are */
     p.tonemap = RT_TONEMAP_CLAMP;    /* likewise; ACES for light-heavy views (photons, area lights) */
     p.sample = 0;
+    p.ao_rays = 0;        /* off: it multiplies the rays per hit; RT_SHADE_AO_RAYS_ON when chosen */
+    p.ao_distance = 0.05f; /* 5 %: a Sponza column's base (~40 m diagonal: 2 m), the Cornell
+                              boxes' feet (3.5 m: 17 cm) darken; walls across a room do not */
     return p;
 }
 
@@ -191,6 +213,13 @@ RT_HD float rt_shade_ray_eps(RtAabb bounds)
 {
     float diag = aabb_is_empty(bounds) ? 0.0f : v3_len(v3_sub(bounds.hi, bounds.lo));
     return diag > 0.0f && isfinite(diag) ? RT_SHADE_RAY_EPS_REL * diag : RT_SHADE_RAY_EPS_REL;
+}
+
+/* The scene diagonal that eps = rt_shade_ray_eps(bounds) came from (1 for
+ * a point or an empty scene): both backends hold eps, not the bounds. */
+RT_HD float rt_shade_eps_diagonal(float eps)
+{
+    return eps / RT_SHADE_RAY_EPS_REL;
 }
 
 /* ---- textures -------------------------------------------------------------- */
@@ -420,6 +449,50 @@ RT_HD int rt_shade_shadow_ray(const RtShadeLight *ld, float eps, float *tmax)
 {
     *tmax = isinf(ld->dist) ? INFINITY : ld->dist - eps;
     return ld->lit && *tmax > 0.0f;
+}
+
+/* ---- shadow rays through transparent surfaces ------------------------------ */
+
+/* Whether some of the n materials has d < 1: decided once per scene. A
+ * frame's shadow rays look for transparent surfaces only when this holds
+ * and refraction is on (rt_shade_shadow_casts_through); otherwise, in every
+ * opaque scene, a shadow ray is one any-hit cast, as before transparency. */
+RT_HD int rt_shade_materials_transmit(const RtMaterial *mats, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (mats[i].d < 1.0f) return 1;
+    return 0;
+}
+
+RT_HD int rt_shade_shadow_casts_through(const RtShadeParams *p, int materials_transmit)
+{
+    return p->refraction && materials_transmit;
+}
+
+/* A shadow ray's closest hit at t on a surface of material m, the
+ * crossing-th (from 0) of its cast from o along d: multiplies *trans by
+ * what the surface lets through and returns 1 with *tmin where the next
+ * cast starts (just past the hit), or 0 when the ray ends here (with
+ * *trans = 0 when the light is blocked). The Whitted approximation:
+ * light goes straight through (no bending by ni, no Fresnel, no
+ * caustics), scaled by
+ *   (1 - d) * Kd / max(Kd.r, Kd.g, Kd.b)
+ * so clear glass (grey Kd) passes 1 - d, coloured glass tints by its hue
+ * at full brightness, and a black Kd (MTL's usual for clear glass with a
+ * specular highlight only) counts as white. The material's Kd, not the
+ * map_Kd texel: a texture lookup per crossing is dear and tinted textured
+ * glass is rare. Opaque surfaces (d >= 1, or refraction off) block. map_d
+ * holes never get here: the cast's hit filter skips them, as for an
+ * opaque shadow ray. */
+RT_HD int rt_shade_shadow_cross(const RtShadeParams *p, const RtShadeMaterial *m, RtVec3 o, RtVec3 d,
+                                float t, float tmax, float eps, int crossing, RtVec3 *trans, float *tmin)
+{
+    float k = fmaxf(m->kd.x, fmaxf(m->kd.y, m->kd.z));
+    RtVec3 tint = k > 0.0f ? v3_scale(m->kd, 1.0f / k) : v3(1.0f, 1.0f, 1.0f);
+    int passes = p->refraction && m->d < 1.0f && crossing < RT_SHADE_SHADOW_MAX_CROSSINGS;
+    *trans = passes ? v3_mul(*trans, v3_scale(tint, 1.0f - fmaxf(m->d, 0.0f))) : v3(0.0f, 0.0f, 0.0f);
+    *tmin = t + rt_shade_eps_at(v3_add(o, v3_scale(d, t)), eps);
+    return passes && fmaxf(trans->x, fmaxf(trans->y, trans->z)) > 0.0f && *tmin < tmax;
 }
 
 /* A visible light's contribution: color * (albedo N.L + Ks max(0, R.V)^Ns),
