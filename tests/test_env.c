@@ -123,11 +123,64 @@ static void env_seen_by_missed_rays(void **state)
     unlink(path);
 }
 
+/* The map as a light: under a constant sky of radiance L (no lights, no
+ * ambient), an open floor of albedo a is a L every sample (each escaping
+ * cosine-weighted ray brings exactly L); under a roof, far less. */
+static void env_lights_the_scene(void **state)
+{
+    (void)state;
+    float px[4 * 2 * 3];
+    for (int i = 0; i < 4 * 2 * 3; i++) px[i] = 0.5f;
+    char path[1024];
+    char tmpl[] = "/tmp/rt_test_env_XXXXXX";
+    int fd = mkstemp(tmpl);
+    assert_true(fd >= 0);
+    close(fd);
+    snprintf(path, sizeof path, "%s.hdr", tmpl);
+    unlink(tmpl);
+    assert_true(stbi_write_hdr(path, 4, 2, 3, px));
+    char scene[1024], text[2048];
+    for (int roof = 0; roof < 2; roof++) {
+        snprintf(text, sizeof text,
+                 "camera pos 0 0.1 0.01 look 0 0 0 up 0 0 -1 fov 20\nenvironment %s\nmaterial grey kd 0.5 0.5 0.5\n"
+                 "quad name floor material grey scale 4\n%s",
+                 path, roof ? "quad name roof material grey scale 4 rotate 1 0 0 180 translate 0 0.2 0\n" : "");
+        RT_TEST_TMP_TEXT(".scene", text, scene);
+        RtScene s;
+        RtError err = {0};
+        if (rt_scene_load(scene, &s, &err) != RT_OK) fail_msg("%s", err.msg);
+        s.light_count = 0; /* the map alone */
+        RtPipelineParams pp = rt_pipeline_params_default();
+        pp.trace.shade.ambient = v3(0, 0, 0);
+        RtPipeline *p;
+        assert_int_equal(rt_pipeline_create(&s, RT_BACKEND_CPU, 8, 8, &p, &err), RT_OK);
+        RtImage img;
+        rt_image_alloc(&img, 8, 8);
+        RtFrameTarget tg = {8, 8, NULL, &img};
+        RtFrameStats fs;
+        for (uint32_t k = 0; k < 16; k++) {
+            pp.trace.shade.sample = k;
+            if (rt_pipeline_frame(p, &pp, 0.0f, NULL, &tg, &fs, &err) != RT_OK) fail_msg("%s", err.msg);
+        }
+        int c = img.rgba[4 * (4 * 8 + 4)];
+        print_message("%s: floor byte %d (a L = 0.25 -> %d)\n", roof ? "roofed" : "open", c,
+                      rt_shade_linear_to_srgb8(0.25f));
+        if (!roof) assert_int_equal(c, rt_shade_linear_to_srgb8(0.25f));
+        else assert_true(c < rt_shade_linear_to_srgb8(0.25f) / 2);
+        rt_pipeline_destroy(p);
+        rt_image_free(&img);
+        rt_scene_free(&s);
+        unlink(scene);
+    }
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(env_loads_and_looks_up),
         cmocka_unit_test(env_seen_by_missed_rays),
+        cmocka_unit_test(env_lights_the_scene),
     };
     return cmocka_run_group_tests_name("env", tests, NULL, NULL);
 }

@@ -7,6 +7,7 @@
 #include "gpu_check.h"
 
 #include "app/pipeline.h"
+#include "scene/envmap.h"
 #include "scene/load.h"
 
 /* Samples 0..n-1 of scene s on backend be into img. */
@@ -38,12 +39,15 @@ static void gpu_accumulated_image_matches_cpu(void **state)
     char soft[1024];
     const char *scenes[3] = {NULL, rt_test_src_path("scenes/cornell.scene", path),
                              rt_test_src_path("scenes/soft_shadows.scene", soft)};
-    const char *names[3] = {"default", "cornell", "soft_shadows (quad and sphere lights)"};
-    for (int i = 0; i < 3; i++) {
+    const char *names[4] = {"default", "cornell", "soft_shadows (quad and sphere lights)",
+                            "default under scenes/env/sky.hdr (background and environment light)"};
+    for (int i = 0; i < 4; i++) {
         RtScene s;
         RtError err = {0};
-        if (i == 0) assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+        if (i == 0 || i == 3) assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
         else assert_int_equal(rt_scene_load(scenes[i], &s, &err), RT_OK);
+        char sky[1024];
+        if (i == 3) assert_int_equal(rt_envmap_load(&s, rt_test_src_path("scenes/env/sky.hdr", sky), 1.0f, 30.0f, &err), RT_OK);
         RtPipelineParams pp = rt_pipeline_params_default();
         RtImage cpu, gpu, one;
         rt_image_alloc(&cpu, 128, 96);

@@ -256,6 +256,14 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
             n_shadow += alive;
         }
         if (alive) local = rt_shade_ambient(&m.shade, &sf, rt_sample_ao_ambient(&ra.shade, open));
+        /* the environment as a light: one ray per sample, every lane (ra.env is the kernel's) */
+        if (ra.env.rgb) {
+            RtRay er = {origin, v3(0, 0, 1)};
+            if (alive) er = rt_sample_env_ray(&ra.shade, &sf, (uint32_t)pixel, depth, sc.eps);
+            RtHit eh = Walk::trace(DevPrims{sc, cfg}, tr, er.o, er.d, 0.0f, INFINITY, alive, true, NULL);
+            if (alive && eh.tri == RT_NO_HIT) local = v3_add(local, v3_mul(sf.albedo, rt_shade_env_radiance(&ra.env, er.d)));
+            n_shadow += alive;
+        }
         /* direct light: every lane walks every light (warp-uniform shadow casts) */
         for (uint32_t li = 0; li < sc.light_count; li++) {
             RtLight l = rt_sample_light_at(&sc.lights[li], li, sf.p, (uint32_t)pixel, ra.shade.sample);

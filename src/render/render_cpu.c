@@ -202,6 +202,11 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf, cons
         open += !occluded(job, rt_sample_ao_ray(&job->p.shade, sf, pixel, depth, k, job->eps),
                           rt_sample_ao_reach(&job->p.shade, job->eps));
     RtVec3 c = rt_shade_ambient(m, sf, rt_sample_ao_ambient(&job->p.shade, open));
+    if (job->frame.env.rgb) { /* the environment as a light: one ray per sample (rt_sample_env_ray) */
+        RtRay er = rt_sample_env_ray(&job->p.shade, sf, pixel, depth, job->eps);
+        st->shadow_rays++;
+        if (!occluded(job, er, INFINITY)) c = v3_add(c, v3_mul(sf->albedo, rt_shade_env_radiance(&job->frame.env, er.d)));
+    }
     RtVec3 origin = rt_shade_offset(sf, job->eps), view = v3_scale(ray.d, -1.0f);
     for (uint32_t i = 0; i < s->light_count; i++) {
         const RtLight sampled = rt_sample_light_at(&s->lights[i], i, sf->p, pixel, job->p.shade.sample);

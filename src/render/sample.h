@@ -183,6 +183,20 @@ RT_HD RtRay rt_sample_ao_ray(const RtShadeParams *p, const RtShadeSurface *sf, u
     return rt_sample_hemisphere_ray(sf, u1, u2, eps);
 }
 
+/* The environment-light ray of the surface at chain depth `depth`: one
+ * cosine-weighted direction about the geometric normal per frame sample
+ * (its own stream), cast any-hit to infinity; if it escapes, the surface
+ * gains albedo x the map's radiance along it -- the cosine-weighted Monte
+ * Carlo estimate of (albedo / pi) x the integral of L cos over the
+ * hemisphere, converging as samples accumulate. */
+RT_HD RtRay rt_sample_env_ray(const RtShadeParams *p, const RtShadeSurface *sf, uint32_t pixel, int depth, float eps)
+{
+    float u1, u2;
+    /* 65 chain depths (max_bounces <= 64) per sample, as the AO draws */
+    rt_sample_draw(pixel, p->sample * 65u + (uint32_t)depth, RT_DRAW_ENV, &u1, &u2);
+    return rt_sample_hemisphere_ray(sf, u1, u2, eps);
+}
+
 /* An AO ray's reach: ao_distance of the scene diagonal behind eps. */
 RT_HD float rt_sample_ao_reach(const RtShadeParams *p, float eps)
 {
