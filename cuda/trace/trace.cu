@@ -205,15 +205,34 @@ __device__ __noinline__ static RtVec3 photon_gather(const RtPhotonMaps &maps, co
     return rt_photon_radiance(&maps, &sf, scratch);
 }
 
+/* Whether the ray (o, d) up to tmax escapes: the any-hit casts of ambient
+ * occlusion and the environment light. Not inlined: those effects then
+ * share one copy of the traversal, and the render kernel keeps the
+ * registers of its own two inlined casts (the chain's and the shadow
+ * ray's) -- every inlined cast site made the kernel larger and, past
+ * three, spill. Every lane calls it (packets need the warp). */
+template <class Walk>
+__device__ __noinline__ static bool escapes(const RtGpuSceneView &sc, const typename Walk::Tree &tr,
+                                            const TraceCfg &cfg, RtVec3 o, RtVec3 d, float tmax, bool live)
+{
+    RtHit h = Walk::trace(DevPrims{sc, cfg}, tr, o, d, 0.0f, tmax, live, true, NULL);
+    return live && h.tri == RT_NO_HIT;
+}
+
 /* One pixel per thread: shade.h's Whitted chain (render_cpu.c's
  * trace_pixel), unrolled with warp-uniform trip counts (every lane calls
  * trace_ray the same number of times, as packets need: the AO rays by
  * ao_rays, a shadow ray's crossings until a warp vote says none goes on),
- * then sRGB out. */
-template <class Walk>
-__global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
-                                                        TraceCfg cfg, RenderArgs ra,
-                                                        RtGpuTraceCounters *cnt)
+ * then sRGB out. kRich: the frame uses ambient occlusion, an environment
+ * light, shadows through glass or photon maps (render_rich, chosen per
+ * frame by rt_trace_gpu); without them the kernel is compiled without their
+ * code, so the common frame keeps the registers of a plain Whitted chain
+ * (their code pushed it past 128 registers into spills: primary rays 49 %
+ * slower on Sponza, NVIDIA H200). */
+template <class Walk, bool kRich>
+__device__ __forceinline__ static void render_pixel(const RtGpuSceneView &sc, const typename Walk::Tree &tr,
+                                                    const TraceCfg &cfg, const RenderArgs &ra,
+                                                    RtGpuTraceCounters *cnt)
 {
     uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     int px, py;
@@ -223,7 +242,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
     if (valid) rt_sample_jitter((uint32_t)pixel, ra.shade.sample, &jx, &jy);
     RtVec3 dir = valid ? rt_camera_dir(&ra.cam, (float)px + jx, (float)py + jy) : v3(0, 0, 1);
     RtRay ray = {ra.cam.o, dir};
-    bool through = rt_shade_shadow_casts_through(&ra.shade, sc.transmits);
+    bool through = kRich && rt_shade_shadow_casts_through(&ra.shade, sc.transmits);
     RtShadePath path = rt_shade_path_start();
     RtShadeCone cone = rt_shade_cone_primary(&ra.shade, &ra.cam);
     bool alive = valid;
@@ -247,21 +266,20 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
         }
         /* ambient occlusion: every lane casts ao_rays (warp-uniform), counted as shadow rays */
         int open = 0;
-        for (int k = 0; k < ra.shade.ao_rays; k++) {
+        for (int k = 0; kRich && k < ra.shade.ao_rays; k++) {
             RtRay ar = {origin, v3(0, 0, 1)};
             if (alive) ar = rt_sample_ao_ray(&ra.shade, &sf, (uint32_t)pixel, depth, k, sc.eps);
-            RtHit ah = Walk::trace(DevPrims{sc, cfg}, tr, ar.o, ar.d, 0.0f, rt_sample_ao_reach(&ra.shade, sc.eps),
-                                   alive, true, NULL);
-            open += alive && ah.tri == RT_NO_HIT;
+            open += escapes<Walk>(sc, tr, cfg, ar.o, ar.d, rt_sample_ao_reach(&ra.shade, sc.eps), alive);
             n_shadow += alive;
         }
-        if (alive) local = rt_shade_ambient(&m.shade, &sf, rt_sample_ao_ambient(&ra.shade, open));
+        if (alive)
+            local = rt_shade_ambient(&m.shade, &sf, kRich ? rt_sample_ao_ambient(&ra.shade, open) : ra.shade.ambient);
         /* the environment as a light: one ray per sample, every lane (ra.env is the kernel's) */
-        if (ra.env.rgb) {
+        if (kRich && ra.env.rgb) {
             RtRay er = {origin, v3(0, 0, 1)};
             if (alive) er = rt_sample_env_ray(&ra.shade, &sf, (uint32_t)pixel, depth, sc.eps);
-            RtHit eh = Walk::trace(DevPrims{sc, cfg}, tr, er.o, er.d, 0.0f, INFINITY, alive, true, NULL);
-            if (alive && eh.tri == RT_NO_HIT) local = v3_add(local, v3_mul(sf.albedo, rt_shade_env_radiance(&ra.env, er.d)));
+            if (escapes<Walk>(sc, tr, cfg, er.o, er.d, INFINITY, alive))
+                local = v3_add(local, v3_mul(sf.albedo, rt_shade_env_radiance(&ra.env, er.d)));
             n_shadow += alive;
         }
         /* direct light: every lane walks every light (warp-uniform shadow casts) */
@@ -292,7 +310,7 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
                 local = v3_add(local, rt_shade_light_term(&sf, &m.shade, l.color, &ld,
                                                           v3_scale(ray.d, -1.0f)));
         }
-        if (alive && ra.has_photons && rt_photon_gathers(&ra.shade, &m.shade))
+        if (kRich && alive && ra.has_photons && rt_photon_gathers(&ra.shade, &m.shade))
             local = v3_add(local, photon_gather(ra.photons, sf));
         if (!alive) continue;
         /* continue the chain: refraction, mirror, or the end */
@@ -309,6 +327,20 @@ __global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typen
     rt_shade_pixel(&ra.shade, path.color, steps, out);
     ((uchar4 *)ra.rgba)[i] = make_uchar4(out[0], out[1], out[2], out[3]);
     if (ra.ids) ra.ids[i] = id;
+}
+
+template <class Walk>
+__global__ void __launch_bounds__(kBlock) render_kernel(RtGpuSceneView sc, typename Walk::Tree tr, TraceCfg cfg,
+                                                        RenderArgs ra, RtGpuTraceCounters *cnt)
+{
+    render_pixel<Walk, false>(sc, tr, cfg, ra, cnt);
+}
+
+template <class Walk>
+__global__ void __launch_bounds__(kBlock) render_rich(RtGpuSceneView sc, typename Walk::Tree tr, TraceCfg cfg,
+                                                      RenderArgs ra, RtGpuTraceCounters *cnt)
+{
+    render_pixel<Walk, true>(sc, tr, cfg, ra, cnt);
 }
 
 typedef struct PhotonArgs {
@@ -494,12 +526,18 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtS
     else memset(&ra.env, 0, sizeof ra.env);
     uint32_t threads = thread_count(ra.ray_map, w, h);
     dim3 grid((threads + kBlock - 1) / kBlock);
+    RtGpuSceneView view = rt_gpu_scene_view(gs);
+    /* the kernel with the extra effects' code only for a frame that uses them */
+    bool rich = params.shade.ao_rays > 0 || ra.env.rgb || ra.has_photons ||
+                rt_shade_shadow_casts_through(&params.shade, view.transmits);
     if (accel->kind == RT_ACCEL_BVH)
-        st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0, RT_BVH_DISPATCH(render_kernel, &params),
-                       err, rt_gpu_scene_view(gs), trace_bvh_of(accel->bvh), trace_cfg(&params), ra, cnt);
+        st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0,
+                       rich ? RT_BVH_DISPATCH(render_rich, &params) : RT_BVH_DISPATCH(render_kernel, &params), err,
+                       view, trace_bvh_of(accel->bvh), trace_cfg(&params), ra, cnt);
     else
-        st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0, RT_KD_DISPATCH(render_kernel, &params),
-                       err, rt_gpu_scene_view(gs), trace_tree(accel->kd), trace_cfg(&params), ra, cnt);
+        st = rt_launch(log, "trace_render", grid, dim3(kBlock), 0,
+                       rich ? RT_KD_DISPATCH(render_rich, &params) : RT_KD_DISPATCH(render_kernel, &params), err,
+                       view, trace_tree(accel->kd), trace_cfg(&params), ra, cnt);
     if (st != RT_OK || !stats) return st;
     RtGpuTraceCounters c;
     CUDA_CHECK(err, cudaMemcpy(&c, cnt, sizeof c, cudaMemcpyDeviceToHost));
