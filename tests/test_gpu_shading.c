@@ -37,11 +37,12 @@ static void gpu_accumulated_image_matches_cpu(void **state)
     need_gpu();
     char path[1024];
     char soft[1024];
-    const char *scenes[3] = {NULL, rt_test_src_path("scenes/cornell.scene", path),
-                             rt_test_src_path("scenes/soft_shadows.scene", soft)};
-    const char *names[4] = {"default", "cornell", "soft_shadows (quad and sphere lights)",
-                            "default under scenes/env/sky.hdr (background and environment light)"};
-    for (int i = 0; i < 4; i++) {
+    const char *scenes[5] = {NULL, rt_test_src_path("scenes/cornell.scene", path),
+                             rt_test_src_path("scenes/soft_shadows.scene", soft), NULL, path};
+    const char *names[5] = {"default", "cornell", "soft_shadows (quad and sphere lights)",
+                            "default under scenes/env/sky.hdr (background and environment light)",
+                            "cornell, its lamp panel an emitter (emitters on)"};
+    for (int i = 0; i < 5; i++) {
         RtScene s;
         RtError err = {0};
         if (i == 0 || i == 3) assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
@@ -49,6 +50,7 @@ static void gpu_accumulated_image_matches_cpu(void **state)
         char sky[1024];
         if (i == 3) assert_int_equal(rt_envmap_load(&s, rt_test_src_path("scenes/env/sky.hdr", sky), 1.0f, 30.0f, &err), RT_OK);
         RtPipelineParams pp = rt_pipeline_params_default();
+        pp.trace.shade.emitters = i == 4;
         RtImage cpu, gpu, one;
         rt_image_alloc(&cpu, 128, 96);
         rt_image_alloc(&gpu, 128, 96);

@@ -117,12 +117,59 @@ static void lights_quad_makes_a_penumbra(void **state)
     rt_scene_free(&s);
 }
 
+/* An emissive square of radiance L and area A a height h above a floor
+ * of albedo a (no lights, no ambient): the floor right under it gets
+ * radiance a L A / (pi h^2) (the patch is small against h: cosines ~1, the
+ * finite size within 1 %), and nothing with emitters off. */
+static void lights_emissive_triangles_light_the_floor(void **state)
+{
+    (void)state;
+    char path[1024];
+    RT_TEST_TMP_TEXT(".scene",
+                     "camera pos 0 0.5 0.001 look 0 0 0 up 0 0 -1 fov 5\n"
+                     "material grey kd 0.5 0.5 0.5\nmaterial lamp kd 0 0 0 ke 4 4 4\n"
+                     "quad name floor material grey scale 5\n"
+                     "quad name lamp material lamp scale 0.1 rotate 1 0 0 180 translate 0 2 0\n",
+                     path);
+    RtScene s;
+    RtError err = {0};
+    if (rt_scene_load(path, &s, &err) != RT_OK) fail_msg("%s", err.msg);
+    s.light_count = 0;
+    for (int on = 0; on < 2; on++) {
+        RtPipelineParams pp = rt_pipeline_params_default();
+        pp.trace.shade.ambient = v3(0, 0, 0);
+        pp.trace.shade.emitters = on;
+        RtPipeline *p;
+        assert_int_equal(rt_pipeline_create(&s, RT_BACKEND_CPU, 8, 8, &p, &err), RT_OK);
+        RtImage img;
+        rt_image_alloc(&img, 8, 8);
+        RtFrameTarget tg = {8, 8, NULL, &img};
+        RtFrameStats fs;
+        for (uint32_t k = 0; k < 32; k++) {
+            pp.trace.shade.sample = k;
+            if (rt_pipeline_frame(p, &pp, 0.0f, NULL, &tg, &fs, &err) != RT_OK) fail_msg("%s", err.msg);
+        }
+        /* the quad primitive spans [-1, 1]^2 scaled: side 0.2, area 0.04, h = 2 */
+        float want = 0.5f * 4.0f * 0.04f / (3.14159265f * 4.0f);
+        int c = img.rgba[4 * (4 * 8 + 4)];
+        print_message("emitters %s: floor byte %d (a L A / (pi h^2) = %.5f -> %d)\n", on ? "on" : "off", c, want,
+                      rt_shade_linear_to_srgb8(want));
+        if (on) assert_true(abs(c - rt_shade_linear_to_srgb8(want)) <= 2);
+        else assert_int_equal(c, 0);
+        rt_pipeline_destroy(p);
+        rt_image_free(&img);
+    }
+    rt_scene_free(&s);
+    unlink(path);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(lights_scene_forms),
         cmocka_unit_test(lights_samples_on_the_surface),
         cmocka_unit_test(lights_quad_makes_a_penumbra),
+        cmocka_unit_test(lights_emissive_triangles_light_the_floor),
     };
     return cmocka_run_group_tests_name("lights", tests, NULL, NULL);
 }

@@ -194,6 +194,7 @@ typedef struct RenderArgs {
     int has_photons;
     RtFloat4 *accum;      /* accumulation sums (device, w*h) or NULL */
     RtShadeEnv env;       /* the environment map (device; rgb NULL: none) */
+    RtShadeEmitters emit; /* the emissive triangles (device; with shade.emitters) */
 } RenderArgs;
 
 /* The photon maps' radiance at sf (photon.h). Not inlined: its 64-entry
@@ -283,8 +284,10 @@ __device__ __forceinline__ static void render_pixel(const RtGpuSceneView &sc, co
             n_shadow += alive;
         }
         /* direct light: every lane walks every light (warp-uniform shadow casts) */
-        for (uint32_t li = 0; li < sc.light_count; li++) {
-            RtLight l = rt_sample_light_at(&sc.lights[li], li, sf.p, (uint32_t)pixel, ra.shade.sample);
+        uint32_t lights = sc.light_count + (ra.shade.emitters && ra.emit.count > 0);
+        for (uint32_t li = 0; li < lights; li++) {
+            RtLight l = rt_sample_light_or_emitter(sc.lights, sc.light_count, &ra.emit, sc.verts, li, sf.p,
+                                                   (uint32_t)pixel, ra.shade.sample);
             RtShadeLight ld = rt_shade_light_none();
             if (alive) ld = rt_shade_light(&sf, &l);
             if (ra.shade.shadows) {
@@ -522,8 +525,8 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtS
     if (ra.has_photons) ra.photons = *frame->photons;
     else memset(&ra.photons, 0, sizeof ra.photons);
     ra.accum = frame ? frame->accum : NULL;
-    if (frame) ra.env = frame->env;
-    else memset(&ra.env, 0, sizeof ra.env);
+    if (frame) ra.env = frame->env, ra.emit = frame->emit;
+    else memset(&ra.env, 0, sizeof ra.env), memset(&ra.emit, 0, sizeof ra.emit);
     uint32_t threads = thread_count(ra.ray_map, w, h);
     dim3 grid((threads + kBlock - 1) / kBlock);
     RtGpuSceneView view = rt_gpu_scene_view(gs);

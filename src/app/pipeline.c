@@ -84,6 +84,11 @@ struct RtPipeline {
     RtFloat4 *accum;        /* host (CPU backend) or device (GPU backend) */
     size_t accum_cap;       /* pixels */
     float *d_env;           /* GPU: the scene's environment map, uploaded at the first frame that needs it */
+    RtEmitter *emitters;    /* the scene's emissive triangles (rest-pose picks), made at the first frame that
+                               needs them; the GPU's copy in d_emitters */
+    RtEmitter *d_emitters;
+    uint32_t emitter_count;
+    int emitters_made;
 };
 
 RtPipelineParams rt_pipeline_params_default(void)
@@ -220,6 +225,8 @@ void rt_pipeline_destroy(RtPipeline *p)
     if (p->backend == RT_BACKEND_GPU) rt_gpu_free(p->accum);
     else free(p->accum);
     rt_gpu_free(p->d_env);
+    rt_gpu_free(p->d_emitters);
+    free(p->emitters);
     rt_tri_arrays_free(&p->host_tris);
     rt_gpu_free(p->d_rgba);
     rt_gpu_anim_destroy(p->anim);
@@ -283,6 +290,49 @@ static RtKdStats tree_stats_of_bvh(const RtBvhStats *b)
     return k;
 }
 
+/* The scene's emissive triangles: Ke luminance x rest-pose area as the
+ * pick weight (any positive weights keep the estimate unbiased: the
+ * sample's pdf uses the frame's own area), normalised into a cdf. */
+static RtStatus make_emitters(RtPipeline *p, RtError *err)
+{
+    const RtScene *s = p->scene;
+    p->emitters_made = 1;
+    double total = 0.0;
+    uint32_t n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        double run = 0.0;
+        for (uint32_t i = 0; i < s->tri_count; i++) {
+            int32_t m = s->tris[i].material;
+            if (m < 0 || (uint32_t)m >= s->mat_count) continue;
+            RtVec3 ke = s->mats[m].ke;
+            float lum = 0.2126f * ke.x + 0.7152f * ke.y + 0.0722f * ke.z;
+            const RtVertex *a = &s->verts[s->tris[i].v[0]], *b = &s->verts[s->tris[i].v[1]], *c = &s->verts[s->tris[i].v[2]];
+            double w = (double)lum * 0.5 * v3_len(v3_cross(v3_sub(b->p, a->p), v3_sub(c->p, a->p)));
+            if (!(w > 0.0) || !isfinite(w)) continue;
+            if (pass == 0) {
+                total += w, n++;
+                continue;
+            }
+            run += w;
+            RtEmitter e = {i, (float)(w / total), (float)(run / total), ke};
+            p->emitters[p->emitter_count++] = e;
+        }
+        if (pass == 0) {
+            if (!n) return RT_OK;
+            if (!(p->emitters = malloc(n * sizeof *p->emitters)))
+                return rt_fail(err, RT_ERR_OOM, "APP: out of memory for %u emissive triangles", n);
+        }
+    }
+    p->emitters[p->emitter_count - 1].cdf = 1.0f; /* rounding never leaves a pick past the last */
+    if (p->backend == RT_BACKEND_GPU) {
+        size_t bytes = p->emitter_count * sizeof *p->emitters;
+        RtStatus st = rt_gpu_alloc((void **)&p->d_emitters, bytes, "emissive triangles", err);
+        if (st == RT_OK) st = rt_gpu_memcpy(p->d_emitters, p->emitters, bytes, RT_COPY_TO_DEVICE, err);
+        if (st != RT_OK) return st;
+    }
+    return RT_OK;
+}
+
 /* The frame's shading state for a w x h trace: the photon maps when the
  * frame made them, the accumulation sums (grown to w*h, kept). */
 static RtStatus shade_frame(RtPipeline *p, int w, int h, RtShadeFrame *fr, RtError *err)
@@ -317,6 +367,10 @@ static RtStatus shade_frame(RtPipeline *p, int w, int h, RtShadeFrame *fr, RtErr
         fr->env.rgb = gpu ? p->d_env : e->rgb;
         fr->env.w = e->w, fr->env.h = e->h, fr->env.intensity = e->intensity, fr->env.rotate = e->rotate;
     }
+    RtStatus s = p->emitters_made ? RT_OK : make_emitters(p, err);
+    if (s != RT_OK) return s;
+    fr->emit.e = gpu ? p->d_emitters : p->emitters;
+    fr->emit.count = p->emitter_count;
     return RT_OK;
 }
 

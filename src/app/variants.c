@@ -244,6 +244,9 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                         "how linear colour becomes display values"},
     [RT_VAR_SKY] = {"sky", "sky", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.sky), 1, 0, 1, kOnOff, 0, 0,
                     "rays leaving the scene see a sky gradient (on) or the flat background (off); an environment map wins"},
+    [RT_VAR_EMITTERS] = {"emitters", "emissive lights", RT_SCOPE_TRACE, RT_VK_INT, TRACE(shade.emitters), 1, 0, 1, kOffOn,
+                         0, 0, "emissive triangles (MTL Ke, glTF emissive) light other surfaces, one sampled per "
+                         "surface and sample"},
     [RT_VAR_EXPOSURE] = {"exposure", "exposure", RT_SCOPE_TRACE, RT_VK_FLOAT, TRACE(shade.exposure), 1, -16, 16, NULL, 0, 0,
                          "stops of exposure before tone mapping (the window's , and . keys: -/+ 0.5)"},
     [RT_VAR_PHOTON_K] = {"photonk", "photons/estimate", RT_SCOPE_TRACE, RT_VK_UINT, offsetof(RtPipelineParams, photons.k),

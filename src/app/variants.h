@@ -69,6 +69,7 @@ typedef enum RtVariantId {
     RT_VAR_PHOTON_K,
     RT_VAR_TONEMAP,        /* display: both backends */
     RT_VAR_SKY,
+    RT_VAR_EMITTERS,
     RT_VAR_EXPOSURE,
     RT_VAR_COUNT
 } RtVariantId;

@@ -208,8 +208,10 @@ static RtVec3 shade_local(const RtRenderJob *job, const RtShadeSurface *sf, cons
         if (!occluded(job, er, INFINITY)) c = v3_add(c, v3_mul(sf->albedo, rt_shade_env_radiance(&job->frame.env, er.d)));
     }
     RtVec3 origin = rt_shade_offset(sf, job->eps), view = v3_scale(ray.d, -1.0f);
-    for (uint32_t i = 0; i < s->light_count; i++) {
-        const RtLight sampled = rt_sample_light_at(&s->lights[i], i, sf->p, pixel, job->p.shade.sample);
+    uint32_t lights = s->light_count + (job->p.shade.emitters && job->frame.emit.count > 0);
+    for (uint32_t i = 0; i < lights; i++) {
+        const RtLight sampled = rt_sample_light_or_emitter(s->lights, s->light_count, &job->frame.emit,
+                                                           job->tris->verts, i, sf->p, pixel, job->p.shade.sample);
         const RtLight *l = &sampled;
         RtShadeLight ld = rt_shade_light(sf, l);
         if (!ld.lit) continue;

@@ -49,7 +49,8 @@ RT_HD void rt_sample_uniform2(uint32_t index, uint32_t seed, float *u1, float *u
 /* The streams of a pixel's random draws in a frame: one per purpose, each
  * seeded by the frame's sample index (RtShadeParams.sample), so the draws
  * of sample s are the same on both backends and new for every sample. */
-enum { RT_DRAW_JITTER = 0, RT_DRAW_AO = 1, RT_DRAW_ENV = 2, RT_DRAW_LIGHT = 3 /* + the light's index */ };
+enum { RT_DRAW_JITTER = 0, RT_DRAW_AO = 1, RT_DRAW_ENV = 2, RT_DRAW_LIGHT = 3 /* + the light's index */,
+       RT_DRAW_EMIT = 0x40000000 /* and + 1: the emitter pick (far above any light index) */ };
 
 RT_HD void rt_sample_draw(uint32_t pixel, uint32_t sample, uint32_t purpose, float *u1, float *u2)
 {
@@ -147,6 +148,60 @@ RT_HD RtRay rt_sample_hemisphere_ray(const RtShadeSurface *sf, float u1, float u
     ray.o = rt_shade_offset(sf, eps);
     ray.d = rt_sample_cosine_dir(sf->ng, u1, u2);
     return ray;
+}
+
+/* Fraction of the way from an emitter's sample point toward the shaded point
+ * the light is placed (rt_sample_emitter). */
+#define RT_SAMPLE_EMIT_LIFT 1e-3f
+
+/* One emissive triangle of em as the point light of one sample, seen from
+ * p (verts: 3 corners per triangle, the tracer's arrays): the triangle
+ * picked by its cdf with u0, a uniform point of it from (u1, u2), and the
+ * colour that makes the point-light term (albedo N.L colour) the
+ * area-sampling estimate of the Lambertian reflection of its radiance Ke:
+ * Ke |cos_l| A / (pi d^2 pick) (two-sided, as triangles are here). 0 light
+ * for a degenerate triangle or a point on it. */
+RT_HD RtLight rt_sample_emitter(const RtShadeEmitters *em, const RtFloat4 *verts, RtVec3 p, float u0, float u1,
+                                float u2)
+{
+    RtLight s;
+    s.type = RT_LIGHT_POINT;
+    s.color = s.n = v3(0.0f, 0.0f, 0.0f);
+    s.w = s.h = s.radius = 0.0f;
+    uint32_t lo = 0, hi = em->count - 1;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (em->e[mid].cdf < u0) lo = mid + 1;
+        else hi = mid;
+    }
+    const RtEmitter *e = &em->e[lo];
+    const RtFloat4 *v = &verts[3 * (size_t)e->tri];
+    RtVec3 a = f4_xyz(v[0]), b = f4_xyz(v[1]), c = f4_xyz(v[2]);
+    float su = sqrtf(u1), w0 = 1.0f - su, w1 = u2 * su;
+    s.v = v3_add(v3_add(v3_scale(a, w0), v3_scale(b, w1)), v3_scale(c, 1.0f - w0 - w1));
+    RtVec3 n = v3_cross(v3_sub(b, a), v3_sub(c, a)), d = v3_sub(p, s.v);
+    float area2 = v3_len(n), dist2 = v3_dot(d, d);
+    if (!(area2 > 0.0f) || !(dist2 > 0.0f) || !(e->pick > 0.0f)) return s;
+    float cosl = fabsf(v3_dot(n, d)) / (area2 * sqrtf(dist2));
+    s.color = v3_scale(e->ke, cosl * 0.5f * area2 / (RT_SHADE_PI * dist2 * e->pick));
+    /* the light point a thousandth of the way toward p: on the triangle
+       itself, the shadow ray (offset eps from p, ending eps short of the
+       light) would reach the emitter at its very end and count it */
+    s.v = v3_add(s.v, v3_scale(d, RT_SAMPLE_EMIT_LIFT));
+    return s;
+}
+
+/* Light `index` of the shading loop: the scene's lights (rt_sample_light_at),
+ * then, at index == light_count, one emissive triangle (its own streams). */
+RT_HD RtLight rt_sample_light_or_emitter(const RtLight *lights, uint32_t light_count, const RtShadeEmitters *em,
+                                         const RtFloat4 *verts, uint32_t index, RtVec3 p, uint32_t pixel,
+                                         uint32_t sample)
+{
+    if (index < light_count) return rt_sample_light_at(&lights[index], index, p, pixel, sample);
+    float u0, u1, u2, u3;
+    rt_sample_draw(pixel, sample, RT_DRAW_EMIT, &u0, &u3);
+    rt_sample_draw(pixel, sample, RT_DRAW_EMIT + 1, &u1, &u2);
+    return rt_sample_emitter(em, verts, p, u0, u1, u2);
 }
 
 /* The diffuse ray of a primary hit on triangle (a, b, c) at barycentrics

@@ -102,6 +102,7 @@ typedef struct RtShadeParams {
     int tex_filter;    /* RtTexFilter of map_Kd */
     RtVec3 background; /* linear RGB of rays that leave the scene (with sky off and no environment map) */
     int sky;           /* 1: rays that leave the scene see a sky gradient (rt_shade_sky) instead */
+    int emitters;      /* 1: emissive triangles (material Ke) light other surfaces (render/sample.h) */
     RtVec3 ambient;    /* linear ambient light, times the albedo */
     float exposure;    /* stops: linear colour x 2^exposure before tone mapping */
     int tonemap;       /* RtShadeTonemap */
@@ -125,6 +126,9 @@ RT_HD RtShadeParams rt_shade_params_default(void)
     p.tex_filter = RT_TEX_TRILINEAR; /* distant checkers and floors without moire */
     p.background = v3(0.05f, 0.06f, 0.09f); /* dark blue-grey: misses stand out from black surfaces */
     p.sky = 1;         /* a sky reads as outdoors and shows a view's orientation; flat is a key away */
+    p.emitters = 0;    /* off: scenes written for the Whitted model pair a glowing lamp panel with
+                          a point light, which would then light twice; on for files whose
+                          emissive surfaces are their lights (glTF emissive, MTL Ke) */
     p.ambient = v3(0.08f, 0.08f, 0.08f);    /* shadowed sides stay readable under one light */
     p.exposure = 0.0f;               /* scenes are authored for display values as they are */
     p.tonemap = RT_TONEMAP_CLAMP;    /* likewise; ACES for light-heavy views (photons, area lights) */
@@ -665,6 +669,20 @@ RT_HD RtVec3 rt_shade_background(const RtShadeParams *p, const RtShadeEnv *env, 
 
 struct RtPhotonMaps; /* photon/photon.h */
 
+/* An emissive triangle as a light (RtShadeParams.emitters): picked with
+ * probability `pick` (its Ke luminance times its rest-pose area, of the
+ * scene's total), cdf = the picks up to and including it. */
+typedef struct RtEmitter {
+    uint32_t tri;
+    float pick, cdf;
+    RtVec3 ke;
+} RtEmitter;
+
+typedef struct RtShadeEmitters {
+    const RtEmitter *e; /* host or device; NULL: none */
+    uint32_t count;
+} RtShadeEmitters;
+
 /* What a frame's shading reads and writes besides the scene and the
  * structure, each optional (NULL: none): host memory for the CPU renderer,
  * device memory for the GPU tracer. */
@@ -672,6 +690,7 @@ typedef struct RtShadeFrame {
     const struct RtPhotonMaps *photons; /* the frame's photon maps: every shaded surface adds their estimate */
     RtFloat4 *accum;                    /* w*h sums of linear colour (xyz) for progressive accumulation */
     RtShadeEnv env;                     /* the environment map (rgb NULL: none) */
+    RtShadeEmitters emit;               /* the emissive triangles (with RtShadeParams.emitters) */
 } RtShadeFrame;
 
 /* Progressive accumulation: sample 0 starts pixel's sum, sample s adds the
