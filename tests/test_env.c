@@ -2,7 +2,7 @@
  * bad files), the equirectangular lookup's orientation, rotation and
  * filtering, the `environment` statement, and what missed rays see on the
  * CPU oracle (the GPU's image: test_gpu_shading.c). */
-#include "test_util.h"
+#include "accum_check.h"
 
 #include <stb_image_write.h>
 
@@ -152,23 +152,11 @@ static void env_lights_the_scene(void **state)
         s.light_count = 0; /* the map alone */
         RtPipelineParams pp = rt_pipeline_params_default();
         pp.trace.shade.ambient = v3(0, 0, 0);
-        RtPipeline *p;
-        assert_int_equal(rt_pipeline_create(&s, RT_BACKEND_CPU, 8, 8, &p, &err), RT_OK);
-        RtImage img;
-        rt_image_alloc(&img, 8, 8);
-        RtFrameTarget tg = {8, 8, NULL, &img};
-        RtFrameStats fs;
-        for (uint32_t k = 0; k < 16; k++) {
-            pp.trace.shade.sample = k;
-            if (rt_pipeline_frame(p, &pp, 0.0f, NULL, &tg, &fs, &err) != RT_OK) fail_msg("%s", err.msg);
-        }
-        int c = img.rgba[4 * (4 * 8 + 4)];
+        int c = centre_after_samples(&s, pp, 8, 16);
         print_message("%s: floor byte %d (a L = 0.25 -> %d)\n", roof ? "roofed" : "open", c,
                       rt_shade_linear_to_srgb8(0.25f));
         if (!roof) assert_int_equal(c, rt_shade_linear_to_srgb8(0.25f));
         else assert_true(c < rt_shade_linear_to_srgb8(0.25f) / 2);
-        rt_pipeline_destroy(p);
-        rt_image_free(&img);
         rt_scene_free(&s);
         unlink(scene);
     }

@@ -2,7 +2,7 @@
  * points (render/sample.h's rt_sample_light) and the soft shadow they make
  * as samples accumulate, on the CPU oracle; test_gpu_shading.c compares the
  * GPU's accumulated image of scenes/soft_shadows.scene with the CPU's. */
-#include "test_util.h"
+#include "accum_check.h"
 
 #include "app/pipeline.h"
 #include "render/sample.h"
@@ -139,25 +139,13 @@ static void lights_emissive_triangles_light_the_floor(void **state)
         RtPipelineParams pp = rt_pipeline_params_default();
         pp.trace.shade.ambient = v3(0, 0, 0);
         pp.trace.shade.emitters = on;
-        RtPipeline *p;
-        assert_int_equal(rt_pipeline_create(&s, RT_BACKEND_CPU, 8, 8, &p, &err), RT_OK);
-        RtImage img;
-        rt_image_alloc(&img, 8, 8);
-        RtFrameTarget tg = {8, 8, NULL, &img};
-        RtFrameStats fs;
-        for (uint32_t k = 0; k < 32; k++) {
-            pp.trace.shade.sample = k;
-            if (rt_pipeline_frame(p, &pp, 0.0f, NULL, &tg, &fs, &err) != RT_OK) fail_msg("%s", err.msg);
-        }
+        int c = centre_after_samples(&s, pp, 8, 32);
         /* the quad primitive spans [-1, 1]^2 scaled: side 0.2, area 0.04, h = 2 */
         float want = 0.5f * 4.0f * 0.04f / (3.14159265f * 4.0f);
-        int c = img.rgba[4 * (4 * 8 + 4)];
         print_message("emitters %s: floor byte %d (a L A / (pi h^2) = %.5f -> %d)\n", on ? "on" : "off", c, want,
                       rt_shade_linear_to_srgb8(want));
         if (on) assert_true(abs(c - rt_shade_linear_to_srgb8(want)) <= 2);
         else assert_int_equal(c, 0);
-        rt_pipeline_destroy(p);
-        rt_image_free(&img);
     }
     rt_scene_free(&s);
     unlink(path);
