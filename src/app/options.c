@@ -43,6 +43,7 @@ void rt_options_default(RtOptions *o)
     o->speed = 1.0f;
     o->warmup = 3;
     o->spp = 1;
+    o->max_spp = 65536;
 }
 
 void rt_options_usage(FILE *f)
@@ -68,7 +69,8 @@ void rt_options_usage(FILE *f)
             "  --env FILE.hdr        an environment map (equirectangular HDR) seen past the scene and\n"
             "                        lighting it (.scene: environment PATH [intensity X] [rotate DEG])\n"
             "  --spp N               headless: N jittered samples per pixel, accumulated (default 1;\n"
-            "                        the window accumulates by itself while the view rests)\n"
+            "                        the window accumulates by itself while the view rests, up to\n"
+            "                        --max-spp N samples, default 65536; 1: one centred sample a frame)\n"
             "  --photons N           photon mapping with N photons per frame: caustics and indirect\n"
             "                        light (default 0, off; --trace photonk=K photons per estimate)\n"
             "  --no-shadows          no shadow rays\n"
@@ -222,6 +224,7 @@ RtStatus rt_options_parse(int argc, char **argv, RtOptions *o, RtError *err)
         else if (!strcmp(a, "--runners")) { TAKES_VALUE(); st = parse_int(a, next, 0, 1000, &o->runners, err); }
         else if (!strcmp(a, "--warmup")) { TAKES_VALUE(); st = parse_int(a, next, 0, 100000, &o->warmup, err); }
         else if (!strcmp(a, "--spp")) { TAKES_VALUE(); st = parse_int(a, next, 1, 65536, &o->spp, err); }
+        else if (!strcmp(a, "--max-spp")) { TAKES_VALUE(); st = parse_int(a, next, 1, 65536, &o->max_spp, err); }
         else if (!strcmp(a, "--env")) { TAKES_VALUE(); o->env_path = next; }
         else if (!strcmp(a, "--json")) { TAKES_VALUE(); o->json_path = next; }
         else if (!strcmp(a, "--csv")) { TAKES_VALUE(); o->csv_path = next; }

@@ -40,6 +40,7 @@ typedef struct RtOptions {
     int bench_default;       /* "--bench default": the built-in scene, and no positional one */
     int warmup;              /* --warmup N: frames run before the measured ones; default 3 */
     int spp;                 /* --spp N: headless samples per pixel, accumulated (jittered); default 1 */
+    int max_spp;             /* --max-spp N: the window accumulates at most N samples (1: none); default 65536 */
     const char *env_path;    /* --env FILE: an environment map (.hdr) for the scene; NULL: the scene's */
     const char *json_path;   /* --json FILE */
     const char *csv_path;    /* --csv FILE */

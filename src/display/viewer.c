@@ -516,10 +516,6 @@ static void teardown(RtViewer *v)
 
 /* ---- the frame ---------------------------------------------------------------- */
 
-/* Samples a still view accumulates at most: the sums then stop growing
- * (2^16 samples keep float sums exact to a byte, rt_shade_accumulate). */
-#define VIEW_MAX_SAMPLES 65536u
-
 /* Progressive accumulation: the same view, time, size, backend and
  * settings as the last frame adds a sample; anything else starts again at
  * sample 0 (one sample per pixel while moving or playing). */
@@ -532,7 +528,8 @@ static void next_sample(RtViewer *v, int w, int h)
                !memcmp(&pp, &v->last_view.pp, sizeof pp);
     if (!same) v->sample = 0;
     v->opt.pipe.trace.shade.sample = v->sample;
-    if (v->sample < VIEW_MAX_SAMPLES - 1) v->sample++;
+    /* --max-spp (at most 2^16: float sums stay exact to a byte, rt_shade_accumulate) */
+    if (v->sample + 1u < (uint32_t)v->opt.max_spp) v->sample++;
     v->last_view.pp = pp;
     v->last_view.cam = v->cam;
     v->last_view.t = v->anim_t;
