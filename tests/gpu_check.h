@@ -1,9 +1,10 @@
 /* gpu_check.h — shared by the GPU-vs-CPU image tests (test_gpu_photon.c,
- * test_gpu_shading.c): a skip without a GPU and the image comparison. */
+ * test_gpu_shading.c): a skip without a GPU and the image comparison
+ * (accumulated frames: accum_check.h). */
 #ifndef RT_TEST_GPU_CHECK_H
 #define RT_TEST_GPU_CHECK_H
 
-#include "test_util.h"
+#include "accum_check.h"
 
 #include "core/image.h"
 #include "gpu/gpu.h"

@@ -27,17 +27,6 @@ static void load_caustics(RtScene *s)
     if (rt_scene_load(rt_test_src_path("scenes/caustics.scene", path), s, &err) != RT_OK) fail_msg("%s", err.msg);
 }
 
-static void frame(const RtScene *s, RtBackend be, const RtPipelineParams *pp, RtImage *img, RtFrameStats *fs)
-{
-    RtError err = {0};
-    RtPipeline *p;
-    if (rt_pipeline_create(s, be, img->w, img->h, &p, &err) != RT_OK) fail_msg("%s", err.msg);
-    RtFrameTarget tg = {img->w, img->h, NULL, img};
-    memset(fs, 0, sizeof *fs);
-    if (rt_pipeline_frame(p, pp, 0.0f, NULL, &tg, fs, &err) != RT_OK) fail_msg("%s", err.msg);
-    rt_pipeline_destroy(p);
-}
-
 /* Tolerances of the GPU image (docs/photon.md, "GPU vs CPU"): the GPU
  * contracts a*b+c into FMAs in the hit point and the bounce directions, so
  * a few photon paths part from the CPU's after a grazing hit and land
@@ -67,11 +56,11 @@ static void gpu_photon_frames_match_the_cpu(void **state)
         rt_image_alloc(&gpu, 160, 160);
         rt_image_alloc(&none, 160, 160);
         RtFrameStats fc, fg, fn;
-        frame(&s, RT_BACKEND_CPU, &pp, &cpu, &fc);
-        frame(&s, RT_BACKEND_GPU, &pp, &gpu, &fg);
+        accumulate(&s, RT_BACKEND_CPU, &pp, 1, &cpu, &fc);
+        accumulate(&s, RT_BACKEND_GPU, &pp, 1, &gpu, &fg);
         RtPipelineParams off = pp;
         off.photons.count = 0;
-        frame(&s, RT_BACKEND_GPU, &off, &none, &fn);
+        accumulate(&s, RT_BACKEND_GPU, &off, 1, &none, &fn);
         double mean, over, mean_off, over_off;
         image_diff(&cpu, &gpu, GPU_PHOTON_PIXEL_TOL, &mean, &over);
         image_diff(&cpu, &none, GPU_PHOTON_PIXEL_TOL, &mean_off, &over_off);

@@ -1115,15 +1115,8 @@ extern "C" RtStatus rt_kdp_gpu_build(RtKdpGpu *g, const float *d_pts, uint32_t n
 {
     RtKdpStats local;
     if (!st) st = &local;
-    memset(st, 0, sizeof *st);
-    memset(tree, 0, sizeof *tree);
-    tree->root = RT_KDP_NONE;
-    tree->dim = dim;
-    st->input = n;
-    if (dim < 1 || dim > RT_KDP_MAX_DIM)
-        return rt_fail(err, RT_ERR_ARG, "KDP: %u coordinates per point; expected 1..%d", dim, RT_KDP_MAX_DIM);
-    if (n > 0 && !d_pts) return rt_fail(err, RT_ERR_ARG, "KDP: %u points but no coordinates", n);
-    if (n == RT_KDP_NONE) return rt_fail(err, RT_ERR_ARG, "KDP: %u points; at most %u", n, n - 1);
+    RtStatus begun = rt_kdp_build_begin(d_pts, n, dim, tree, st, err);
+    if (begun != RT_OK) return begun;
     if (n > (uint32_t)INT32_MAX) /* CUB's sort takes an int count */
         return rt_fail(err, RT_ERR_ARG, "KDP: %u points; the GPU builder takes at most %d", n, INT32_MAX);
     if (n == 0) return RT_OK;

@@ -363,11 +363,10 @@ __global__ void __launch_bounds__(kBlock) photon_kernel(RtGpuSceneView sc, typen
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     bool alive = i < pa.pp.count;
-    size_t base = (size_t)i * pa.pp.max_depth;
     RtRay ray = {v3(0, 0, 0), v3(0, 0, 1)};
     RtPhotonPath ph = {v3(0, 0, 0), 0};
     if (alive) {
-        for (uint32_t d = 0; d < pa.pp.max_depth; d++) pa.slots.kind[base + d] = RT_PHOTON_NONE;
+        rt_photon_slots_clear(&pa.slots, i);
         rt_photon_emit(sc.lights, sc.light_count, &pa.ps, i, pa.pp.count, pa.pp.seed, &ray, &ph.power);
     }
     for (uint32_t depth = 0; depth < pa.pp.max_depth && __any_sync(FULL_MASK, alive); depth++) {
@@ -379,14 +378,7 @@ __global__ void __launch_bounds__(kBlock) photon_kernel(RtGpuSceneView sc, typen
         RtPhoton arriving = {ph.power, ray.d};
         uint32_t store;
         alive = rt_photon_hit(&ph, &pa.shade, &m.shade, &sf, ray.d, sc.eps, i, pa.pp.seed, depth, &store, &ray);
-        if (store != RT_PHOTON_NONE) {
-            size_t s = base + depth;
-            pa.slots.kind[s] = (uint8_t)store;
-            pa.slots.pos[3 * s] = sf.p.x;
-            pa.slots.pos[3 * s + 1] = sf.p.y;
-            pa.slots.pos[3 * s + 2] = sf.p.z;
-            pa.slots.rec[s] = arriving;
-        }
+        if (store != RT_PHOTON_NONE) rt_photon_slot_store(&pa.slots, i, depth, store, sf.p, arriving);
     }
 }
 

@@ -124,6 +124,18 @@ static void print_frame(const RtOptions *o, int f, const RtFrameStats *fs, const
     }
 }
 
+/* One output frame: --spp samples accumulated at the same t and view. */
+static RtStatus frame_samples(RtPipeline *pipe, RtPipelineParams *pp, const RtOptions *o, float t,
+                              const RtFrameTarget *target, RtFrameStats *fs, RtError *err)
+{
+    RtStatus st = RT_OK;
+    for (int s = 0; s < o->spp && st == RT_OK; s++) {
+        pp->trace.shade.sample = (uint32_t)s;
+        st = rt_pipeline_frame(pipe, pp, t, rt_app_camera(o), target, fs, err);
+    }
+    return st;
+}
+
 RtStatus rt_headless_run(const RtOptions *o, RtError *err)
 {
     RtScene scene;
@@ -151,11 +163,7 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
     for (int f = 0; f < o->frames && st == RT_OK; f++) {
         float t = rt_app_frame_time(o, &scene, f, o->frames);
         RtFrameStats fs;
-        /* --spp: the frame's samples accumulated at the same t and view */
-        for (int s = 0; s < o->spp && st == RT_OK; s++) {
-            pp.trace.shade.sample = (uint32_t)s;
-            st = rt_pipeline_frame(pipe, &pp, t, rt_app_camera(o), &target, &fs, err);
-        }
+        st = frame_samples(pipe, &pp, o, t, &target, &fs, err);
         /* the GPU ran out of memory even for the leanest structure (the
          * pipeline tried that first): the rest on the CPU */
         if (st == RT_ERR_OOM && rt_pipeline_backend(pipe) == RT_BACKEND_GPU) {
@@ -163,10 +171,7 @@ RtStatus rt_headless_run(const RtOptions *o, RtError *err)
             rt_pipeline_destroy(pipe);
             pipe = NULL;
             if ((st = rt_pipeline_create(&scene, RT_BACKEND_CPU, o->width, o->height, &pipe, err)) != RT_OK) break;
-            for (int s = 0; s < o->spp && st == RT_OK; s++) {
-                pp.trace.shade.sample = (uint32_t)s;
-                st = rt_pipeline_frame(pipe, &pp, t, rt_app_camera(o), &target, &fs, err);
-            }
+            st = frame_samples(pipe, &pp, o, t, &target, &fs, err);
         }
         if (st != RT_OK) break;
         /* the GPU's depth and SAH need its tree on the host: only when asked */

@@ -448,11 +448,9 @@ static RtStatus cpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
             (s = rt_render_photons_cpu(&p->frame.view, &p->tris, pp->brute_force ? NULL : &accel, &rp, &ph,
                                        p->rest_bounds, &p->pslots, err)) != RT_OK)
             return s;
-        st->photons.trace_ms = rt_now_ms() - t2;
-        double trace_ms = st->photons.trace_ms;
+        st->photons.trace_ms = rt_now_ms() - t2; /* the maps' build fills the other fields */
         if ((s = rt_photon_maps_build_cpu(&p->pmaps, &p->pslots, &ph, p->rest_bounds, &st->photons, err)) != RT_OK)
             return s;
-        st->photons.trace_ms = trace_ms;
         st->has_photons = p->photons_ready = 1;
     }
 

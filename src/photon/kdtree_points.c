@@ -196,20 +196,30 @@ void rt_kdp_free(RtKdpTree *tree)
     tree->root = RT_KDP_NONE;
 }
 
+RtStatus rt_kdp_build_begin(const void *pts, uint32_t n, uint32_t dim, RtKdpTree *tree, RtKdpStats *st,
+                            RtError *err)
+{
+    if (st) {
+        memset(st, 0, sizeof *st);
+        st->input = n;
+    }
+    memset(tree, 0, sizeof *tree);
+    tree->root = RT_KDP_NONE;
+    tree->dim = dim;
+    if (dim < 1 || dim > RT_KDP_MAX_DIM)
+        return rt_fail(err, RT_ERR_ARG, "KDP: %u coordinates per point; expected 1..%d", dim, RT_KDP_MAX_DIM);
+    if (n > 0 && !pts) return rt_fail(err, RT_ERR_ARG, "KDP: %u points but no coordinates", n);
+    if (n == RT_KDP_NONE) return rt_fail(err, RT_ERR_ARG, "KDP: %u points; at most %u", n, n - 1);
+    return RT_OK;
+}
+
 RtStatus rt_kdp_build_cpu(const float *pts, uint32_t n, uint32_t dim, RtKdpTree *tree,
                           RtKdpStats *st, RtError *err)
 {
     RtKdpStats local;
     if (!st) st = &local;
-    memset(st, 0, sizeof *st);
-    memset(tree, 0, sizeof *tree);
-    tree->root = RT_KDP_NONE;
-    tree->dim = dim;
-    st->input = n;
-    if (dim < 1 || dim > RT_KDP_MAX_DIM)
-        return rt_fail(err, RT_ERR_ARG, "KDP: %u coordinates per point; expected 1..%d", dim, RT_KDP_MAX_DIM);
-    if (n > 0 && !pts) return rt_fail(err, RT_ERR_ARG, "KDP: %u points but no coordinates", n);
-    if (n == RT_KDP_NONE) return rt_fail(err, RT_ERR_ARG, "KDP: %u points; at most %u", n, n - 1);
+    RtStatus begun = rt_kdp_build_begin(pts, n, dim, tree, st, err);
+    if (begun != RT_OK) return begun;
 
     /* 1. finite points only */
     double t0 = rt_now_ms();

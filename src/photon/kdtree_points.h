@@ -332,6 +332,13 @@ typedef struct RtKdpStats {
  * them on the project's threads). st may be NULL. Errors: RT_ERR_ARG (dim
  * outside 1..RT_KDP_MAX_DIM, pts NULL with n > 0), RT_ERR_OOM. An empty
  * tree (n = 0, or every point rejected) is valid. */
+/* The start every builder (CPU, GPU) shares: *st (or a scratch when NULL:
+ * *stp points at the one to fill) and *tree emptied for dim, then the
+ * arguments checked (dim in 1..RT_KDP_MAX_DIM, pts given for n > 0, n below
+ * RT_KDP_NONE). RT_ERR_ARG names the fault. */
+RtStatus rt_kdp_build_begin(const void *pts, uint32_t n, uint32_t dim, RtKdpTree *tree, RtKdpStats *st,
+                            RtError *err);
+
 RtStatus rt_kdp_build_cpu(const float *pts, uint32_t n, uint32_t dim, RtKdpTree *tree,
                           RtKdpStats *st, RtError *err);
 void rt_kdp_free(RtKdpTree *tree);

@@ -108,6 +108,25 @@ typedef struct RtPhotonSlots {
     RtPhoton *rec;             /* per slot */
 } RtPhotonSlots;
 
+/* Photon i's slots before its path: all empty. */
+RT_HD void rt_photon_slots_clear(const RtPhotonSlots *sl, uint32_t i)
+{
+    for (uint32_t d = 0; d < sl->max_depth; d++) sl->kind[(size_t)i * sl->max_depth + d] = RT_PHOTON_NONE;
+}
+
+/* Photon i's store at hit `depth`: its kind (rt_photon_hit's), where, and
+ * what arrived. */
+RT_HD void rt_photon_slot_store(const RtPhotonSlots *sl, uint32_t i, uint32_t depth, uint32_t kind, RtVec3 p,
+                                RtPhoton rec)
+{
+    size_t s = (size_t)i * sl->max_depth + depth;
+    sl->kind[s] = (uint8_t)kind;
+    sl->pos[3 * s] = p.x;
+    sl->pos[3 * s + 1] = p.y;
+    sl->pos[3 * s + 2] = p.z;
+    sl->rec[s] = rec;
+}
+
 /* What the photon stage of a frame did. */
 typedef struct RtPhotonStats {
     uint32_t emitted;
@@ -164,31 +183,21 @@ RT_HD void rt_photon_emit(const RtLight *lights, uint32_t light_count, const RtP
         ray->d = v3_scale(toward, -1.0f);
         *power = v3_scale(l->color, RT_PHOTON_PI * sc->radius * sc->radius * share);
     } else if (rt_light_is_area(l)) {
-        /* a point of the surface (rt_sample_light's), a cosine-weighted
+        /* a point of the surface (rt_sample_area_point), a cosine-weighted
            direction about its normal: a Lambertian emitter whose radiance
            gives `colour` at d_ref, flux pi colour d_ref^2 for a quad (one
            side) and 4 pi colour d_ref^2 for a sphere (as a point light) */
         float v1, v2;
         rt_photon_rand(index, seed, RT_PHOTON_MAX_DEPTH, 0, &v1, &v2);
         RtVec3 n;
-        if (l->type == RT_LIGHT_QUAD) {
-            RtVec3 t, b;
-            rt_sample_basis(l->n, &t, &b);
-            ray->o = v3_add(l->v, v3_add(v3_scale(t, (u1 - 0.5f) * l->w), v3_scale(b, (u2 - 0.5f) * l->h)));
-            n = l->n;
-        } else {
-            float z = 1.0f - 2.0f * u1, s = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;
-            n = v3(s * cosf(phi), s * sinf(phi), z);
-            ray->o = v3_add(l->v, v3_scale(n, l->radius));
-        }
+        ray->o = rt_sample_area_point(l, u1, u2, &n);
         ray->d = rt_sample_cosine_dir(n, v1, v2);
         float k = l->type == RT_LIGHT_QUAD ? 1.0f : 4.0f;
         *power = v3_scale(l->color, k * RT_PHOTON_PI * sc->ref_dist * sc->ref_dist * share);
     } else {
         /* uniform over the sphere: flux 4 pi I */
-        float z = 1.0f - 2.0f * u1, s = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;
         ray->o = l->v;
-        ray->d = v3_norm(v3(s * cosf(phi), s * sinf(phi), z));
+        ray->d = v3_norm(rt_sample_sphere_dir(u1, u2));
         *power = v3_scale(l->color, 4.0f * RT_PHOTON_PI * sc->ref_dist * sc->ref_dist * share);
     }
 }

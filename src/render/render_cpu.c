@@ -404,8 +404,7 @@ static void photon_task(void *ctx, int worker, size_t chunk)
     uint32_t first = (uint32_t)chunk * RT_PHOTON_CHUNK;
     uint32_t end = pp->count - first < RT_PHOTON_CHUNK ? pp->count : first + RT_PHOTON_CHUNK;
     for (uint32_t i = first; i < end; i++) {
-        size_t base = (size_t)i * pp->max_depth;
-        memset(&sl->kind[base], RT_PHOTON_NONE, pp->max_depth);
+        rt_photon_slots_clear(sl, i);
         RtRay ray;
         RtPhotonPath ph = {v3(0, 0, 0), 0};
         rt_photon_emit(job->scene->lights, job->scene->light_count, &job->ps, i, pp->count, pp->seed, &ray,
@@ -420,13 +419,7 @@ static void photon_task(void *ctx, int worker, size_t chunk)
             RtPhoton arriving = {ph.power, ray.d};
             int goes_on = rt_photon_hit(&ph, &job->p.shade, &m, &sf, ray.d, job->eps, i, pp->seed, depth, &store,
                                         &ray);
-            if (store != RT_PHOTON_NONE) {
-                sl->kind[base + depth] = (uint8_t)store;
-                sl->pos[3 * (base + depth)] = sf.p.x;
-                sl->pos[3 * (base + depth) + 1] = sf.p.y;
-                sl->pos[3 * (base + depth) + 2] = sf.p.z;
-                sl->rec[base + depth] = arriving;
-            }
+            if (store != RT_PHOTON_NONE) rt_photon_slot_store(sl, i, depth, store, sf.p, arriving);
             if (!goes_on) break;
         }
     }

@@ -99,6 +99,29 @@ RT_HD RtVec3 rt_sample_cosine_dir(RtVec3 n, float u1, float u2)
     return v3_norm(d);
 }
 
+/* A uniform direction on the unit sphere from (u1, u2): z = 1 - 2 u1,
+ * phi = 2 pi u2 (unit up to rounding). */
+RT_HD RtVec3 rt_sample_sphere_dir(float u1, float u2)
+{
+    float z = 1.0f - 2.0f * u1, r = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;
+    return v3(r * cosf(phi), r * sinf(phi), z);
+}
+
+/* A point of area light l's surface from (u1, u2), and the surface's unit
+ * normal there: uniform over a quad's W x H (its edges along
+ * rt_sample_basis of its normal), uniform over a sphere. */
+RT_HD RtVec3 rt_sample_area_point(const RtLight *l, float u1, float u2, RtVec3 *n)
+{
+    if (l->type == RT_LIGHT_QUAD) {
+        RtVec3 t, b;
+        rt_sample_basis(l->n, &t, &b);
+        *n = l->n;
+        return v3_add(l->v, v3_add(v3_scale(t, (u1 - 0.5f) * l->w), v3_scale(b, (u2 - 0.5f) * l->h)));
+    }
+    *n = rt_sample_sphere_dir(u1, u2);
+    return v3_add(l->v, v3_scale(*n, l->radius));
+}
+
 /* Area light l (quad, sphere) seen from p as the point light of one
  * sample: a point of its surface from (u1, u2), the colour scaled by the
  * quad's cosine toward p (a one-sided Lambertian emitter; 0 behind it).
@@ -110,16 +133,14 @@ RT_HD RtLight rt_sample_light(const RtLight *l, RtVec3 p, float u1, float u2)
 {
     RtLight s = *l;
     if (l->type == RT_LIGHT_QUAD) {
-        RtVec3 t, b;
-        rt_sample_basis(l->n, &t, &b);
-        s.v = v3_add(l->v, v3_add(v3_scale(t, (u1 - 0.5f) * l->w), v3_scale(b, (u2 - 0.5f) * l->h)));
+        RtVec3 n;
+        s.v = rt_sample_area_point(l, u1, u2, &n);
         RtVec3 d = v3_sub(p, s.v);
         float len = v3_len(d);
         float cosl = len > 0.0f ? v3_dot(l->n, d) / len : 0.0f;
         s.color = v3_scale(l->color, fmaxf(cosl, 0.0f));
     } else if (l->type == RT_LIGHT_SPHERE) {
-        float z = 1.0f - 2.0f * u1, r = sqrtf(fmaxf(0.0f, 1.0f - z * z)), phi = RT_SAMPLE_TWO_PI * u2;
-        RtVec3 d = v3(r * cosf(phi), r * sinf(phi), z);
+        RtVec3 d = rt_sample_sphere_dir(u1, u2);
         if (v3_dot(d, v3_sub(p, l->v)) < 0.0f) d = v3_scale(d, -1.0f);
         s.v = v3_add(l->v, v3_scale(d, l->radius));
     } else {
