@@ -10,7 +10,7 @@
 
 /* Samples 0..n-1 of scene s (its camera, t = 0) on backend be into img,
  * from a fresh pipeline; the last frame's statistics into *fs (optional). */
-static void accumulate(const RtScene *s, RtBackend be, const RtPipelineParams *base, uint32_t n, RtImage *img,
+static inline void accumulate(const RtScene *s, RtBackend be, const RtPipelineParams *base, uint32_t n, RtImage *img,
                        RtFrameStats *fs)
 {
     RtError err = {0};
@@ -30,7 +30,7 @@ static void accumulate(const RtScene *s, RtBackend be, const RtPipelineParams *b
 
 /* The red byte of the centre pixel of a w x w CPU frame of s (its own
  * camera, t = 0) after samples 0..n-1 with pp. */
-static int centre_after_samples(const RtScene *s, RtPipelineParams pp, int w, uint32_t n)
+static inline int centre_after_samples(const RtScene *s, RtPipelineParams pp, int w, uint32_t n)
 {
     RtImage img;
     assert_int_equal(rt_image_alloc(&img, w, w), RT_OK);

@@ -10,7 +10,7 @@
 #include "gpu/gpu.h"
 
 /* Skips the test (with the reason, once) where no GPU can be opened. */
-static void need_gpu(void)
+static inline void need_gpu(void)
 {
     static int have = -1;
     if (have < 0) {
@@ -25,7 +25,7 @@ static void need_gpu(void)
 
 /* Mean absolute difference over all RGB bytes of a and b, and the share of
  * pixels whose largest channel difference exceeds tol. */
-static void image_diff(const RtImage *a, const RtImage *b, int tol, double *mean, double *over)
+static inline void image_diff(const RtImage *a, const RtImage *b, int tol, double *mean, double *over)
 {
     double sum = 0.0;
     size_t n = (size_t)a->w * a->h, bad = 0;
