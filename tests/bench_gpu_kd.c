@@ -119,7 +119,7 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
     printf("| variant | GPU ms (median) | large ms | small ms | wall ms (median) | launches | round trips | nodes | leaves | refs | depth | SAH | SAH / CPU |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     const char *only = getenv("RT_BENCH_VARIANTS"); /* e.g. "5,9": those rows only */
-    for (int v = 0; v < 18; v++) {
+    for (int v = 0; v < 21; v++) {
         if (only && !bench_listed(only, v)) continue;
         RtKdGpuParams p = rt_kd_gpu_params_default();
         const char *vname;
@@ -164,9 +164,20 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         } else if (v == 16) {
             p.large_dataflow = 0;
             vname = "All, a grid barrier per large level";
-        } else {
+        } else if (v == 17) {
             p.large_dataflow = 1;
             vname = "All, large stage as a dataflow";
+        } else if (v == 18) {
+            p.builder = RT_KD_GPU_BUILDER_EXACT;
+            vname = "exact SAH (Kolodzey), exact clips";
+        } else if (v == 19) {
+            p.builder = RT_KD_GPU_BUILDER_EXACT;
+            p.exact_clip = 0;
+            vname = "exact SAH, split-axis clipping only";
+        } else {
+            p.builder = RT_KD_GPU_BUILDER_EXACT;
+            p.exact_leaf = 63;
+            vname = "exact SAH, leaves below 64 (the thesis's)";
         }
         if (getenv("RT_BENCH_CHUNK")) p.large_chunk = (uint32_t)atoi(getenv("RT_BENCH_CHUNK"));
         RtKdTree dt;
@@ -195,8 +206,10 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
         rt_kd_tree_stats(&h, p.c_trav, p.c_isect, &ks);
         /* validating a big tree takes seconds: once, for the fastest variant */
         const char *want_val = getenv("RT_BENCH_VALIDATE");
-        RtStatus vs = (v == 5 || v == 9 || v == 11 || v == 12 || v == 14 || v == 15) && (!want_val || atoi(want_val))
-                          ? rt_kd_validate_flags(&h, t, RT_KD_VALIDATE_LOOSE_REFS, &err)
+        const int strict = p.builder == RT_KD_GPU_BUILDER_EXACT && p.exact_clip;
+        RtStatus vs = (v == 5 || v == 9 || v == 11 || v == 12 || v == 14 || v == 15 || v >= 18) &&
+                              (!want_val || atoi(want_val))
+                          ? rt_kd_validate_flags(&h, t, strict ? 0u : RT_KD_VALIDATE_LOOSE_REFS, &err)
                           : RT_OK;
         rt_kd_tree_free(&h);
         printf("| %s | %.3f | %.3f | %.3f | %.3f | %u | %u | %u | %u | %llu | %u | %.2f | %.3f |%s\n", vname,
@@ -246,6 +259,14 @@ static int bench_scene(RtKdGpu *kd, const char *name, const RtTriArrays *t, int 
     if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) == RT_OK) {
         printf("\nPer kernel (All, one timed build; stages: large %.3f ms, small %.3f ms; %u+%u levels):\n\n",
                st.large_ms, st.small_ms, st.large_levels, st.small_levels);
+        printf("| kernel | launches | GPU ms |\n|---|---|---|\n");
+        for (int i = 0; i < st.kernel_count; i++)
+            printf("| %s | %u | %.3f |\n", st.kernels[i].name, st.kernels[i].launches, st.kernels[i].ms);
+    }
+    p.builder = RT_KD_GPU_BUILDER_EXACT;
+    if (rt_kd_gpu_build(kd, &p, dv, dw, t->count, &dt, &st, &err) == RT_OK) {
+        printf("\nPer kernel (exact SAH, one timed build: %.3f ms, %u levels, %u round trips):\n\n", st.gpu_ms,
+               st.large_levels, st.round_trips);
         printf("| kernel | launches | GPU ms |\n|---|---|---|\n");
         for (int i = 0; i < st.kernel_count; i++)
             printf("| %s | %u | %.3f |\n", st.kernels[i].name, st.kernels[i].launches, st.kernels[i].ms);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "kd/kd_cpu.h"
+#include "kd/kd_exact.cuh"
 #include "kd/kd_gpu_internal.cuh"
 #include "gpu/gpu.h"
 
@@ -65,6 +66,10 @@ struct RtKdGpu {
     uint32_t ref_cap, active_cap, chunk_cap, sroot_cap, sref_cap, snode_cap;
     uint32_t node_cap, leaf_cap, index_cap;
     int sms; /* multiprocessors: grids of the persistent and queue-driven kernels */
+    /* the exact SAH builder (RT_KD_GPU_BUILDER_EXACT), made at its first use */
+    KdExact *exact;
+    int exact_pending;   /* the build in flight is the exact builder's (finished already) */
+    RtKdTree exact_tree;
 };
 
 static RtStatus kd_reserve(KdArr *a, size_t bytes, RtError *err)
@@ -125,6 +130,7 @@ extern "C" void rt_kd_gpu_destroy(RtKdGpu *b)
         if (b->ev[i]) cudaEventDestroy(b->ev[i]);
     if (b->ev_input) cudaEventDestroy(b->ev_input);
     if (b->ev_done) cudaEventDestroy(b->ev_done);
+    kd_exact_destroy(b->exact);
     rt_launch_log_destroy(&b->log);
     if (b->stream) cudaStreamDestroy(b->stream);
     free(b);
@@ -435,6 +441,33 @@ static RtStatus kd_attempt(RtKdGpu *g, RtKdGpuStats *s, uint32_t *overflow, RtEr
     return kd_build_once(g, &g->p, g->b, g->c, s, overflow, err);
 }
 
+/* The exact builder waits for its levels' totals, so it is done when it
+ * returns: the "async" half runs it whole, the finishing half only hands
+ * over its tree and statistics. */
+static RtStatus kd_exact_async(RtKdGpu *g, const RtKdGpuParams *p, const RtFloat4 *d_verts, const RtFloat4 *d_woop,
+                               uint32_t tri_count, RtKdTree *d_tree, RtError *err)
+{
+    RtStatus st;
+    if (!g->exact && (st = kd_exact_create(&g->exact, err)) != RT_OK) return st;
+    rt_launch_log_reset(&g->log);
+    g->log.timed = p->timed;
+    g->p = *p;
+    g->tri_count = tri_count;
+    CUDA_CHECK(err, cudaEventRecord(g->ev_input, cudaStreamLegacy));
+    CUDA_CHECK(err, cudaStreamWaitEvent(g->stream, g->ev_input, 0));
+    memset(&g->st, 0, sizeof g->st);
+    if ((st = kd_exact_build(g->exact, p, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, g->stream,
+                             &g->log, &g->exact_tree, &g->st, err)) != RT_OK)
+        return st;
+    CUDA_CHECK(err, cudaEventRecord(g->ev_done, g->stream));
+    CUDA_CHECK(err, cudaStreamWaitEvent(cudaStreamLegacy, g->ev_done, 0));
+    g->pending = 1;
+    g->exact_pending = 1;
+    g->fresh = 1;
+    *d_tree = g->exact_tree;
+    return RT_OK;
+}
+
 extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, const RtFloat4 *d_verts,
                                           const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
                                           RtError *err)
@@ -443,6 +476,9 @@ extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, c
         return rt_fail(err, RT_ERR_ARG, "KD: rt_kd_gpu_build needs a builder, vertices and a tree");
     if (g->pending) return rt_fail(err, RT_ERR_ARG, "KD: a build is in flight: rt_kd_gpu_build_finish it first");
     RtKdGpuParams p = pp ? *pp : rt_kd_gpu_params_default();
+    if (p.builder == RT_KD_GPU_BUILDER_EXACT) return kd_exact_async(g, &p, d_verts, d_woop, tri_count, d_tree, err);
+    if (p.builder != RT_KD_GPU_BUILDER_CHANG)
+        return rt_fail(err, RT_ERR_ARG, "KD: builder %d: expected 0 (Chang) or 1 (exact)", (int)p.builder);
     RtStatus st = kd_conf(g, p, tri_count, &g->c, err);
     if (st != RT_OK) return st;
     RtKdGpuStats *s = &g->st;
@@ -485,6 +521,18 @@ extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, c
     return RT_OK;
 }
 
+/* The launch log's totals into the statistics. */
+static void kd_stats_kernels(const RtKdGpu *g, RtKdGpuStats *s)
+{
+    s->launches = g->log.launches;
+    s->kernel_count = g->log.entry_count < 48 ? g->log.entry_count : 48;
+    for (int i = 0; i < s->kernel_count; i++) {
+        s->kernels[i].name = g->log.entries[i].name;
+        s->kernels[i].launches = g->log.entries[i].count;
+        s->kernels[i].ms = g->log.entries[i].ms;
+    }
+}
+
 extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpuStats *stats, int *rebuilt,
                                            RtError *err)
 {
@@ -492,8 +540,17 @@ extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpu
     if (!g || !g->pending) return rt_fail(err, RT_ERR_ARG, "KD: no GPU build in flight to finish");
     g->pending = 0;
     RtKdGpuStats *s = &g->st;
+    RtStatus st;
+    if (g->exact_pending) {
+        g->exact_pending = 0;
+        *d_tree = g->exact_tree;
+        if ((st = rt_launch_log_resolve(&g->log, err)) != RT_OK) return st;
+        kd_stats_kernels(g, s);
+        if (stats) *stats = *s;
+        return RT_OK;
+    }
     uint32_t ovf = 0;
-    RtStatus st = kd_build_counters(g, s, &ovf, err);
+    st = kd_build_counters(g, s, &ovf, err);
     if (st != RT_OK) return st;
     for (int attempt = 0; ovf; attempt++) {
         /* the device-driven build overflowed: grow and build again, now
@@ -535,18 +592,12 @@ extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpu
     cudaEventElapsedTime(&s->large_ms, g->ev[0], g->ev[1]);
     cudaEventElapsedTime(&s->small_ms, g->ev[1], g->ev[2]);
     if ((st = rt_launch_log_resolve(&g->log, err)) != RT_OK) return st;
-    s->launches = g->log.launches;
     s->nodes = h->nodes;
     s->leaves = d_tree->leaf_count;
     s->references = d_tree->index_count;
     s->triangles = g->tri_count;
     s->valid_triangles = h->valid;
-    s->kernel_count = g->log.entry_count < 48 ? g->log.entry_count : 48;
-    for (int i = 0; i < s->kernel_count; i++) {
-        s->kernels[i].name = g->log.entries[i].name;
-        s->kernels[i].launches = g->log.entries[i].count;
-        s->kernels[i].ms = g->log.entries[i].ms;
-    }
+    kd_stats_kernels(g, s);
     if (stats) *stats = *s;
     return RT_OK;
 }

@@ -30,7 +30,16 @@ typedef enum RtKdGpuSmallMode {
     RT_KD_GPU_SMALL_SSAH,     /* Hoedt's simplified SAH: counts only, C_trav + (nl^2 + nr^2)/n */
 } RtKdGpuSmallMode;
 
+/* Which GPU builder makes the tree. */
+typedef enum RtKdGpuBuilder {
+    RT_KD_GPU_BUILDER_CHANG = 0, /* Zhou et al. 2008's large/small-node pipeline, Chang et al.'s optimisations */
+    RT_KD_GPU_BUILDER_EXACT,     /* Kolodzey 2014: exact SAH on every level, events sorted once (kd_exact.cu) */
+} RtKdGpuBuilder;
+
 typedef struct RtKdGpuParams {
+    RtKdGpuBuilder builder;      /* Chang (the default) or the exact SAH builder; the exact builder
+                                    reads only builder, c_trav, c_isect, max_depth, empty_bonus,
+                                    exact_leaf, exact_clip and timed */
     /* Chang et al.'s steps; all 1 = "Ours (All)", all 0 = "Original". */
     int chang_a;   /* [A] triangle sorting by per-block atomics (Impl. II) instead of scans (Impl. I) */
     int chang_b;   /* [B] intra-block scans by ballot/popc/shfl instead of shared-memory scans */
@@ -48,6 +57,12 @@ typedef struct RtKdGpuParams {
                                     assoc); 0: it takes the large stage's boxes, which clipping cuts
                                     at every split plane (0: the same SAH within 0.1 %, faster) */
     float c_trav, c_isect;       /* SAH costs, as the CPU oracle's defaults (1.0, 1.5) */
+    float empty_bonus;           /* exact builder: the oracle's bonus for cutting off empty space (0.2) */
+    int exact_leaf;              /* exact builder: a node of at most this many triangles is a leaf
+                                    (1, the oracle's: below that only the SAH ends a branch) */
+    int exact_clip;              /* exact builder: 1 = a straddler is clipped exactly against both
+                                    children and leaves one it misses (no leaf lists a triangle
+                                    outside its cell); 0 = Kolodzey's split-axis clipping only */
     int max_depth;               /* depth guard (triangles sharing a point never fall below the
                                     small threshold): 0 = 16 + 1.3 log2(N); clamped to 2..100 */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */

@@ -32,5 +32,9 @@ RtKdGpuParams rt_kd_gpu_params_default(void)
     p.large_dataflow = 2;               /* auto: dataflow below 2^22 triangles (docs/kd_gpu.md) */
     p.max_depth = 0;                    /* by the triangle count (kd_gpu.h) */
     p.timed = 0;                        /* per-kernel events cost launches' overlap */
+    p.builder = RT_KD_GPU_BUILDER_CHANG;
+    p.empty_bonus = 0.2f;               /* the CPU oracle's (rt_kd_cpu_params_default) */
+    p.exact_leaf = 1;
+    p.exact_clip = 1;
     return p;
 }

@@ -29,6 +29,11 @@ static const RtVariantValue kOffOn[] = {
     {"on", 1, "enabled"},
     {NULL, 0, NULL},
 };
+static const RtVariantValue kBuilder[] = {
+    {"chang", RT_KD_GPU_BUILDER_CHANG, "Zhou et al. 2008's large/small-node pipeline with Chang et al.'s optimisations"},
+    {"exact", RT_KD_GPU_BUILDER_EXACT, "Kolodzey 2014: exact SAH over every event on every level, events sorted once"},
+    {NULL, 0, NULL},
+};
 /* Chang et al.'s Table 1: each row adds one step to the one above. */
 static const RtVariantValue kLadder[] = {
     {"Original", 0, "Zhou et al.: Impl. I (flags + scans), segmented box reduction, shared-memory scans/reductions, SWAR bit count"},
@@ -152,6 +157,7 @@ static const RtVariantValue kPhotons[] = {
 /* The registry reads enum fields as int. */
 _Static_assert(sizeof(RtKdGpuAssoc) == sizeof(int), "enum fields are read as int");
 _Static_assert(sizeof(RtKdGpuSmallMode) == sizeof(int), "enum fields are read as int");
+_Static_assert(sizeof(RtKdGpuBuilder) == sizeof(int), "enum fields are read as int");
 
 const RtVariant rt_variants[RT_VAR_COUNT] = {
     [RT_VAR_STRUCTURE] = {"structure", "structure", RT_SCOPE_BUILD, RT_VK_INT, offsetof(RtPipelineParams, structure), 1,
@@ -166,6 +172,14 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                                 "clusters a radix node of the bvh structure keeps (warp / 2 at most)"},
     [RT_VAR_HPLOC_LEAF] = {"hplocleaf", "H-PLOC leaf", RT_SCOPE_BUILD, RT_VK_INT, offsetof(RtPipelineParams, hploc.max_leaf),
                            1, 1, RT_BVH_MAX_LEAF, NULL, 0, 0, "most triangles the bvh structure's SAH collapse puts in one leaf"},
+    [RT_VAR_BUILDER] = {"builder", "kd builder", RT_SCOPE_BUILD, RT_VK_INT, BUILD(builder), 1, 0, 1, kBuilder, '\'', 1,
+                        "which GPU builder makes the kd-tree"},
+    [RT_VAR_EXACT_LEAF] = {"exactleaf", "exact leaf", RT_SCOPE_BUILD, RT_VK_INT, BUILD(exact_leaf), 1, 1, 1024, NULL, 0, 1,
+                           "exact builder: a node of at most this many triangles is a leaf (1: only the SAH ends a "
+                           "branch, as the CPU oracle; Kolodzey: 63)"},
+    [RT_VAR_EXACT_SPLIT_CLIP] = {"exactclip", "exact clip", RT_SCOPE_BUILD, RT_VK_INT, BUILD(exact_clip), 1, 0, 1, NULL,
+                                 0, 1, "exact builder: straddlers clipped exactly and dropped from a child they miss "
+                                 "(1) or Kolodzey's split-axis clipping only (0)"},
     [RT_VAR_LADDER] = {"ladder", "Chang's ladder", RT_SCOPE_BUILD, RT_VK_LADDER, offsetof(RtPipelineParams, build), 1, 0, 5,
                        kLadder, '1', 1, "Chang et al.'s optimisation steps [A]-[E], cumulatively"},
     [RT_VAR_CHANG_A] = {"a", "[A]", RT_SCOPE_BUILD, RT_VK_INT, BUILD(chang_a), 1, 0, 1, NULL, 0, 1,

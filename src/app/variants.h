@@ -43,6 +43,8 @@ typedef enum RtVariantId {
     RT_VAR_STRUCTURE = 0,  /* the acceleration-structure slot */
     RT_VAR_BVH_LEAF,       /* the LBVH builder (both backends) */
     RT_VAR_HPLOC_RADIUS, RT_VAR_HPLOC_THRESHOLD, RT_VAR_HPLOC_LEAF, /* the H-PLOC builder (both backends) */
+    RT_VAR_BUILDER,        /* GPU kd builder: Chang's pipeline or Kolodzey's exact SAH */
+    RT_VAR_EXACT_LEAF, RT_VAR_EXACT_SPLIT_CLIP,
     RT_VAR_LADDER,         /* GPU builder: Chang et al.'s ladder */
     RT_VAR_CHANG_A, RT_VAR_CHANG_B, RT_VAR_CHANG_C, RT_VAR_CHANG_D, RT_VAR_CHANG_E,
     RT_VAR_SAH_COSTS, RT_VAR_C_TRAV, RT_VAR_C_ISECT,

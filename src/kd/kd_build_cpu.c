@@ -17,6 +17,7 @@
  * docs/kdtree.md describes the algorithm, the parameters and the layout.
  */
 #include "kd/kd_cpu.h"
+#include "kd/kd_sah.h"
 
 #include <float.h>
 #include <pthread.h>
@@ -26,13 +27,6 @@
 /* The traversal stack (kd_traverse_cpu.c) and the layout pass hold one entry
  * per level; W&H trees of millions of triangles stay below 40 levels. */
 #define KD_MAX_DEPTH 64
-/* A split plane keeps at least this fraction of the scene's largest extent
- * from both faces of its cell (the faces themselves stay candidates, for
- * planar triangles). Thinner slivers, around vertices that many triangles
- * share, bought no tracing speed on Sponza or the bunny yet made 60% and 25%
- * of their nodes and used up the depth limit; without them the SAH cost is
- * lower as well (docs/kdtree.md has the numbers). */
-#define KD_MIN_GAP (1.0 / 4096.0)
 /* Subtrees below this many triangles are not worth a task of their own. */
 #define KD_TASK_MIN_TRIS 256u
 /* Tasks per thread the top of the tree is cut into, for load balance. */
@@ -399,12 +393,10 @@ static void sweep_axis(const KdBuilder *b, const KdSet *s, int k, const double e
         if (xl >= gap && xr >= gap) {
             /* Planar triangles left, then right (W&H's pLeft wins ties).
              * The bonus rewards cutting off empty space (W&H's lambda). */
-            double c = ct + ci * (pl * (double)(nl + np) + pr * (double)nr);
-            if (nl + np == 0 || nr == 0) c *= lam;
+            double c = rt_kd_split_cost(ct, ci, lam, pl, pr, nl + np, nr);
             if (c < bc) bc = c, bp = p, bl = 1;
             if (np) {
-                c = ct + ci * (pl * (double)nl + pr * (double)(nr + np));
-                if (nl == 0 || nr + np == 0) c *= lam;
+                c = rt_kd_split_cost(ct, ci, lam, pl, pr, nl, nr + np);
                 if (c < bc) bc = c, bp = p, bl = 0;
             }
         } else if (np > 0 && (xl == 0.0 || xr == 0.0)) {
@@ -413,13 +405,8 @@ static void sweep_axis(const KdBuilder *b, const KdSet *s, int k, const double e
              * child being the whole cell with the rest. A flat empty child
              * cuts off no space: no bonus for it. */
             double c;
-            if (xl == 0.0) {
-                c = ct + ci * (pl * (double)np + pr * (double)nr);
-                if (nr == 0) c *= lam;
-            } else {
-                c = ct + ci * (pl * (double)nl + pr * (double)np);
-                if (nl == 0) c *= lam;
-            }
+            if (xl == 0.0) c = rt_kd_split_cost(ct, ci, lam, pl, pr, np, nr);
+            else c = rt_kd_split_cost(ct, ci, lam, pl, pr, nl, np);
             if (c < bc) bc = c, bp = p, bl = xl == 0.0;
         }
         nl += ns + np;
@@ -1060,13 +1047,12 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
     double extent = 0.0;
     for (int a = 0; a < 3 && valid; a++)
         extent = fmax(extent, (double)v3_get(root.set.cell.hi, a) - v3_get(root.set.cell.lo, a));
-    b.min_gap = KD_MIN_GAP * extent;
+    b.min_gap = RT_KD_MIN_GAP * extent;
     if (!(b.min_gap > 0.0)) b.min_gap = DBL_MIN; /* faces are never interior planes */
     root.parent = -1;
     root.side = 0;
     /* pbrt's depth rule, 8 + 1.3 log2(N). */
-    b.max_depth = p.max_depth ? p.max_depth
-                              : (int)(8.0 + 1.3 * log2(valid > 1 ? (double)valid : 1.0));
+    b.max_depth = p.max_depth ? p.max_depth : rt_kd_depth_limit(valid, KD_MAX_DEPTH);
     if (b.max_depth > KD_MAX_DEPTH) b.max_depth = KD_MAX_DEPTH;
     /* One thread builds the whole tree as one subtree; several cut the top
      * into tasks of at most N / (threads * 16) triangles. */

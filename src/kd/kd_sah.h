@@ -1,0 +1,42 @@
+/* kd_sah.h — the surface area heuristic of the SAH kd-tree builders, written
+ * once for the CPU oracle (kd_build_cpu.c) and the GPU's exact builder
+ * (cuda/kd/kd_exact.cu), so the GPU tree's choices are the oracle's rules
+ * and the two trees' costs compare:
+ *   - the cost of a split (Wald & Havran 2006, with their empty-space bonus);
+ *   - the thinnest slab a split may cut off a cell (RT_KD_MIN_GAP);
+ *   - the depth limit (pbrt's rule).
+ * Costs are relative to the parent's surface area: a leaf costs
+ * c_isect * N, a split c_trav + c_isect * (P_L * N_L + P_R * N_R). */
+#ifndef RT_KD_SAH_H
+#define RT_KD_SAH_H
+
+#include "core/rt_base.h"
+
+/* A split plane keeps at least this fraction of the scene's largest extent
+ * from both faces of its cell (the faces themselves stay candidates, for
+ * planar triangles). Thinner slivers, around vertices that many triangles
+ * share, bought no tracing speed on Sponza or the bunny yet made 60% and 25%
+ * of their nodes and used up the depth limit; without them the SAH cost is
+ * lower as well (docs/kdtree.md has the numbers). */
+#define RT_KD_MIN_GAP (1.0 / 4096.0)
+
+/* The deepest level a builder splits (the root is level 0): pbrt's
+ * 8 + 1.3 log2(N) over the N usable triangles, at most cap. */
+RT_HD int rt_kd_depth_limit(uint32_t valid, int cap)
+{
+    int d = (int)(8.0 + 1.3 * log2(valid > 1 ? (double)valid : 1.0));
+    return d > cap ? cap : d;
+}
+
+/* The cost of splitting a node into children with relative areas pl, pr
+ * holding nl and nr triangles; lambda (1 - the empty bonus) rewards cutting
+ * off empty space. */
+RT_HD double rt_kd_split_cost(double c_trav, double c_isect, double lambda, double pl, double pr, uint32_t nl,
+                              uint32_t nr)
+{
+    double c = c_trav + c_isect * (pl * (double)nl + pr * (double)nr);
+    if (nl == 0 || nr == 0) c *= lambda;
+    return c;
+}
+
+#endif
