@@ -67,24 +67,13 @@ typedef unsigned long long u64;
 
 /* ---- events ------------------------------------------------------------------ */
 
-/* Float bits that sort as the floats do (-0 taken as +0). */
-__device__ __forceinline__ uint32_t ex_ord(float f)
-{
-    if (f == 0.0f) f = 0.0f;
-    uint32_t u = __float_as_uint(f);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-__device__ __forceinline__ float ex_unord(uint32_t k)
-{
-    return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
-}
 __device__ __forceinline__ u64 ex_event(uint32_t ord, uint32_t type, uint32_t ref)
 {
     return ((u64)ord << 32) | ((u64)type << EX_REF_BITS) | ref;
 }
 __device__ __forceinline__ uint32_t ex_ref(u64 e) { return (uint32_t)e & EX_REF_MASK; }
 __device__ __forceinline__ uint32_t ex_type(u64 e) { return ((uint32_t)e >> EX_REF_BITS) & 3u; }
-__device__ __forceinline__ float ex_plane(u64 e) { return ex_unord((uint32_t)(e >> 32)); }
+__device__ __forceinline__ float ex_plane(u64 e) { return rt_kd_key_pos((uint32_t)(e >> 32)); }
 
 /* Two counts in one 64-bit word (low, high): one scan serves both. */
 __host__ __device__ __forceinline__ uint32_t lo32(u64 v) { return (uint32_t)v; }
@@ -103,6 +92,17 @@ struct ExDec {
 /* Per node: splits, leaves and leaf references before it (exclusive scan). */
 struct ExNodeScan {
     uint32_t splits, leaves, index;
+};
+/* Per reference: its left and right copies before it, and of those the
+ * tight ones (exact_clip: straddlers with new, exact planes). */
+struct ExRefScan {
+    uint32_t l, r, tl, tr;
+};
+struct ExRefSum {
+    __host__ __device__ ExRefScan operator()(const ExRefScan &a, const ExRefScan &b) const
+    {
+        return ExRefScan{a.l + b.l, a.r + b.r, a.tl + b.tl, a.tr + b.tr};
+    }
 };
 struct ExNodeSum {
     __host__ __device__ ExNodeScan operator()(const ExNodeScan &a, const ExNodeScan &b) const
@@ -125,8 +125,16 @@ struct ExLevel {
     u64 *best;              /* per node: the best candidate's key (ex_best) */
     ExDec *dec;
     ExNodeScan *nscan_in, *nscan;
-    uint8_t *left, *right, *side; /* per reference: its events' verdicts, then its sides (bit 0 left, 1 right) */
-    const u64 *scan_refs;   /* per reference: left (low) and right (high) copies before it */
+    uint8_t *left, *right, *side; /* per reference: its events' verdicts, then its sides (bit 0 left,
+                                     1 right, 2 tight: its planes are new) */
+    RtAabb *tbox;           /* per tight reference: its boxes in the left and right child */
+    const ExRefScan *scan_refs;
+    const u64 *tkeys;       /* tight events, sorted by (axis, child, plane, type); tvals: their references */
+    const uint32_t *tvals;
+    u64 *tkeys_in;
+    uint32_t *tvals_in;
+    uint32_t n_tight;       /* tight copies (child references) this level */
+    int child_bits;         /* bits of a child's index in a tight event's key */
     uint2 *slot;            /* per reference: its slots in the children's list */
     const u64 *scan_sides;  /* per axis, per event: left and right copies before it */
     RtKdNode *nodes;
@@ -154,24 +162,28 @@ struct ExTypeCount { /* per axis-major event index, plus one zero at the end */
         return t == EX_START ? 1ull : (t == EX_END ? (1ull << 32) : 0ull);
     }
 };
-struct ExSideCount { /* per axis-major event index: its reference's copies */
+struct ExSideCount { /* per axis-major event index (and a zero at the end): its reference's
+                       copies whose planes stay (not tight) */
     const u64 *ev0, *ev1, *ev2;
     const uint8_t *side;
     uint32_t n;
     __host__ __device__ u64 operator()(uint32_t j) const
     {
+        if (j >= 3u * n) return 0;
         const u64 e = j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
         const uint8_t s = side[(uint32_t)e & EX_REF_MASK];
-        return (u64)(s & 1u) | ((u64)(s >> 1) << 32);
+        if (s & 4u) return 0;
+        return (u64)(s & 1u) | ((u64)((s >> 1) & 1u) << 32);
     }
 };
 struct ExRefCount { /* per reference, plus one zero at the end */
     const uint8_t *side;
     uint32_t n;
-    __host__ __device__ u64 operator()(uint32_t r) const
+    __host__ __device__ ExRefScan operator()(uint32_t r) const
     {
-        if (r >= n) return 0;
-        return (u64)(side[r] & 1u) | ((u64)(side[r] >> 1) << 32);
+        if (r >= n) return ExRefScan{0, 0, 0, 0};
+        const uint32_t s = side[r], t = (s >> 2) & 1u;
+        return ExRefScan{s & 1u, (s >> 1) & 1u, (s & 1u) & t, ((s >> 1) & 1u) & t};
     }
 };
 struct ExValid {
@@ -247,10 +259,10 @@ __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const
     u64 *k[3] = {k0, k1, k2};
     for (int x = 0; x < 3; x++) {
         if (lo[x] == hi[x]) {
-            k[x][2 * (size_t)r] = k[x][2 * (size_t)r + 1] = ex_event(ex_ord(lo[x]), EX_PLANAR, r);
+            k[x][2 * (size_t)r] = k[x][2 * (size_t)r + 1] = ex_event(rt_kd_pos_key(lo[x]), EX_PLANAR, r);
         } else {
-            k[x][2 * (size_t)r] = ex_event(ex_ord(hi[x]), EX_END, r);
-            k[x][2 * (size_t)r + 1] = ex_event(ex_ord(lo[x]), EX_START, r);
+            k[x][2 * (size_t)r] = ex_event(rt_kd_pos_key(hi[x]), EX_END, r);
+            k[x][2 * (size_t)r + 1] = ex_event(rt_kd_pos_key(lo[x]), EX_START, r);
         }
     }
 }
@@ -419,19 +431,30 @@ __global__ void ex_refs(ExLevel L)
         L.side[r] = 0;
         return;
     }
-    int l = L.left[r], rt = L.right[r];
+    int l = L.left[r], rt = L.right[r], tight = 0;
     if (l && rt && L.exact_clip) {
+        /* the parts of the triangle in the two children: their boxes are its
+         * planes there (tight), and a child it misses loses it */
         const uint32_t t = L.prim[r];
-        const float4 a = L.verts[3 * (size_t)t], b = L.verts[3 * (size_t)t + 1], c = L.verts[3 * (size_t)t + 2];
-        const RtVec3 v0 = v3(a.x, a.y, a.z), v1 = v3(b.x, b.y, b.z), v2 = v3(c.x, c.y, c.z);
-        RtAabb lc = L.nd_cell[n], rc = lc, part;
-        v3_set(&lc.hi, d.axis, d.x);
-        v3_set(&rc.lo, d.axis, d.x);
-        l = rt_tri_clip_box(v0, v1, v2, lc, &part);
-        rt = rt_tri_clip_box(v0, v1, v2, rc, &part);
-        if (!l && !rt) l = rt = 1; /* rounding at the plane: keep both, never lose it */
+        RtFloat4 v[3];
+        for (int k = 0; k < 3; k++) {
+            const float4 q = L.verts[3 * (size_t)t + k];
+            v[k] = f4(q.x, q.y, q.z, q.w);
+        }
+        const RtAabb cell = L.nd_cell[n];
+        RtAabb child[2] = {cell, cell}, part[2];
+        v3_set(&child[0].hi, d.axis, d.x);
+        v3_set(&child[1].lo, d.axis, d.x);
+        int mask = rt_tri_split_boxes(v, cell, d.axis, d.x, child, part);
+        if (!mask) { /* rounding at the plane: keep both, never lose it */
+            mask = 3;
+            part[0] = child[0], part[1] = child[1];
+        }
+        l = mask & 1, rt = mask >> 1, tight = 1;
+        L.tbox[2 * (size_t)r] = part[0];
+        L.tbox[2 * (size_t)r + 1] = part[1];
     }
-    L.side[r] = (uint8_t)(l | (rt << 1));
+    L.side[r] = (uint8_t)(l | (rt << 1) | (tight << 2));
 }
 
 /* A thread per reference: its copies in the children's list; the first
@@ -445,18 +468,18 @@ __global__ void ex_refs_scatter(ExLevel L)
     if (d.axis < 0) return;
     const uint32_t first = L.nd_first[n], count = L.nd_count[n];
     const uint32_t child = 2 * L.nscan[n].splits;
-    const u64 sb = L.scan_refs[first], se = L.scan_refs[first + count], sr = L.scan_refs[r];
+    const ExRefScan sb = L.scan_refs[first], se = L.scan_refs[first + count], sr = L.scan_refs[r];
     /* the children's lists follow the nodes' order: all copies before this
-     * node's are lo32(sb) + hi32(sb) */
+     * node's are sb.l + sb.r */
     const uint8_t s = L.side[r];
     uint2 slot = make_uint2(0, 0);
     if (s & 1u) {
-        slot.x = hi32(sb) + lo32(sr);
+        slot.x = sb.r + sr.l;
         L.prim_out[slot.x] = L.prim[r];
         L.rnode_out[slot.x] = child;
     }
     if (s & 2u) {
-        slot.y = lo32(se) + hi32(sr);
+        slot.y = se.l + sr.r;
         L.prim_out[slot.y] = L.prim[r];
         L.rnode_out[slot.y] = child + 1;
     }
@@ -467,12 +490,12 @@ __global__ void ex_refs_scatter(ExLevel L)
         v3_set(&lc.hi, d.axis, d.x);
         v3_set(&rc.lo, d.axis, d.x);
         L.nd_tree_out[child] = tree;
-        L.nd_first_out[child] = lo32(sb) + hi32(sb);
-        L.nd_count_out[child] = lo32(se) - lo32(sb);
+        L.nd_first_out[child] = sb.l + sb.r;
+        L.nd_count_out[child] = se.l - sb.l;
         L.nd_cell_out[child] = lc;
         L.nd_tree_out[child + 1] = tree + 1;
-        L.nd_first_out[child + 1] = lo32(se) + hi32(sb);
-        L.nd_count_out[child + 1] = hi32(se) - hi32(sb);
+        L.nd_first_out[child + 1] = se.l + sb.r;
+        L.nd_count_out[child + 1] = se.r - sb.r;
         L.nd_cell_out[child + 1] = rc;
     }
 }
@@ -494,18 +517,138 @@ __global__ void ex_events_scatter(ExLevel L)
     const uint32_t n = L.rnode[r];
     const ExDec d = L.dec[n];
     const uint32_t first = L.nd_first[n], count = L.nd_count[n], k = i - 2 * first;
-    const u64 sb = L.scan_refs[first], se = L.scan_refs[first + count];
+    const ExRefScan sb = L.scan_refs[first], se = L.scan_refs[first + count];
     const u64 rank = L.scan_sides[j] - L.scan_sides[(size_t)a * L.n_events + 2 * first];
     const uint2 slot = L.slot[r];
-    const uint32_t type = ex_type(e), snapped = ex_ord(d.x), plane = (uint32_t)(e >> 32);
+    const uint32_t type = ex_type(e), snapped = rt_kd_pos_key(d.x), plane = (uint32_t)(e >> 32);
     if (s & 1u) {
-        const uint32_t pos = 2 * (lo32(sb) + hi32(sb)) + lo32(rank);
+        const uint32_t pos = 2 * (sb.l + sb.r) + lo32(rank);
         L.ev_out[a][pos] = ex_event(a == d.axis && k >= d.cut ? snapped : plane, type, slot.x);
     }
     if (s & 2u) {
-        const uint32_t pos = 2 * (lo32(se) + hi32(sb)) + hi32(rank);
+        const uint32_t pos = 2 * (se.l + sb.r) + hi32(rank);
         L.ev_out[a][pos] = ex_event(a == d.axis && k < d.cut ? snapped : plane, type, slot.y);
     }
+}
+
+/* ---- exact clipping: the tight events, merged in order -------------------- */
+
+/* Child `side` of active node n: its first reference in the next level's
+ * list and its tight copies (their events in the sorted tight list). */
+struct ExChild {
+    uint32_t first, tfirst, tcount;
+};
+__device__ __forceinline__ ExChild ex_child(const ExLevel &L, uint32_t n, int side)
+{
+    const uint32_t first = L.nd_first[n], count = L.nd_count[n];
+    const ExRefScan b = L.scan_refs[first], e = L.scan_refs[first + count];
+    if (!side) return ExChild{b.l + b.r, b.tl + b.tr, e.tl - b.tl};
+    return ExChild{e.l + b.r, e.tl + b.tr, e.tr - b.tr};
+}
+
+/* A tight event's sort key: axis, child, then the event's order within a
+ * list (plane, type); the value, its reference, breaks ties as the lists do. */
+__device__ __forceinline__ u64 ex_tight_key(const ExLevel &L, int a, uint32_t child, uint32_t pos_key, uint32_t type)
+{
+    return ((u64)a << (34 + L.child_bits)) | ((u64)child << 34) | ((u64)pos_key << 2) | type;
+}
+/* The list order of a tight event with this key and reference. */
+__device__ __forceinline__ u64 ex_tight_order(u64 key, uint32_t r)
+{
+    return (((key >> 2) & 0xffffffffull) << 32) | ((key & 3u) << EX_REF_BITS) | r;
+}
+
+/* A thread per tight reference: its events in the children it reaches,
+ * from its parts' boxes, unsorted. */
+__global__ void ex_tight_events(ExLevel L)
+{
+    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
+    if (r >= L.n_refs) return;
+    const uint8_t s = L.side[r];
+    if (!(s & 4u)) return;
+    const uint32_t child0 = 2 * L.nscan[L.rnode[r]].splits;
+    const ExRefScan sr = L.scan_refs[r];
+    uint32_t q = sr.tl + sr.tr;
+    for (int side = 0; side < 2; side++) {
+        if (!(s & (1u << side))) continue;
+        const RtAabb b = L.tbox[2 * (size_t)r + side];
+        for (int a = 0; a < 3; a++) {
+            const float lo = v3_get(b.lo, a), hi = v3_get(b.hi, a);
+            const size_t at = (size_t)a * 2 * L.n_tight + 2 * (size_t)q;
+            if (lo == hi) {
+                L.tkeys_in[at] = L.tkeys_in[at + 1] = ex_tight_key(L, a, child0 + side, rt_kd_pos_key(lo), EX_PLANAR);
+            } else {
+                L.tkeys_in[at] = ex_tight_key(L, a, child0 + side, rt_kd_pos_key(hi), EX_END);
+                L.tkeys_in[at + 1] = ex_tight_key(L, a, child0 + side, rt_kd_pos_key(lo), EX_START);
+            }
+            L.tvals_in[at] = L.tvals_in[at + 1] = r;
+        }
+        q++;
+    }
+}
+
+/* A thread per event of every axis whose reference keeps its planes: its
+ * copies go where the merge with the child's sorted tight events puts them
+ * (its rank among the kept events plus the tight events before it). */
+__global__ void ex_events_merge(ExLevel L)
+{
+    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= 3u * L.n_events) return;
+    const int a = j / L.n_events;
+    const uint32_t i = j - (uint32_t)a * L.n_events;
+    const u64 e = L.ev[a][i];
+    const uint32_t r = ex_ref(e);
+    const uint8_t s = L.side[r];
+    if (!s || (s & 4u)) return;
+    const uint32_t n = L.rnode[r];
+    const uint32_t first = L.nd_first[n];
+    const u64 rank = L.scan_sides[j] - L.scan_sides[(size_t)a * L.n_events + 2 * first];
+    const uint2 slot = L.slot[r];
+    for (int side = 0; side < 2; side++) {
+        if (!(s & (1u << side))) continue;
+        const ExChild c = ex_child(L, n, side);
+        /* tight events of this child before e */
+        const u64 *k = L.tkeys + (size_t)a * 2 * L.n_tight + 2 * (size_t)c.tfirst;
+        const uint32_t *v = L.tvals + (size_t)a * 2 * L.n_tight + 2 * (size_t)c.tfirst;
+        uint32_t lo = 0, hi = 2 * c.tcount;
+        while (lo < hi) {
+            const uint32_t mid = (lo + hi) >> 1;
+            if (ex_tight_order(k[mid], v[mid]) < e) lo = mid + 1;
+            else hi = mid;
+        }
+        const uint32_t pos = 2 * c.first + (side ? hi32(rank) : lo32(rank)) + lo;
+        L.ev_out[a][pos] = (e & ~(u64)EX_REF_MASK) | (side ? slot.y : slot.x);
+    }
+}
+
+/* A thread per sorted tight event: its rank among the child's tight events
+ * plus the kept events before it (found in the parent's list, which holds
+ * them in order, and counted by the kept events' scan). */
+__global__ void ex_tight_merge(ExLevel L)
+{
+    const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= 6u * L.n_tight) return;
+    const u64 key = L.tkeys[q];
+    const uint32_t r = L.tvals[q];
+    const int a = (int)(key >> (34 + L.child_bits));
+    const int side = (int)((key >> 34) & 1u);
+    const uint32_t n = L.rnode[r];
+    const ExChild c = ex_child(L, n, side);
+    const uint32_t rank = q - (uint32_t)a * 2 * L.n_tight - 2 * c.tfirst;
+    const u64 order = ex_tight_order(key, r);
+    const uint32_t first = L.nd_first[n], count = L.nd_count[n];
+    const u64 *ev = L.ev[a];
+    uint32_t lo = 2 * first, hi = 2 * (first + count);
+    while (lo < hi) {
+        const uint32_t mid = (lo + hi) >> 1;
+        if (ev[mid] < order) lo = mid + 1;
+        else hi = mid;
+    }
+    const u64 *sc = L.scan_sides + (size_t)a * L.n_events;
+    const u64 before = sc[lo] - sc[2 * first];
+    const uint32_t pos = 2 * c.first + rank + (side ? hi32(before) : lo32(before));
+    const uint2 slot = L.slot[r];
+    L.ev_out[a][pos] = (order & ~(u64)EX_REF_MASK) | (side ? slot.y : slot.x);
 }
 
 /* A thread per leaf: its box, the union of its triangles' parts of its cell
@@ -543,6 +686,7 @@ enum {
     X_PRIM = X_EV_END, X_PRIM2, X_RNODE, X_RNODE2,
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
     X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN_IN, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
+    X_TBOX, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS,
     X_NODES, X_LEAVES, X_LEAF_CELLS, X_LEAF_BOXES, X_TRI_INDEX, X_CUB,
     X_COUNT
 };
@@ -553,7 +697,7 @@ struct KdExact {
     cudaEvent_t ev[2];
     /* pinned: the level's totals, read back once per level */
     ExNodeScan *h_nscan;
-    u64 *h_refs;
+    ExRefScan *h_refs;
     uint32_t *h_valid;
     int *h_bounds;
     RtAabb *h_box;
@@ -566,7 +710,7 @@ RtStatus kd_exact_create(KdExact **out, RtError *err)
     if (!x) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory");
     for (int i = 0; i < 2; i++) CUDA_CHECK(err, cudaEventCreate(&x->ev[i]));
     CUDA_CHECK(err, cudaMallocHost((void **)&x->h_nscan, sizeof(ExNodeScan)));
-    CUDA_CHECK(err, cudaMallocHost((void **)&x->h_refs, sizeof(u64)));
+    CUDA_CHECK(err, cudaMallocHost((void **)&x->h_refs, sizeof(ExRefScan)));
     CUDA_CHECK(err, cudaMallocHost((void **)&x->h_valid, sizeof(uint32_t)));
     CUDA_CHECK(err, cudaMallocHost((void **)&x->h_bounds, 6 * sizeof(int)));
     CUDA_CHECK(err, cudaMallocHost((void **)&x->h_box, sizeof(RtAabb)));
@@ -754,7 +898,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
             (st = ex_reserve(&x->arr[X_LEFT], R, 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_RIGHT], R, 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_SIDE], R, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_SCAN_REFS], ((size_t)R + 1) * 8, 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(&x->arr[X_SCAN_REFS], ((size_t)R + 1) * sizeof(ExRefScan), 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(&x->arr[X_TBOX], (size_t)2 * R * sizeof(RtAabb), 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_SLOT], (size_t)R * sizeof(uint2), 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_NODES], ((size_t)node_total + 2 * N) * sizeof(RtKdNode), 1, stream, err)) !=
                 RT_OK ||
@@ -783,7 +928,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         L.dec = ARR(x, X_DEC, ExDec);
         L.nscan_in = ARR(x, X_NSCAN_IN, ExNodeScan), L.nscan = ARR(x, X_NSCAN, ExNodeScan);
         L.left = ARR(x, X_LEFT, uint8_t), L.right = ARR(x, X_RIGHT, uint8_t), L.side = ARR(x, X_SIDE, uint8_t);
-        L.scan_refs = ARR(x, X_SCAN_REFS, u64);
+        L.scan_refs = ARR(x, X_SCAN_REFS, ExRefScan);
+        L.tbox = ARR(x, X_TBOX, RtAabb);
         L.slot = ARR(x, X_SLOT, uint2);
         L.scan_sides = ARR(x, X_SCAN_SIDES, u64);
         L.nodes = ARR(x, X_NODES, RtKdNode);
@@ -830,22 +976,24 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         {
             auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
                                                       ExRefCount{L.side, R});
-            u64 *out = ARR(x, X_SCAN_REFS, u64);
+            ExRefScan *out = ARR(x, X_SCAN_REFS, ExRefScan);
             if ((st = ex_cub(x, log, "ex_scan_refs", stream,
                              [&](void *tmp, size_t &bytes) {
-                                 return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)R + 1, stream);
+                                 return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExRefSum(),
+                                                                       ExRefScan{0, 0, 0, 0}, (int)R + 1, stream);
                              },
                              err)) != RT_OK)
                 return st;
         }
         /* the level's totals: the next level's sizes */
         CUDA_CHECK(err, cudaMemcpyAsync(x->h_nscan, L.nscan + N, sizeof(ExNodeScan), cudaMemcpyDeviceToHost, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->h_refs, L.scan_refs + R, sizeof(u64), cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(err, cudaMemcpyAsync(x->h_refs, L.scan_refs + R, sizeof(ExRefScan), cudaMemcpyDeviceToHost, stream));
         CUDA_CHECK(err, cudaStreamSynchronize(stream));
         s.round_trips++;
         const ExNodeScan tot = *x->h_nscan;
-        const u64 refs = *x->h_refs;
-        const uint64_t R2 = (uint64_t)lo32(refs) + hi32(refs);
+        const ExRefScan refs = *x->h_refs;
+        const uint64_t R2 = (uint64_t)refs.l + refs.r;
+        const uint32_t T = refs.tl + refs.tr;
         const uint32_t N2 = 2 * tot.splits;
         node_total += N2;
         leaf_total += tot.leaves;
@@ -876,12 +1024,48 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
             u64 *out = ARR(x, X_SCAN_SIDES, u64);
             if ((st = ex_cub(x, log, "ex_scan_sides", stream,
                              [&](void *tmp, size_t &bytes) {
-                                 return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)(3 * E), stream);
+                                 return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)(3 * E + 1), stream);
                              },
-                             err)) != RT_OK ||
-                (st = rt_launch(log, "ex_events_scatter", EX_GRID((size_t)3 * E), dim3(EX_BLOCK), 0, ex_events_scatter,
-                                err, L)) != RT_OK)
+                             err)) != RT_OK)
                 return st;
+            if (!p->exact_clip) {
+                if ((st = rt_launch(log, "ex_events_scatter", EX_GRID((size_t)3 * E), dim3(EX_BLOCK), 0,
+                                    ex_events_scatter, err, L)) != RT_OK)
+                    return st;
+            } else {
+                /* the tight references' events, sorted, merged with the rest */
+                const size_t nt = (size_t)6 * T;
+                if ((st = ex_reserve(&x->arr[X_TKEYS_IN], nt * 8, 0, stream, err)) != RT_OK ||
+                    (st = ex_reserve(&x->arr[X_TKEYS], nt * 8, 0, stream, err)) != RT_OK ||
+                    (st = ex_reserve(&x->arr[X_TVALS_IN], nt * 4, 0, stream, err)) != RT_OK ||
+                    (st = ex_reserve(&x->arr[X_TVALS], nt * 4, 0, stream, err)) != RT_OK)
+                    return st;
+                L.n_tight = T;
+                L.child_bits = 1;
+                while (L.child_bits < 28 && (1u << L.child_bits) < N2) L.child_bits++;
+                L.tkeys_in = ARR(x, X_TKEYS_IN, u64), L.tkeys = ARR(x, X_TKEYS, u64);
+                L.tvals_in = ARR(x, X_TVALS_IN, uint32_t), L.tvals = ARR(x, X_TVALS, uint32_t);
+                if (T) {
+                    u64 *kin = L.tkeys_in, *kout = ARR(x, X_TKEYS, u64);
+                    uint32_t *vin = L.tvals_in, *vout = ARR(x, X_TVALS, uint32_t);
+                    /* keys hold the axis, the child, the plane and the type */
+                    const int end_bit = 36 + L.child_bits;
+                    if ((st = rt_launch(log, "ex_tight_events", EX_GRID(R), dim3(EX_BLOCK), 0, ex_tight_events, err,
+                                        L)) != RT_OK ||
+                        (st = ex_cub(x, log, "ex_sort_tight", stream,
+                                     [&](void *tmp, size_t &bytes) {
+                                         return cub::DeviceRadixSort::SortPairs(tmp, bytes, kin, kout, vin, vout,
+                                                                                (int)nt, 0, end_bit, stream);
+                                     },
+                                     err)) != RT_OK)
+                        return st;
+                }
+                if ((st = rt_launch(log, "ex_events_merge", EX_GRID((size_t)3 * E), dim3(EX_BLOCK), 0, ex_events_merge,
+                                    err, L)) != RT_OK ||
+                    (st = rt_launch(log, "ex_tight_merge", EX_GRID(nt), dim3(EX_BLOCK), 0, ex_tight_merge, err, L)) !=
+                        RT_OK)
+                    return st;
+            }
         }
         x->cur = o;
         N = N2;

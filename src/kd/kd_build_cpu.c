@@ -49,30 +49,6 @@ RtKdCpuParams rt_kd_cpu_params_default(void)
 static float min3f(float a, float b, float c) { return a < b ? (a < c ? a : c) : (b < c ? b : c); }
 static float max3f(float a, float b, float c) { return a > b ? (a > c ? a : c) : (b > c ? b : c); }
 
-/* The perfect-split boxes of a triangle that straddles a split: clipped to
- * the parent cell once, then cut by the plane into both children. A side it
- * misses (only when the straddle came from outward rounding) gets the empty
- * box. Returns how many sides it reaches. */
-static int split_tri(const RtFloat4 *v, RtAabb cell, int axis, float pos, RtAabb child[2],
-                     RtAabb out[2])
-{
-    double buf[2][RT_KD_CLIP_TRI_MAX][3], half[RT_KD_CLIP_SPLIT_MAX][3];
-    for (int k = 0; k < 3; k++) {
-        buf[0][k][0] = v[k].x;
-        buf[0][k][1] = v[k].y;
-        buf[0][k][2] = v[k].z;
-    }
-    int at, hits = 0;
-    const int n = rt_kd_clip_tri(buf, cell, &at);
-    for (int c = 0; c < 2; c++) {
-        /* child 0 keeps x_axis <= pos (side 1), child 1 x_axis >= pos (side 0) */
-        int m = n ? rt_kd_clip_poly(buf[at], n, half, RT_KD_CLIP_SPLIT_MAX, axis, !c, pos) : 0;
-        out[c] = m ? rt_kd_clip_bounds(half, m, child[c]) : aabb_empty();
-        hits += m > 0;
-    }
-    return hits;
-}
-
 /* ---- events --------------------------------------------------------------- */
 
 /* An event is one 64-bit key: [63:32] the position as an order-preserving
@@ -84,23 +60,9 @@ typedef uint64_t KdEvent;
 enum { EV_END = 0, EV_PLANAR = 1, EV_START = 2 };
 #define EV_TRI_MASK 0x3fffffffu
 
-static uint32_t pos_key(float f)
-{
-    uint32_t u;
-    f += 0.0f; /* -0 becomes +0: equal positions must get equal keys */
-    memcpy(&u, &f, sizeof u);
-    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-static float key_pos(uint32_t k)
-{
-    uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
 static KdEvent ev_make(float pos, unsigned type, uint32_t tri)
 {
-    return ((uint64_t)pos_key(pos) << 32) | ((uint64_t)type << 30) | tri;
+    return ((uint64_t)rt_kd_pos_key(pos) << 32) | ((uint64_t)type << 30) | tri;
 }
 static uint32_t ev_key(KdEvent e) { return (uint32_t)(e >> 32); }
 static unsigned ev_type(KdEvent e) { return (unsigned)(e >> 30) & 3u; }
@@ -387,7 +349,7 @@ static void sweep_axis(const KdBuilder *b, const KdSet *s, int k, const double e
         } while (++i < n && (e[i] >> 32) == key);
         const uint32_t ns = i - first - ne - np;
         nr -= ne + np;
-        const float p = key_pos((uint32_t)key);
+        const float p = rt_kd_key_pos((uint32_t)key);
         const double xl = (double)p - lo, xr = hi - (double)p;
         const double pl = A + B * xl, pr = A + B * xr;
         if (xl >= gap && xr >= gap) {
@@ -450,7 +412,7 @@ static void classify(KdWorker *w, const KdSet *s, const KdSplit *sp, uint32_t *n
                      uint32_t only[2])
 {
     const KdEvent *e = s->ev[sp->axis];
-    const uint32_t n = s->n[sp->axis], pk = pos_key(sp->pos);
+    const uint32_t n = s->n[sp->axis], pk = rt_kd_pos_key(sp->pos);
     const uint8_t planar_side = sp->planar_left ? SIDE_LEFT : SIDE_RIGHT;
     uint8_t *side = w->side;
     /* Branch-free: a triangle's new side by (event type, key <, =, > plane).
@@ -508,8 +470,8 @@ static uint32_t leaf_from_parent(KdWorker *w, const KdSet *s, unsigned want, uin
             uint32_t i = 0, j = s->n[a];
             while (side[ev_tri(e[i])] != want) i++;
             while (side[ev_tri(e[j - 1])] != want) j--;
-            v3_set(&bb.lo, a, key_pos(ev_key(e[i])));
-            v3_set(&bb.hi, a, key_pos(ev_key(e[j - 1])));
+            v3_set(&bb.lo, a, rt_kd_key_pos(ev_key(e[i])));
+            v3_set(&bb.hi, a, rt_kd_key_pos(ev_key(e[j - 1])));
         }
     for (uint32_t i = 0; i < ns; i++)
         if (!aabb_is_empty(box[i])) {
@@ -550,7 +512,7 @@ static RtStatus partition(KdWorker *w, const KdSet *s, const KdSplit *sp, KdSet 
     RtAabb cells[2] = {l->cell, r->cell};
     for (uint32_t i = 0; i < ns; i++) {
         RtAabb bx[2];
-        split_tri(&tv[3 * (size_t)strad[i]], s->cell, k, sp->pos, cells, bx);
+        rt_tri_split_boxes(&tv[3 * (size_t)strad[i]], s->cell, k, sp->pos, cells, bx);
         for (int c = 0; c < 2; c++) {
             box[c][i] = bx[c];
             nboth[c] += !aabb_is_empty(bx[c]);
@@ -703,8 +665,8 @@ static uint32_t make_leaf(KdWorker *w, const KdSet *s)
     RtAabb box = aabb_empty();
     if (c)
         for (int a = 0; a < 3; a++) {
-            v3_set(&box.lo, a, key_pos(ev_key(s->ev[a][0])));
-            v3_set(&box.hi, a, key_pos(ev_key(s->ev[a][s->n[a] - 1])));
+            v3_set(&box.lo, a, rt_kd_key_pos(ev_key(s->ev[a][0])));
+            v3_set(&box.hi, a, rt_kd_key_pos(ev_key(s->ev[a][s->n[a] - 1])));
         }
     finish_leaf(w, node, c, box);
     return node;

@@ -165,4 +165,49 @@ RT_HD int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *o
     return n > 0;
 }
 
+/* The perfect-split boxes of a triangle (v: its 3 vertices) that straddles
+ * a split at pos on axis: clipped to the parent cell once, then cut by the
+ * plane into both children (child: their cells). A side it misses (only
+ * when the straddle came from outward rounding or a loose box) gets the
+ * empty box. Returns a mask: 1 the left child reached, 2 the right. */
+RT_HD int rt_tri_split_boxes(const RtFloat4 *v, RtAabb cell, int axis, float pos, const RtAabb child[2],
+                             RtAabb out[2])
+{
+    double buf[2][RT_KD_CLIP_TRI_MAX][3], half[RT_KD_CLIP_SPLIT_MAX][3];
+    for (int k = 0; k < 3; k++) {
+        buf[0][k][0] = v[k].x;
+        buf[0][k][1] = v[k].y;
+        buf[0][k][2] = v[k].z;
+    }
+    int at, mask = 0;
+    const int n = rt_kd_clip_tri(buf, cell, &at);
+    for (int c = 0; c < 2; c++) {
+        /* child 0 keeps x_axis <= pos (side 1), child 1 x_axis >= pos (side 0) */
+        int m = n ? rt_kd_clip_poly(buf[at], n, half, RT_KD_CLIP_SPLIT_MAX, axis, !c, pos) : 0;
+        out[c] = m ? rt_kd_clip_bounds(half, m, child[c]) : aabb_empty();
+        if (m) mask |= 1 << c;
+    }
+    return mask;
+}
+
+/* ---- events ------------------------------------------------------------------ */
+
+/* A split candidate's position as an order-preserving integer (the SAH
+ * builders' event keys sort by it): -0 becomes +0, equal positions get
+ * equal keys. */
+RT_HD uint32_t rt_kd_pos_key(float f)
+{
+    uint32_t u;
+    if (f == 0.0f) f = 0.0f;
+    memcpy(&u, &f, sizeof u);
+    return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+RT_HD float rt_kd_key_pos(uint32_t k)
+{
+    uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 #endif
