@@ -742,6 +742,40 @@ static void lbvh_node_ranges_match_a_top_down_split(void **state)
         }
 }
 
+/* Both builders' leaf_woop: entry k holds the Woop rows of tri_index[k]'s
+ * triangle (what the GPU walk tests), for 0, 1 and random triangles; a
+ * rebuild over triangles without Woop rows drops the old copy. */
+static void bvh_leaf_woop_rows_follow_tri_index(void **state)
+{
+    (void)state;
+    RtTestRng r = {77};
+    const uint32_t sizes[] = {0, 1, 2, 1000};
+    for (int builder = 0; builder < 2; builder++)
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            Soup s = {0};
+            add_random(&s, &r, sizes[i], 0.2f);
+            RtBvh bvh;
+            memset(&bvh, 0, sizeof bvh);
+            RtError err = {0};
+            assert_int_equal(builder ? rt_hploc_build_cpu(NULL, &s.t, &bvh, NULL, NULL, &err)
+                                     : rt_lbvh_build_cpu(NULL, &s.t, &bvh, NULL, &err),
+                             RT_OK);
+            assert_int_equal(bvh.index_count, sizes[i]);
+            if (sizes[i]) assert_non_null(bvh.leaf_woop);
+            for (uint32_t k = 0; k < bvh.index_count; k++)
+                assert_memory_equal(&bvh.leaf_woop[3 * (size_t)k], &s.t.woop[3 * (size_t)bvh.tri_index[k]],
+                                    3 * sizeof *bvh.leaf_woop);
+            RtTriArrays no_rows = s.t;
+            no_rows.woop = NULL;
+            assert_int_equal(builder ? rt_hploc_build_cpu(NULL, &no_rows, &bvh, NULL, NULL, &err)
+                                     : rt_lbvh_build_cpu(NULL, &no_rows, &bvh, NULL, &err),
+                             RT_OK);
+            assert_null(bvh.leaf_woop);
+            rt_bvh_free(&bvh);
+            soup_free(&s);
+        }
+}
+
 static int same_bvh(const RtBvh *a, const RtBvh *b)
 {
     return a->node_count == b->node_count && a->index_count == b->index_count &&
@@ -1364,6 +1398,7 @@ int main(void)
         cmocka_unit_test(bvh_max_leaf_1_8_16_are_valid_and_exact),
         cmocka_unit_test(bvh_filter_rejects_and_search_goes_on),
         cmocka_unit_test(lbvh_node_ranges_match_a_top_down_split),
+        cmocka_unit_test(bvh_leaf_woop_rows_follow_tri_index),
         cmocka_unit_test(bvh_same_tree_on_any_thread_count),
         cmocka_unit_test(bvh_sah_max_leaf_8_no_worse_than_1),
         cmocka_unit_test(bvh_stats_of_a_hand_made_tree),

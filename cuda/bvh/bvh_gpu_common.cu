@@ -74,6 +74,18 @@ __global__ void bvh_morton_kernel(const RtAabb *boxes, uint32_t count, const Bvh
     ids[i] = i;
 }
 
+/* Aila & Laine 2009's leaf layout: entry k's triangle rows next to entry
+ * k + 1's, so the walk reads a leaf's triangles without their ids
+ * (bvh_layout.h, leaf_woop). A thread per entry of tri_index, every
+ * input triangle (the degenerate ones too: the array's length is known on
+ * the host, the valid count only on the device). */
+__global__ void bvh_leaf_woop_kernel(const uint32_t *tri_index, const float4 *woop, uint32_t count,
+                                     RtFloat4 *leaf_woop)
+{
+    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < count) bvh_leaf_woop_copy(tri_index, (const RtFloat4 *)woop, k, leaf_woop);
+}
+
 /* ==== host side ================================================================ */
 
 RtStatus bvh_base_create(BvhGpuBase *b, const char *tag, RtError *err)
@@ -114,6 +126,7 @@ void bvh_keys_free(BvhKeysGpu *k)
 void bvh_base_destroy(BvhGpuBase *b)
 {
     bvh_keys_free(&b->keys);
+    if (b->leaf_woop) cudaFree(b->leaf_woop);
     if (b->d_ctr) cudaFree(b->d_ctr);
     if (b->h_init) cudaFreeHost(b->h_init);
     if (b->h_ctr) cudaFreeHost(b->h_ctr);
@@ -223,8 +236,24 @@ RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, 
 }
 
 RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
-                       RtBvh *d_bvh, RtError *err)
+                       const float4 *woop, RtBvh *d_bvh, RtError *err)
 {
+    /* ---- the leaf triangles, in the tree's order ------------------------------ */
+    if (woop && tri_count > b->leaf_cap) {
+        if (b->leaf_woop) cudaFree(b->leaf_woop);
+        b->leaf_woop = NULL;
+        b->leaf_cap = 0;
+        RtStatus st = bvh_gpu_alloc(b, (void **)&b->leaf_woop, (size_t)cap * 3 * sizeof(RtFloat4),
+                                    "leaf triangles", tri_count, err);
+        if (st != RT_OK) return st;
+        b->leaf_cap = cap;
+    }
+    if (woop && tri_count) {
+        RtStatus st = rt_launch(&b->log, "bvh_leaf_woop", dim3((tri_count + kBlock - 1) / kBlock), dim3(kBlock), 0,
+                                bvh_leaf_woop_kernel, err, (const uint32_t *)tri_index, woop, tri_count,
+                                b->leaf_woop);
+        if (st != RT_OK) return st;
+    }
     CUDA_CHECK(err, cudaEventRecord(b->ev_end, b->stream));
     CUDA_CHECK(err, cudaMemcpyAsync(b->h_ctr, b->d_ctr, sizeof(BvhCounters), cudaMemcpyDeviceToHost, b->stream));
     /* ... and the caller's later work (the tracer) waits for the build */
@@ -239,6 +268,8 @@ RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uin
     d_bvh->index_cap = cap;
     d_bvh->bounds = aabb_empty(); /* known on the device only */
     d_bvh->d_bounds = &b->d_ctr->root;
+    d_bvh->leaf_woop = woop ? b->leaf_woop : NULL;
+    d_bvh->leaf_woop_cap = woop ? b->leaf_cap : 0;
     b->built_tris = tri_count;
     return RT_OK;
 }

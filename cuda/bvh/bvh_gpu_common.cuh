@@ -44,6 +44,8 @@ typedef struct BvhGpuBase {
     uint32_t built_tris;           /* the last build's input (_finish) */
     BvhCounters *d_ctr, *h_init, *h_ctr;
     BvhKeysGpu keys;
+    RtFloat4 *leaf_woop;           /* the tree's leaf triangles (bvh_layout.h), 3 rows per entry */
+    uint32_t leaf_cap;             /* entries leaf_woop holds */
 } BvhGpuBase;
 
 /* Floats ordered as ints, for atomicMin / atomicMax on the scene box
@@ -144,12 +146,14 @@ RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *
  * bvh_boxes), Morton codes (bvh_morton), the stable sort (bvh_sort):
  * keys.ids[1] = the sorted ids, keys.codes[1] their codes. */
 RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, RtError *err);
-/* The end of a build: the end event, the counters copied back behind the
- * build (read by bvh_build_finish, no wait here) and the caller's stream
- * ordered after it; d_bvh describes the device arrays (node_count =
- * index_count - 1 at least 1, as the LBVH documents). */
+/* The end of a build: the leaf triangles copied in tri_index order from
+ * woop (kernel bvh_leaf_woop; none when woop is NULL), the end event, the
+ * counters copied back behind the build (read by bvh_build_finish, no wait
+ * here) and the caller's stream ordered after it; d_bvh describes the
+ * device arrays (node_count = index_count - 1 at least 1, as the LBVH
+ * documents). */
 RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
-                       RtBvh *d_bvh, RtError *err);
+                       const float4 *woop, RtBvh *d_bvh, RtError *err);
 /* Waits for the last build: its GPU time (*ms), launches and valid count;
  * the log's per-kernel times are resolved when it was timed. */
 RtStatus bvh_build_finish(BvhGpuBase *b, double *ms, RtError *err);

@@ -195,7 +195,7 @@ extern "C" RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *pp, cons
                         p)) != RT_OK)
         return st;
 
-    if ((st = bvh_build_end(&b->base, b->nodes, k->ids[1], b->cap, tri_count, d_bvh, err)) != RT_OK) return st;
+    if ((st = bvh_build_end(&b->base, b->nodes, k->ids[1], b->cap, tri_count, (const float4 *)d_woop, d_bvh, err)) != RT_OK) return st;
     return stats ? rt_lbvh_gpu_build_finish(b, stats, err) : RT_OK;
 }
 

@@ -92,6 +92,15 @@ struct DevPrims {
                                        : isect_tri<RT_ISECT_MT>(sc, id, o, d, tmin, tmax, t, u, v);
     }
     __device__ bool alpha(uint32_t id, float u, float v) const { return alpha_pass(sc, cfg, id, u, v); }
+    /* a BVH leaf's triangle rows (leaf_woop), read-only as the tree */
+    __device__ void woop_rows(const RtFloat4 *p, RtFloat4 rows[3]) const
+    {
+        const float4 *q = (const float4 *)p;
+        for (int k = 0; k < 3; k++) {
+            float4 r = __ldg(&q[k]);
+            rows[k] = f4(r.x, r.y, r.z, r.w);
+        }
+    }
     /* the tree is read-only while it is traced: the non-coherent path */
     __device__ uint32_t index(const uint32_t *p) const { return __ldg(p); }
     __device__ RtKdNode node(const RtKdNode *p) const
@@ -383,8 +392,14 @@ __global__ void __launch_bounds__(kBlock) photon_kernel(RtGpuSceneView sc, typen
 }
 
 /* Ray casting for tests and benchmarks: ray i is pixel (i % width, i / width). */
+/* Blocks per SM the ray cast is compiled for: 9 x 128 threads leave 56
+ * registers a thread, which the BVH walk fits without spilling (the
+ * compiler's own choice, 61, allowed 8 blocks: Sponza's primary rays
+ * 2,842 against 2,998 Mrays/s, H-PLOC tree, NVIDIA H200; 10 blocks, 48
+ * registers: 2,889; 12: 2,019, spilling). */
+static const int kCastMinBlocks = 9;
 template <class Walk>
-__global__ void __launch_bounds__(kBlock) cast_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
+__global__ void __launch_bounds__(kBlock, kCastMinBlocks) cast_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
                                                       TraceCfg cfg, const RtGpuRay *rays,
                                                       RtHit *hits, uint32_t *steps_out, uint32_t n,
                                                       int width, int ray_map, int any)
@@ -436,6 +451,7 @@ static TraceBvh trace_bvh_of(const RtBvh *b)
     TraceBvh bv;
     bv.nodes = b->nodes;
     bv.index = b->tri_index;
+    bv.leaf_woop = b->leaf_woop;
     bv.bounds = b->bounds;
     bv.d_bounds = b->d_bounds;
     bv.node_count = b->d_bounds ? 1u : (aabb_is_empty(b->bounds) ? 0u : b->node_count);
@@ -464,6 +480,8 @@ static RtStatus accel_check(const RtAccel *a, RtError *err)
     if (!a || (a->kind == RT_ACCEL_KD && !a->kd) || (a->kind == RT_ACCEL_BVH && !a->bvh) ||
         (a->kind != RT_ACCEL_KD && a->kind != RT_ACCEL_BVH))
         return rt_fail(err, RT_ERR_ARG, "TRACE: no acceleration structure given");
+    if (a->kind == RT_ACCEL_BVH && a->bvh->index_count && !a->bvh->leaf_woop)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: the BVH has no leaf triangles (built without Woop rows)");
     if (a->kind == RT_ACCEL_BVH && a->bvh->index_count > RT_BVH_MAX_INDEX)
         return rt_fail(err, RT_ERR_ARG, "TRACE: a BVH of %u triangle references is beyond the walk's %u",
                        a->bvh->index_count, RT_BVH_MAX_INDEX);

@@ -4,12 +4,13 @@
  * uses its RT_TRACE_FN, TRACE_EPS_SCALE, TRACE_MAX_VISITS and Prims).
  *
  * Aila & Laine 2009's traversal of their node layout: one 64-byte node
- * gives both children's boxes, both are slab-tested, a leaf child is
- * searched at once (its hits shorten the ray before the other child is
- * entered), the nearer interior child is taken and the farther pushed with
- * its entry distance, and a popped entry that starts beyond the best hit
- * is dropped. The stack holds RT_BVH_MAX_DEPTH entries: one per level at
- * most, and no builder goes deeper, so nothing is ever lost.
+ * gives both children's boxes, both are slab-tested, the nearer child is
+ * taken and the farther pushed with its entry distance, and a popped entry
+ * that starts beyond the best hit is dropped. A leaf's triangles are read
+ * from the tree's own copy of their Woop rows (leaf_woop), one after the
+ * other, their ids only on a hit. The stack holds RT_BVH_MAX_DEPTH entries:
+ * one per level at most, and no builder goes deeper, so nothing is ever
+ * lost.
  *
  * Exactness: every box is grown by delta (the kd tracer's widening, 2^-16
  * of the largest coordinate; in t at least its eps), a child is entered
@@ -25,6 +26,7 @@
 typedef struct TraceBvh {
     const RtBvhNode *nodes;
     const uint32_t *index;
+    const RtFloat4 *leaf_woop; /* the leaf triangles' Woop rows, in index order */
     RtAabb bounds;
     const RtAabb *d_bounds; /* the GPU builder's root box on the device (bounds is then unknown) */
     uint32_t node_count;    /* 0: an empty tree */
@@ -92,16 +94,37 @@ RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 lo_inv, RtV
     t1 = lo;
 }
 
+/* The walk's position beside the entries: nothing is left. Above every
+ * interior node's index (at most RT_BVH_MAX_INDEX), below every leaf entry. */
+#define RT_BVH_POS_DONE 0x7fffffffu
+
+/* The top stack entry that starts no later than the best hit (t), dropping
+ * the ones beyond it; RT_BVH_POS_DONE when none is left. */
+RT_TRACE_FN static uint32_t bvh_pop(const uint32_t (*stk)[2], int &sp, float t)
+{
+    while (sp > 0) {
+        sp--;
+        if (bvh_u2f(stk[sp][1]) <= t) return stk[sp][0];
+    }
+    return RT_BVH_POS_DONE;
+}
+
 /* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. steps
  * (may be NULL) += nodes visited.
  *
- * Aila & Laine's while-while order: a lane walks interior nodes until its
- * position is a leaf entry, and only then searches that leaf, so a warp's
- * lanes test boxes together and triangles together. The nearer child goes
- * first; the farther is stacked with its entry distance, and a popped entry
- * that starts beyond the best hit is dropped. Children are picked by
- * selects, never by a computed index into the node (that would put the
- * 64-byte node in local memory at every visit). */
+ * One position per round, an interior node or a leaf entry (the if-if order
+ * of tinybvh's Aila-Laine kernel): on the H200 this beat Aila & Laine's
+ * while-while order, which walks interior nodes until the lane holds a leaf
+ * (Sponza, H-PLOC tree: 3,053 against 3,006 Mrays/s primary), and their
+ * speculative variant, which postpones the first leaf until every lane
+ * holds one (2,557: the warp votes and the extra position cost more than
+ * the convergence won). The nearer child goes first; the farther is
+ * stacked with its entry distance, and a popped entry that starts beyond
+ * the best hit is dropped. Children are picked by selects, never by a
+ * computed index into the node (that would put the 64-byte node in local
+ * memory at every visit). Woop's test reads a leaf's rows from leaf_woop
+ * (no dependent load of the id first; Sponza 3,006 against 2,908);
+ * Moller-Trumbore reads the vertices by id. */
 template <int kIsect, class Prims>
 RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o, RtVec3 d,
                                    float tmin, float tmax, bool live, bool any, uint32_t *steps)
@@ -138,9 +161,36 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
     int sp = 0;
     uint32_t pos = 0, visits = 0;
     for (;;) {
-        /* interior nodes until the position is a leaf (or nothing is left) */
-        bool done = false;
-        while (!(pos & RT_BVH_ENTRY_LEAF)) {
+        if (pos & RT_BVH_ENTRY_LEAF) {
+            const uint32_t first = pos & ((1u << RT_BVH_ENTRY_FIRST_BITS) - 1u);
+            const uint32_t count = ((pos & ~RT_BVH_ENTRY_LEAF) >> RT_BVH_ENTRY_FIRST_BITS) + 1u;
+            /* its hits shorten the ray for the entries still stacked */
+            for (uint32_t i = 0; i < count; i++) {
+                const uint32_t k = first + i;
+                float ht, hu, hv;
+                uint32_t id;
+                /* at most the largest float: Woop's test of a ray parallel to
+                 * the triangle's plane gives an infinite t (isect.h) */
+                if (kIsect == RT_ISECT_WOOP) {
+                    RtFloat4 rows[3];
+                    pr.woop_rows(&bv.leaf_woop[3 * (size_t)k], rows);
+                    if (!rt_isect_woop_finite(rows, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;
+                    id = pr.index(&bv.index[k]);
+                } else {
+                    id = pr.index(&bv.index[k]);
+                    if (!pr.isect(kIsect, id, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;
+                }
+                if (ht == best.t && id > best.tri) continue;
+                if (!pr.alpha(id, hu, hv)) continue;
+                best.t = ht;
+                best.u = hu;
+                best.v = hv;
+                best.tri = id;
+                if (any) break;
+            }
+            if (any && best.tri != RT_NO_HIT) break;
+            pos = bvh_pop(stk, sp, best.t);
+        } else {
             const RtBvhNode n = pr.bvh_node(&bv.nodes[pos]);
             visits++;
             float t0, t1;
@@ -158,52 +208,11 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
             } else if (in0 || in1) {
                 pos = in0 ? e0 : e1;
             } else {
-                /* pop, dropping entries that start beyond the best hit */
-                done = true;
-                while (sp > 0) {
-                    sp--;
-                    if (bvh_u2f(stk[sp][1]) <= best.t) {
-                        pos = stk[sp][0];
-                        done = false;
-                        break;
-                    }
-                }
-                if (done) break;
+                pos = bvh_pop(stk, sp, best.t);
             }
-            if (visits > TRACE_MAX_VISITS) {
-                done = true;
-                break;
-            }
+            if (visits > TRACE_MAX_VISITS) break;
         }
-        if (done) break;
-        /* the leaf: its hits shorten the ray for the entries still stacked */
-        const uint32_t first = pos & ((1u << RT_BVH_ENTRY_FIRST_BITS) - 1u);
-        const uint32_t count = ((pos & ~RT_BVH_ENTRY_LEAF) >> RT_BVH_ENTRY_FIRST_BITS) + 1u;
-        for (uint32_t i = 0; i < count; i++) {
-            uint32_t id = pr.index(&bv.index[first + i]);
-            float ht, hu, hv;
-            /* at most the largest float: Woop's test of a ray parallel to
-             * the triangle's plane gives an infinite t (isect.h) */
-            if (!pr.isect(kIsect, id, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;
-            if (ht == best.t && id > best.tri) continue;
-            if (!pr.alpha(id, hu, hv)) continue;
-            best.t = ht;
-            best.u = hu;
-            best.v = hv;
-            best.tri = id;
-            if (any) break;
-        }
-        if (any && best.tri != RT_NO_HIT) break;
-        bool found = false;
-        while (sp > 0) {
-            sp--;
-            if (bvh_u2f(stk[sp][1]) <= best.t) {
-                pos = stk[sp][0];
-                found = true;
-                break;
-            }
-        }
-        if (!found) break;
+        if (pos == RT_BVH_POS_DONE) break;
     }
     if (steps) *steps += visits;
     return best;

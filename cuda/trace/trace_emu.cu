@@ -109,6 +109,10 @@ struct HostPrims {
         return rt_isect_mt(f4_xyz(p[0]), f4_xyz(p[1]), f4_xyz(p[2]), o, d, tmin, tmax, t, u, v);
     }
     bool alpha(uint32_t, float, float) const { return true; } /* no textures on the host */
+    void woop_rows(const RtFloat4 *p, RtFloat4 rows[3]) const
+    {
+        for (int k = 0; k < 3; k++) rows[k] = p[k];
+    }
     uint32_t index(const uint32_t *p) const { return *p; }
     RtKdNode node(const RtKdNode *p) const { return *p; }
     RtKdLeaf leaf(const RtKdLeaf *p) const { return *p; }
@@ -243,6 +247,8 @@ extern "C" RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel
     const RtBvh *bvh = accel && accel->kind == RT_ACCEL_BVH ? accel->bvh : NULL;
     if (!tris || (!tree && !bvh) || (n && (!rays || !hits)) || width <= 0)
         return rt_fail(err, RT_ERR_ARG, "TRACE: emulation needs triangles, a tree, rays and hits");
+    if (bvh && bvh->index_count && !bvh->leaf_woop)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: the BVH has no leaf triangles (built without Woop rows)");
     if (bvh && bvh->index_count > RT_BVH_MAX_INDEX)
         return rt_fail(err, RT_ERR_ARG, "TRACE: a BVH of %u triangle references is beyond the walk's %u",
                        bvh->index_count, RT_BVH_MAX_INDEX);
@@ -263,6 +269,7 @@ extern "C" RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel
     } else {
         job.bvh.nodes = bvh->nodes;
         job.bvh.index = bvh->tri_index;
+        job.bvh.leaf_woop = bvh->leaf_woop;
         job.bvh.bounds = bvh->bounds;
         job.bvh.d_bounds = NULL;
         job.bvh.node_count = aabb_is_empty(bvh->bounds) ? 0u : bvh->node_count;

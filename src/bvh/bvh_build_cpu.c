@@ -368,6 +368,7 @@ RtStatus rt_lbvh_build_cpu(const RtLbvhParams *params, const RtTriArrays *tris, 
     }
     uint32_t valid = b.n;
     build_free(&b);
+    ok = ok && rt_bvh_leaf_woop_cpu(bvh, tris);
     if (!ok) {
         /* the sort may have written over the old index: leave an empty tree */
         bvh->node_count = bvh->index_count = 0;
@@ -391,5 +392,43 @@ void rt_bvh_free(RtBvh *bvh)
     if (!bvh) return;
     free(bvh->nodes);
     free(bvh->tri_index);
+    free(bvh->leaf_woop);
     memset(bvh, 0, sizeof *bvh);
+}
+
+typedef struct LeafWoop {
+    RtBvh *bvh;
+    const RtFloat4 *woop;
+} LeafWoop;
+
+static void leaf_woop_task(void *ctx, int worker, size_t task)
+{
+    (void)worker;
+    const LeafWoop *l = ctx;
+    size_t k, end;
+    rt_parallel_chunk(task, LBVH_CHUNK, l->bvh->index_count, &k, &end);
+    for (; k < end; k++) bvh_leaf_woop_copy(l->bvh->tri_index, l->woop, (uint32_t)k, l->bvh->leaf_woop);
+}
+
+int rt_bvh_leaf_woop_cpu(RtBvh *bvh, const RtTriArrays *tris)
+{
+    if (!tris->woop) { /* no rows to copy: none of an earlier build's either */
+        free(bvh->leaf_woop);
+        bvh->leaf_woop = NULL;
+        bvh->leaf_woop_cap = 0;
+        return 1;
+    }
+    if (bvh->index_count == 0) return 1;
+    /* three rows per entry: the array's capacity counts entries */
+    if (bvh->leaf_woop_cap < bvh->index_count) {
+        free(bvh->leaf_woop);
+        bvh->leaf_woop_cap = 0;
+        bvh->leaf_woop = malloc((size_t)bvh->index_count * 3 * sizeof *bvh->leaf_woop);
+        if (!bvh->leaf_woop) return 0;
+        bvh->leaf_woop_cap = bvh->index_count;
+    }
+    LeafWoop l = {bvh, tris->woop};
+    size_t tasks = rt_parallel_chunks(bvh->index_count, LBVH_CHUNK);
+    rt_parallel_for(rt_parallel_workers(0, tasks), tasks, leaf_woop_task, &l);
+    return 1;
 }

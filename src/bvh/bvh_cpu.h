@@ -26,6 +26,10 @@ RtStatus rt_lbvh_params_check(const RtLbvhParams *p, RtError *err);
 RtStatus rt_lbvh_build_cpu(const RtLbvhParams *p, const RtTriArrays *tris, RtBvh *bvh,
                            RtBvhStats *stats, RtError *err);
 void rt_bvh_free(RtBvh *bvh);
+/* Fills bvh->leaf_woop from its tri_index and tris->woop (left NULL when
+ * tris has no Woop rows): the builders' last step. Returns 0 when out of
+ * memory. */
+int rt_bvh_leaf_woop_cpu(RtBvh *bvh, const RtTriArrays *tris);
 
 /* lbvh.h's steps 1 and 2, which both BVH builders (the LBVH, H-PLOC) start
  * with: each triangle's box, the Morton codes of their centres, sorted by

@@ -18,6 +18,11 @@
  *                it. Every non-degenerate triangle (kd_clip.h's
  *                rt_kd_tri_degenerate) is referenced exactly once; a
  *                degenerate one never.
+ *   leaf_woop[]  the Woop rows (RtTriArrays.woop) of tri_index[k]'s
+ *                triangle at 3k .. 3k + 2: a leaf's triangles lie one after
+ *                the other, as Aila & Laine store them, so the walk tests a
+ *                triangle without first loading its id (bvh_leaf_woop_copy
+ *                fills it after every build; the id is read on a hit only).
  * Triangle arrays: RtTriArrays (kd_layout.h), indexed by triangle id.
  *
  * Tie rules, followed by every BVH tracer: a child is entered when the ray's
@@ -103,7 +108,21 @@ typedef struct RtBvh {
     RtAabb bounds;          /* the root's box: bounds of all non-degenerate triangles */
     const RtAabb *d_bounds; /* device copy of `bounds` (GPU builder; NULL otherwise): the tracer
                                reads it, so a frame need not wait for the build's sizes */
+    RtFloat4 *leaf_woop;    /* 3 * index_count rows in tri_index order (above); NULL when the
+                               triangles had no Woop rows: the GPU walk then refuses the tree */
+    uint32_t leaf_woop_cap; /* in entries of tri_index (3 rows each) */
 } RtBvh;
+
+/* Entry k of leaf_woop: the rows of triangle tri_index[k] (every builder,
+ * CPU and GPU, calls this after its tree is done). */
+RT_HD void bvh_leaf_woop_copy(const uint32_t *tri_index, const RtFloat4 *woop, uint32_t k, RtFloat4 *leaf_woop)
+{
+    const RtFloat4 *src = &woop[3 * (size_t)tri_index[k]];
+    RtFloat4 *dst = &leaf_woop[3 * (size_t)k];
+    dst[0] = src[0];
+    dst[1] = src[1];
+    dst[2] = src[2];
+}
 
 /* What every BVH builder reports (the HUD, --stats, benchmarks). SAH cost
  * with the kd-tree's C_trav and C_i (kd_cpu.h's defaults), so the two

@@ -338,6 +338,10 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris
     build_free(&b);
     rt_bvh_keys_free(&keys);
     free(ids);
+    if (ok) {
+        bvh->index_count = tris->count;
+        ok = rt_bvh_leaf_woop_cpu(bvh, tris);
+    }
     if (!ok) {
         bvh->node_count = bvh->index_count = 0;
         bvh->bounds = aabb_empty();
