@@ -90,8 +90,8 @@ struct ExDec {
 };
 
 /* Per node: splits, leaves and leaf references before it (exclusive scan). */
-struct ExNodeScan {
-    uint32_t splits, leaves, index;
+struct ExNodeScan { /* (a node is a split or a leaf: leaves before it = n - splits) */
+    uint32_t splits, index;
 };
 /* Per reference: its left and right copies before it, and of those the
  * tight ones (exact_clip: straddlers with new, exact planes). */
@@ -107,8 +107,16 @@ struct ExRefSum {
 struct ExNodeSum {
     __host__ __device__ ExNodeScan operator()(const ExNodeScan &a, const ExNodeScan &b) const
     {
-        return ExNodeScan{a.splits + b.splits, a.leaves + b.leaves, a.index + b.index};
+        return ExNodeScan{a.splits + b.splits, a.index + b.index};
     }
+};
+
+/* The split rules (the CPU oracle's, kd_sah.h) and the builder's switches. */
+struct ExRules {
+    double c_trav, c_isect, lambda, gap;
+    uint32_t max_leaf;
+    int max_depth;
+    int exact_clip;
 };
 
 /* Everything a level's kernels read and write (passed by value). */
@@ -129,12 +137,14 @@ struct ExLevel {
                                      1 right, 2 tight: its planes are new) */
     RtAabb *tbox;           /* per tight reference: its boxes in the left and right child */
     const ExRefScan *scan_refs;
-    const u64 *tkeys;       /* tight events, sorted by (axis, child, plane, type); tvals: their references */
+    const u64 *tkeys;       /* tight events (plane, type), per axis and child, sorted; tvals: their
+                               references, the child's side in the top bit */
     const uint32_t *tvals;
     u64 *tkeys_in;
     uint32_t *tvals_in;
+    uint32_t *seg_begin, *seg_end; /* per axis and child: its tight events */
     uint32_t n_tight;       /* tight copies (child references) this level */
-    int child_bits;         /* bits of a child's index in a tight event's key */
+    uint32_t n_children;
     uint2 *slot;            /* per reference: its slots in the children's list */
     const u64 *scan_sides;  /* per axis, per event: left and right copies before it */
     RtKdNode *nodes;
@@ -144,10 +154,8 @@ struct ExLevel {
     const float4 *verts;
     uint32_t n_nodes, n_refs, n_events;
     uint32_t node_base, leaf_base, index_base;
-    int level, max_depth;
-    uint32_t max_leaf;
-    double c_trav, c_isect, lambda, gap;
-    int exact_clip;
+    int level;
+    ExRules k;
 };
 
 /* The scans' inputs, computed on the fly. */
@@ -273,7 +281,7 @@ __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const
  * prev / cur are the events either side (has_prev / has_cur: they exist),
  * s / e the START / END events before the cut, plc the planar references
  * before it. */
-__device__ __forceinline__ void ex_cut(const ExLevel &L, u64 *key, int a, uint32_t k, int has_prev, u64 prev,
+__device__ __forceinline__ void ex_cut(const ExRules &L, u64 *key, int a, uint32_t k, int has_prev, u64 prev,
                                        int has_cur, u64 cur, uint32_t s, uint32_t e, uint32_t plc, uint32_t nnp,
                                        uint32_t npl, double lo, double hi, double A, double B)
 {
@@ -321,7 +329,7 @@ __global__ void ex_best(ExLevel L)
         const double ext[3] = {(double)cell.hi.x - cell.lo.x, (double)cell.hi.y - cell.lo.y,
                                (double)cell.hi.z - cell.lo.z};
         const double half = ext[0] * ext[1] + ext[1] * ext[2] + ext[2] * ext[0];
-        if (count > L.max_leaf && L.level < L.max_depth && half > 0.0 && isfinite(half)) {
+        if (count > L.k.max_leaf && L.level < L.k.max_depth && half > 0.0 && isfinite(half)) {
             const uint32_t s0 = 2 * L.nd_first[n], k = i - s0, last = 2 * count - 1;
             const double inv = 1.0 / half;
             for (int a = 0; a < 3; a++) {
@@ -336,9 +344,9 @@ __global__ void ex_best(ExLevel L)
                 const u64 d = ck - c0;
                 const uint32_t s = lo32(d), e = hi32(d), plc = (k - s - e) / 2;
                 const u64 cur = ev[i], prev = k ? ev[i - 1] : 0;
-                ex_cut(L, &key, a, k, k > 0, prev, 1, cur, s, e, plc, nnp, npl, lo, hi, A, B);
+                ex_cut(L.k, &key, a, k, k > 0, prev, 1, cur, s, e, plc, nnp, npl, lo, hi, A, B);
                 /* the last thread also has the cut after the list */
-                if (k == last) ex_cut(L, &key, a, k + 1, 1, cur, 0, 0, nnp, nnp, npl, nnp, npl, lo, hi, A, B);
+                if (k == last) ex_cut(L.k, &key, a, k + 1, 1, cur, 0, 0, nnp, nnp, npl, nnp, npl, lo, hi, A, B);
             }
         }
     }
@@ -362,14 +370,14 @@ __global__ void ex_decide(ExLevel L)
     const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n > L.n_nodes) return;
     if (n == L.n_nodes) {
-        L.nscan_in[n] = ExNodeScan{0, 0, 0};
+        L.nscan_in[n] = ExNodeScan{0, 0};
         return;
     }
     const uint32_t count = L.nd_count[n];
     const u64 key = L.best[n];
     /* the oracle's termination: a split must beat the leaf's C_i * N */
-    int split = key != ~0ull && count > L.max_leaf && L.level < L.max_depth &&
-                (double)__uint_as_float((uint32_t)(key >> 32)) < L.c_isect * (double)count;
+    int split = key != ~0ull && count > L.k.max_leaf && L.level < L.k.max_depth &&
+                (double)__uint_as_float((uint32_t)(key >> 32)) < L.k.c_isect * (double)count;
     ExDec d = {0.0f, 0, -1};
     if (split) {
         d.axis = (int32_t)((key >> 30) & 3u);
@@ -378,7 +386,7 @@ __global__ void ex_decide(ExLevel L)
         d.x = ex_plane(L.ev[d.axis][at]);
     }
     L.dec[n] = d;
-    L.nscan_in[n] = ExNodeScan{(uint32_t)split, (uint32_t)!split, split ? 0u : count};
+    L.nscan_in[n] = ExNodeScan{(uint32_t)split, split ? 0u : count};
 }
 
 /* A thread per node: its entry in nodes[] (and leaves[]). */
@@ -390,7 +398,7 @@ __global__ void ex_nodes(ExLevel L)
     const ExNodeScan s = L.nscan[n];
     const uint32_t slot = L.nd_tree[n];
     if (d.axis < 0) {
-        const uint32_t leaf = L.leaf_base + s.leaves, count = L.nd_count[n];
+        const uint32_t leaf = L.leaf_base + (n - s.splits), count = L.nd_count[n];
         L.nodes[slot] = kd_make_leaf(leaf, count);
         L.leaves[leaf] = RtKdLeaf{L.index_base + s.index, count};
         L.leaf_cells[leaf] = L.nd_cell[n];
@@ -432,7 +440,7 @@ __global__ void ex_refs(ExLevel L)
         return;
     }
     int l = L.left[r], rt = L.right[r], tight = 0;
-    if (l && rt && L.exact_clip) {
+    if (l && rt && L.k.exact_clip) {
         /* the parts of the triangle in the two children: their boxes are its
          * planes there (tight), and a child it misses loses it */
         const uint32_t t = L.prim[r];
@@ -496,6 +504,14 @@ __global__ void ex_refs_scatter(ExLevel L)
         L.nd_tree_out[child + 1] = tree + 1;
         L.nd_first_out[child + 1] = se.l + sb.r;
         L.nd_count_out[child + 1] = se.r - sb.r;
+        if (L.k.exact_clip) /* the children's tight events, per axis: the segments of their sort */
+            for (int a = 0; a < 3; a++) {
+                const uint32_t base = a * 2 * L.n_tight, at = a * L.n_children + child;
+                L.seg_begin[at] = base + 2 * (sb.tl + sb.tr);
+                L.seg_end[at] = base + 2 * (se.tl + sb.tr);
+                L.seg_begin[at + 1] = base + 2 * (se.tl + sb.tr);
+                L.seg_end[at + 1] = base + 2 * (se.tl + se.tr);
+            }
         L.nd_cell_out[child + 1] = rc;
     }
 }
@@ -546,12 +562,14 @@ __device__ __forceinline__ ExChild ex_child(const ExLevel &L, uint32_t n, int si
     return ExChild{e.l + b.r, e.tl + b.tr, e.tr - b.tr};
 }
 
-/* A tight event's sort key: axis, child, then the event's order within a
- * list (plane, type); the value, its reference, breaks ties as the lists do. */
-__device__ __forceinline__ u64 ex_tight_key(const ExLevel &L, int a, uint32_t child, uint32_t pos_key, uint32_t type)
+/* A tight event's sort key within its axis and child: its order in a list
+ * (plane, type); the value, its reference, breaks ties as the lists do (the
+ * sort is stable and the references come in order). */
+__device__ __forceinline__ u64 ex_tight_key(uint32_t pos_key, uint32_t type)
 {
-    return ((u64)a << (34 + L.child_bits)) | ((u64)child << 34) | ((u64)pos_key << 2) | type;
+    return ((u64)pos_key << 2) | type;
 }
+#define EX_SIDE_BIT 0x80000000u
 /* The list order of a tight event with this key and reference. */
 __device__ __forceinline__ u64 ex_tight_order(u64 key, uint32_t r)
 {
@@ -566,24 +584,24 @@ __global__ void ex_tight_events(ExLevel L)
     if (r >= L.n_refs) return;
     const uint8_t s = L.side[r];
     if (!(s & 4u)) return;
-    const uint32_t child0 = 2 * L.nscan[L.rnode[r]].splits;
-    const ExRefScan sr = L.scan_refs[r];
-    uint32_t q = sr.tl + sr.tr;
+    const uint32_t n = L.rnode[r];
+    const ExRefScan sr = L.scan_refs[r], sb = L.scan_refs[L.nd_first[n]];
     for (int side = 0; side < 2; side++) {
         if (!(s & (1u << side))) continue;
+        /* a child's tight copies are one run, in reference order */
+        const uint32_t q = ex_child(L, n, side).tfirst + (side ? sr.tr - sb.tr : sr.tl - sb.tl);
         const RtAabb b = L.tbox[2 * (size_t)r + side];
         for (int a = 0; a < 3; a++) {
             const float lo = v3_get(b.lo, a), hi = v3_get(b.hi, a);
             const size_t at = (size_t)a * 2 * L.n_tight + 2 * (size_t)q;
             if (lo == hi) {
-                L.tkeys_in[at] = L.tkeys_in[at + 1] = ex_tight_key(L, a, child0 + side, rt_kd_pos_key(lo), EX_PLANAR);
+                L.tkeys_in[at] = L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), EX_PLANAR);
             } else {
-                L.tkeys_in[at] = ex_tight_key(L, a, child0 + side, rt_kd_pos_key(hi), EX_END);
-                L.tkeys_in[at + 1] = ex_tight_key(L, a, child0 + side, rt_kd_pos_key(lo), EX_START);
+                L.tkeys_in[at] = ex_tight_key(rt_kd_pos_key(hi), EX_END);
+                L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), EX_START);
             }
-            L.tvals_in[at] = L.tvals_in[at + 1] = r;
+            L.tvals_in[at] = L.tvals_in[at + 1] = r | (side ? EX_SIDE_BIT : 0u);
         }
-        q++;
     }
 }
 
@@ -613,7 +631,7 @@ __global__ void ex_events_merge(ExLevel L)
         uint32_t lo = 0, hi = 2 * c.tcount;
         while (lo < hi) {
             const uint32_t mid = (lo + hi) >> 1;
-            if (ex_tight_order(k[mid], v[mid]) < e) lo = mid + 1;
+            if (ex_tight_order(k[mid], v[mid] & ~EX_SIDE_BIT) < e) lo = mid + 1;
             else hi = mid;
         }
         const uint32_t pos = 2 * c.first + (side ? hi32(rank) : lo32(rank)) + lo;
@@ -629,9 +647,9 @@ __global__ void ex_tight_merge(ExLevel L)
     const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= 6u * L.n_tight) return;
     const u64 key = L.tkeys[q];
-    const uint32_t r = L.tvals[q];
-    const int a = (int)(key >> (34 + L.child_bits));
-    const int side = (int)((key >> 34) & 1u);
+    const uint32_t r = L.tvals[q] & ~EX_SIDE_BIT;
+    const int a = (int)(q / (2 * L.n_tight));
+    const int side = (L.tvals[q] & EX_SIDE_BIT) != 0;
     const uint32_t n = L.rnode[r];
     const ExChild c = ex_child(L, n, side);
     const uint32_t rank = q - (uint32_t)a * 2 * L.n_tight - 2 * c.tfirst;
@@ -686,7 +704,7 @@ enum {
     X_PRIM = X_EV_END, X_PRIM2, X_RNODE, X_RNODE2,
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
     X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN_IN, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
-    X_TBOX, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS,
+    X_TBOX, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
     X_NODES, X_LEAVES, X_LEAF_CELLS, X_LEAF_BOXES, X_TRI_INDEX, X_CUB,
     X_COUNT
 };
@@ -837,6 +855,12 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     if (!(gap > 0.0)) gap = 2.2250738585072014e-308; /* DBL_MIN: faces are never interior planes */
     const int max_depth = p->max_depth > 0 ? (p->max_depth > EX_MAX_DEPTH ? EX_MAX_DEPTH : p->max_depth)
                                            : rt_kd_depth_limit(valid_n, EX_MAX_DEPTH);
+    ExRules rules;
+    rules.c_trav = p->c_trav, rules.c_isect = p->c_isect, rules.lambda = 1.0 - (double)p->empty_bonus;
+    rules.gap = gap;
+    rules.max_leaf = (uint32_t)p->exact_leaf;
+    rules.max_depth = max_depth;
+    rules.exact_clip = p->exact_clip;
 
     uint32_t R = valid_n, N = 1;
     x->cur = 0;
@@ -939,10 +963,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         L.verts = verts;
         L.n_nodes = N, L.n_refs = R, L.n_events = E;
         L.node_base = node_total, L.leaf_base = leaf_total, L.index_base = index_total;
-        L.level = level, L.max_depth = max_depth;
-        L.max_leaf = (uint32_t)p->exact_leaf;
-        L.c_trav = p->c_trav, L.c_isect = p->c_isect, L.lambda = 1.0 - (double)p->empty_bonus, L.gap = gap;
-        L.exact_clip = p->exact_clip;
+        L.level = level;
+        L.k = rules;
 
         if (E) {
             auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
@@ -964,7 +986,7 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
             if ((st = ex_cub(x, log, "ex_scan_nodes", stream,
                              [&](void *tmp, size_t &bytes) {
                                  return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExNodeSum(),
-                                                                       ExNodeScan{0, 0, 0}, (int)N + 1, stream);
+                                                                       ExNodeScan{0, 0}, (int)N + 1, stream);
                              },
                              err)) != RT_OK)
                 return st;
@@ -996,7 +1018,7 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         const uint32_t T = refs.tl + refs.tr;
         const uint32_t N2 = 2 * tot.splits;
         node_total += N2;
-        leaf_total += tot.leaves;
+        leaf_total += N - tot.splits;
         index_total += tot.index;
         if (R2 >= (1u << (EX_CUT_BITS - 1)) || (uint64_t)index_total + R2 > RT_KD_MAX_INDEX)
             return rt_fail(err, RT_ERR_OOM, "KD: exact builder: %llu references at level %d, more than it addresses",
@@ -1013,6 +1035,12 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
                 (st = ex_reserve(&x->arr[X_NCELL + o], (size_t)N2 * sizeof(RtAabb), 0, stream, err)) != RT_OK)
                 return st;
             for (int a = 0; a < 3; a++) L.ev_out[a] = ARR(x, X_EV + 2 * a + o, u64);
+            if ((st = ex_reserve(&x->arr[X_SEG_BEGIN], (size_t)3 * N2 * 4, 0, stream, err)) != RT_OK ||
+                (st = ex_reserve(&x->arr[X_SEG_END], (size_t)3 * N2 * 4, 0, stream, err)) != RT_OK)
+                return st;
+            L.seg_begin = ARR(x, X_SEG_BEGIN, uint32_t), L.seg_end = ARR(x, X_SEG_END, uint32_t);
+            L.n_tight = T;
+            L.n_children = N2;
             L.prim_out = ARR(x, X_PRIM + o, uint32_t), L.rnode_out = ARR(x, X_RNODE + o, uint32_t);
             L.nd_first_out = ARR(x, X_NFIRST + o, uint32_t), L.nd_count_out = ARR(x, X_NCOUNT + o, uint32_t);
             L.nd_tree_out = ARR(x, X_NTREE + o, uint32_t), L.nd_cell_out = ARR(x, X_NCELL + o, RtAabb);
@@ -1040,22 +1068,20 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
                     (st = ex_reserve(&x->arr[X_TVALS_IN], nt * 4, 0, stream, err)) != RT_OK ||
                     (st = ex_reserve(&x->arr[X_TVALS], nt * 4, 0, stream, err)) != RT_OK)
                     return st;
-                L.n_tight = T;
-                L.child_bits = 1;
-                while (L.child_bits < 28 && (1u << L.child_bits) < N2) L.child_bits++;
+
                 L.tkeys_in = ARR(x, X_TKEYS_IN, u64), L.tkeys = ARR(x, X_TKEYS, u64);
                 L.tvals_in = ARR(x, X_TVALS_IN, uint32_t), L.tvals = ARR(x, X_TVALS, uint32_t);
                 if (T) {
                     u64 *kin = L.tkeys_in, *kout = ARR(x, X_TKEYS, u64);
                     uint32_t *vin = L.tvals_in, *vout = ARR(x, X_TVALS, uint32_t);
-                    /* keys hold the axis, the child, the plane and the type */
-                    const int end_bit = 36 + L.child_bits;
+                    const uint32_t *sbeg = L.seg_begin, *send = L.seg_end;
                     if ((st = rt_launch(log, "ex_tight_events", EX_GRID(R), dim3(EX_BLOCK), 0, ex_tight_events, err,
                                         L)) != RT_OK ||
                         (st = ex_cub(x, log, "ex_sort_tight", stream,
                                      [&](void *tmp, size_t &bytes) {
-                                         return cub::DeviceRadixSort::SortPairs(tmp, bytes, kin, kout, vin, vout,
-                                                                                (int)nt, 0, end_bit, stream);
+                                         return cub::DeviceSegmentedSort::StableSortPairs(
+                                             tmp, bytes, kin, kout, vin, vout, (int)nt, (int)(3 * N2), sbeg, send,
+                                             stream);
                                      },
                                      err)) != RT_OK)
                         return st;
