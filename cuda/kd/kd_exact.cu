@@ -136,6 +136,7 @@ struct ExLevel {
     uint8_t *left, *right, *side; /* per reference: its events' verdicts, then its sides (bit 0 left,
                                      1 right, 2 tight: its planes are new) */
     RtAabb *tbox;           /* per tight reference: its boxes in the left and right child */
+    uint32_t *strad, *n_strad; /* the straddlers to clip (exact_clip), and their count */
     const ExRefScan *scan_refs;
     const u64 *tkeys;       /* tight events (plane, type), per axis and child, sorted; tvals: their
                                references, the child's side in the top bit */
@@ -149,7 +150,7 @@ struct ExLevel {
     const u64 *scan_sides;  /* per axis, per event: left and right copies before it */
     RtKdNode *nodes;
     RtKdLeaf *leaves;
-    RtAabb *leaf_cells;
+    RtAabb *leaf_boxes;
     uint32_t *tri_index;
     const float4 *verts;
     uint32_t n_nodes, n_refs, n_events;
@@ -401,7 +402,18 @@ __global__ void ex_nodes(ExLevel L)
         const uint32_t leaf = L.leaf_base + (n - s.splits), count = L.nd_count[n];
         L.nodes[slot] = kd_make_leaf(leaf, count);
         L.leaves[leaf] = RtKdLeaf{L.index_base + s.index, count};
-        L.leaf_cells[leaf] = L.nd_cell[n];
+        /* its box: each sorted list's first and last plane (the CPU oracle's
+         * rule), the bounds of its triangles' parts of its cell */
+        const RtAabb cell = L.nd_cell[n];
+        RtAabb box = aabb_empty();
+        if (count) {
+            const uint32_t first = 2 * L.nd_first[n], last = first + 2 * count - 1;
+            for (int a = 0; a < 3; a++) {
+                v3_set(&box.lo, a, fmaxf(ex_plane(L.ev[a][first]), v3_get(cell.lo, a)));
+                v3_set(&box.hi, a, fminf(ex_plane(L.ev[a][last]), v3_get(cell.hi, a)));
+            }
+        }
+        L.leaf_boxes[leaf] = box;
     } else {
         L.nodes[slot] = kd_make_interior(d.axis, d.x, L.node_base + 2 * s.splits);
     }
@@ -439,30 +451,43 @@ __global__ void ex_refs(ExLevel L)
         L.side[r] = 0;
         return;
     }
-    int l = L.left[r], rt = L.right[r], tight = 0;
+    const int l = L.left[r], rt = L.right[r];
     if (l && rt && L.k.exact_clip) {
-        /* the parts of the triangle in the two children: their boxes are its
-         * planes there (tight), and a child it misses loses it */
-        const uint32_t t = L.prim[r];
-        RtFloat4 v[3];
-        for (int k = 0; k < 3; k++) {
-            const float4 q = L.verts[3 * (size_t)t + k];
-            v[k] = f4(q.x, q.y, q.z, q.w);
-        }
-        const RtAabb cell = L.nd_cell[n];
-        RtAabb child[2] = {cell, cell}, part[2];
-        v3_set(&child[0].hi, d.axis, d.x);
-        v3_set(&child[1].lo, d.axis, d.x);
-        int mask = rt_tri_split_boxes(v, cell, d.axis, d.x, child, part);
-        if (!mask) { /* rounding at the plane: keep both, never lose it */
-            mask = 3;
-            part[0] = child[0], part[1] = child[1];
-        }
-        l = mask & 1, rt = mask >> 1, tight = 1;
-        L.tbox[2 * (size_t)r] = part[0];
-        L.tbox[2 * (size_t)r + 1] = part[1];
+        /* a straddler: clipped by ex_clip, from a list (one in ten or so
+         * references: here a warp would wait for its few straddlers) */
+        L.strad[atomicAdd(L.n_strad, 1u)] = r;
+        return;
     }
-    L.side[r] = (uint8_t)(l | (rt << 1) | (tight << 2));
+    L.side[r] = (uint8_t)(l | (rt << 1));
+}
+
+/* A thread per straddler (ex_refs' list; the grid is sized for every
+ * reference): the parts of its triangle in the two children; their boxes
+ * are its planes there (tight), and a child it misses loses it. */
+__global__ void ex_clip(ExLevel L)
+{
+    const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= *L.n_strad) return;
+    const uint32_t r = L.strad[q], n = L.rnode[r];
+    const ExDec d = L.dec[n];
+    const uint32_t t = L.prim[r];
+    RtFloat4 v[3];
+    for (int k = 0; k < 3; k++) {
+        const float4 f = L.verts[3 * (size_t)t + k];
+        v[k] = f4(f.x, f.y, f.z, f.w);
+    }
+    const RtAabb cell = L.nd_cell[n];
+    RtAabb child[2] = {cell, cell}, part[2];
+    v3_set(&child[0].hi, d.axis, d.x);
+    v3_set(&child[1].lo, d.axis, d.x);
+    int mask = rt_tri_split_boxes(v, cell, d.axis, d.x, child, part);
+    if (!mask) { /* rounding at the plane: keep both, never lose it */
+        mask = 3;
+        part[0] = child[0], part[1] = child[1];
+    }
+    L.tbox[2 * (size_t)r] = part[0];
+    L.tbox[2 * (size_t)r + 1] = part[1];
+    L.side[r] = (uint8_t)(mask | 4);
 }
 
 /* A thread per reference: its copies in the children's list; the first
@@ -669,27 +694,6 @@ __global__ void ex_tight_merge(ExLevel L)
     L.ev_out[a][pos] = (order & ~(u64)EX_REF_MASK) | (side ? slot.y : slot.x);
 }
 
-/* A thread per leaf: its box, the union of its triangles' parts of its cell
- * (kd_layout.h's leaf box, as the CPU oracle makes it). */
-__global__ void ex_leaf_boxes(const RtKdLeaf *leaves, const RtAabb *cells, const uint32_t *tri_index,
-                              const float4 *verts, uint32_t n, RtAabb *boxes)
-{
-    const uint32_t l = blockIdx.x * blockDim.x + threadIdx.x;
-    if (l >= n) return;
-    const RtKdLeaf lf = leaves[l];
-    const RtAabb cell = cells[l];
-    RtAabb box = aabb_empty();
-    for (uint32_t k = 0; k < lf.count; k++) {
-        const uint32_t t = tri_index[lf.first + k];
-        const float4 a = verts[3 * (size_t)t], b = verts[3 * (size_t)t + 1], c = verts[3 * (size_t)t + 2];
-        RtAabb part;
-        if (rt_tri_clip_box(v3(a.x, a.y, a.z), v3(b.x, b.y, b.z), v3(c.x, c.y, c.z), cell, &part))
-            box = aabb_union(box, part);
-    }
-    if (lf.count && aabb_is_empty(box)) box = cell;
-    boxes[l] = box;
-}
-
 /* ---- the driver ------------------------------------------------------------------- */
 
 /* A device array that only grows (keep: its contents survive the growth). */
@@ -704,8 +708,8 @@ enum {
     X_PRIM = X_EV_END, X_PRIM2, X_RNODE, X_RNODE2,
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
     X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN_IN, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
-    X_TBOX, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
-    X_NODES, X_LEAVES, X_LEAF_CELLS, X_LEAF_BOXES, X_TRI_INDEX, X_CUB,
+    X_TBOX, X_STRAD, X_NSTRAD, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
+    X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB,
     X_COUNT
 };
 
@@ -924,11 +928,13 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
             (st = ex_reserve(&x->arr[X_SIDE], R, 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_SCAN_REFS], ((size_t)R + 1) * sizeof(ExRefScan), 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_TBOX], (size_t)2 * R * sizeof(RtAabb), 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(&x->arr[X_STRAD], (size_t)R * 4, 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(&x->arr[X_NSTRAD], 4, 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_SLOT], (size_t)R * sizeof(uint2), 0, stream, err)) != RT_OK ||
             (st = ex_reserve(&x->arr[X_NODES], ((size_t)node_total + 2 * N) * sizeof(RtKdNode), 1, stream, err)) !=
                 RT_OK ||
             (st = ex_reserve(&x->arr[X_LEAVES], ((size_t)leaf_total + N) * sizeof(RtKdLeaf), 1, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_LEAF_CELLS], ((size_t)leaf_total + N) * sizeof(RtAabb), 1, stream, err)) !=
+            (st = ex_reserve(&x->arr[X_LEAF_BOXES], ((size_t)leaf_total + N) * sizeof(RtAabb), 1, stream, err)) !=
                 RT_OK ||
             (st = ex_reserve(&x->arr[X_TRI_INDEX], ((size_t)index_total + R) * 4, 1, stream, err)) != RT_OK)
             return st;
@@ -954,11 +960,12 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         L.left = ARR(x, X_LEFT, uint8_t), L.right = ARR(x, X_RIGHT, uint8_t), L.side = ARR(x, X_SIDE, uint8_t);
         L.scan_refs = ARR(x, X_SCAN_REFS, ExRefScan);
         L.tbox = ARR(x, X_TBOX, RtAabb);
+        L.strad = ARR(x, X_STRAD, uint32_t), L.n_strad = ARR(x, X_NSTRAD, uint32_t);
         L.slot = ARR(x, X_SLOT, uint2);
         L.scan_sides = ARR(x, X_SCAN_SIDES, u64);
         L.nodes = ARR(x, X_NODES, RtKdNode);
         L.leaves = ARR(x, X_LEAVES, RtKdLeaf);
-        L.leaf_cells = ARR(x, X_LEAF_CELLS, RtAabb);
+        L.leaf_boxes = ARR(x, X_LEAF_BOXES, RtAabb);
         L.tri_index = ARR(x, X_TRI_INDEX, uint32_t);
         L.verts = verts;
         L.n_nodes = N, L.n_refs = R, L.n_events = E;
@@ -978,6 +985,7 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
                 return st;
         }
         CUDA_CHECK(err, cudaMemsetAsync(L.best, 0xff, (size_t)N * 8, stream));
+        CUDA_CHECK(err, cudaMemsetAsync(L.n_strad, 0, 4, stream));
         if ((st = rt_launch(log, "ex_best", EX_GRID(E), dim3(EX_BLOCK), 0, ex_best, err, L)) != RT_OK ||
             (st = rt_launch(log, "ex_decide", EX_GRID(N + 1), dim3(EX_BLOCK), 0, ex_decide, err, L)) != RT_OK)
             return st;
@@ -993,7 +1001,9 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         }
         if ((st = rt_launch(log, "ex_nodes", EX_GRID(N), dim3(EX_BLOCK), 0, ex_nodes, err, L)) != RT_OK ||
             (st = rt_launch(log, "ex_classify", EX_GRID(E), dim3(EX_BLOCK), 0, ex_classify, err, L)) != RT_OK ||
-            (st = rt_launch(log, "ex_refs", EX_GRID(R), dim3(EX_BLOCK), 0, ex_refs, err, L)) != RT_OK)
+            (st = rt_launch(log, "ex_refs", EX_GRID(R), dim3(EX_BLOCK), 0, ex_refs, err, L)) != RT_OK ||
+            (p->exact_clip &&
+             (st = rt_launch(log, "ex_clip", EX_GRID(R), dim3(EX_BLOCK), 0, ex_clip, err, L)) != RT_OK))
             return st;
         {
             auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
@@ -1097,13 +1107,6 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         N = N2;
         R = (uint32_t)R2;
     }
-    if ((st = ex_reserve(&x->arr[X_LEAF_BOXES], (size_t)leaf_total * sizeof(RtAabb), 0, stream, err)) != RT_OK)
-        return st;
-    if ((st = rt_launch(log, "ex_leaf_boxes", EX_GRID(leaf_total), dim3(EX_BLOCK), 0, ex_leaf_boxes, err,
-                        (const RtKdLeaf *)ARR(x, X_LEAVES, RtKdLeaf), (const RtAabb *)ARR(x, X_LEAF_CELLS, RtAabb),
-                        (const uint32_t *)ARR(x, X_TRI_INDEX, uint32_t), verts, leaf_total,
-                        ARR(x, X_LEAF_BOXES, RtAabb))) != RT_OK)
-        return st;
     CUDA_CHECK(err, cudaEventRecord(x->ev[1], stream));
     CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
     s.round_trips++;
