@@ -191,6 +191,18 @@ static void gpu_variant_options_parsed(void **state)
     assert_int_equal(t.packet, RT_PACKET_WARP);
     assert_int_equal(t.isect, RT_ISECT_WOOP); /* shading fields from --isect & co. */
 
+    /* the exact builder and its switches */
+    rt_options_default(&o);
+    assert_int_equal(o.pipe.build.builder, RT_KD_GPU_BUILDER_CHANG);
+    const char *exact[] = {"rtviewer", "--build", "builder=exact,exactclip=0,exactleaf=63"};
+    assert_int_equal(rt_options_parse(3, (char **)exact, &o, &err), RT_OK);
+    assert_int_equal(o.pipe.build.builder, RT_KD_GPU_BUILDER_EXACT);
+    assert_int_equal(o.pipe.build.exact_clip, 0);
+    assert_int_equal(o.pipe.build.exact_leaf, 63);
+    const char *bad_builder[] = {"rtviewer", "--build", "builder=wu"};
+    assert_int_not_equal(rt_options_parse(3, (char **)bad_builder, &o, &err), RT_OK);
+    assert_non_null(strstr(err.msg, "exact")); /* the valid values are listed */
+
     /* single steps make the ladder "custom"; explicit costs too */
     rt_options_default(&o);
     const char *steps[] = {"rtviewer", "--build", "a=0,e=0,ctrav=2,ci=3"};
