@@ -8,10 +8,9 @@
  *               counts come from one scan over the event types (Alg. 6),
  *               the best per node by an atomic minimum; nodes whose best
  *               split does not beat a leaf (the CPU oracle's termination)
- *               become leaves; the others' references are classified,
- *               straddlers clipped on the split axis only (Alg. 7), and
- *               every event list is distributed to the children in order,
- *               so no list is ever sorted again.
+ *               become leaves; the others' references are classified and
+ *               every event list is distributed to the children in order
+ *               (Alg. 7): the lists are never sorted again as a whole.
  *
  * What is ours, and why (docs/kd_gpu.md has the detail):
  *   - Events are 8 bytes: the plane (order-preserving bits), the type and the
@@ -30,10 +29,14 @@
  *   - The cost, the empty-space bonus, the thin-slab rule, the termination
  *     and the depth limit are the CPU oracle's (kd_sah.h), so the two trees'
  *     SAH costs compare.
- *   - With exact_clip a straddler is clipped exactly against both children's
- *     cells (kd_clip.h) and dropped from a child it misses: its events keep
- *     their planes (the thesis's split-axis-only clipping, no re-sort), but
- *     no leaf lists a triangle that misses its cell.
+ *   - exact_clip = 0 is the thesis's clipping: a straddler's events keep their
+ *     planes except on the split axis, where the crossing ones take the split
+ *     plane (they stay in order), so its boxes stay loose on the other axes.
+ *     exact_clip = 1 (default) clips a straddler exactly against both
+ *     children (kd_clip.h's perfect-split parts, the oracle's), drops it from
+ *     a child it misses, and makes its events there anew from its part's
+ *     box: those few are sorted per child and merged into the kept events,
+ *     which stay in order. The trees then cost what the oracle's do.
  *   - The host waits once per level for the level's totals (the next level's
  *     sizes), as the thesis does; CUB scans stand in for its hand-written
  *     binary scans and the atomic minimum for its hybrid reduction.
