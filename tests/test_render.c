@@ -56,6 +56,14 @@ static void fixture_build(Fixture *f, int finish)
     assert_int_equal(st, RT_OK);
 }
 
+/* The scene seen from cam (its own camera), finished and built. */
+static void fixture_build_seen(Fixture *f, RtCamera cam)
+{
+    f->s.camera = cam;
+    f->s.has_camera = 1;
+    fixture_build(f, 1);
+}
+
 static int fixture_load(Fixture *f, const char *path)
 {
     RtError err = {0};
@@ -439,9 +447,7 @@ static RtCamera light_and_camera_down_z(Fixture *f, RtVec3 light)
 {
     RtLight l = {RT_LIGHT_POINT, light, v3(1, 1, 1)};
     assert_true(rt_scene_add_light(&f->s, l) >= 0);
-    f->s.camera = camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f);
-    f->s.has_camera = 1;
-    fixture_build(f, 1);
+    fixture_build_seen(f, camera(v3(0, 0, 0), v3(0, 0, -1), 40.0f));
     return f->s.camera;
 }
 
@@ -466,9 +472,7 @@ static void render_far_from_origin_has_no_shadow_acne(void **state)
                  v3_add(o, v3(-2, 0.6f, -2)), grey);
         RtLight l = {RT_LIGHT_POINT, v3_add(o, v3(0.5f, 1.5f, 0.0f)), v3(1, 1, 1)};
         assert_true(rt_scene_add_light(&f.s, l) >= 0);
-        f.s.camera = camera(v3_add(o, v3(0, 1.0f, 1.0f)), v3_add(o, v3(0, 0, -0.2f)), 50.0f);
-        f.s.has_camera = 1;
-        fixture_build(&f, 1);
+        fixture_build_seen(&f, camera(v3_add(o, v3(0, 1.0f, 1.0f)), v3_add(o, v3(0, 0, -0.2f)), 50.0f));
         RtRenderParams p = rt_render_params_default();
         render(&f, &f.s.camera, &p, 64, 48, &img[k], NULL, NULL);
         fixture_free(&f);
@@ -872,9 +876,7 @@ static void alpha_cutout_case(void (*mask)(int, int, uint8_t *), const char *wha
     RtLight l = {RT_LIGHT_POINT, v3(-0.5f, 0, 0), v3(1, 1, 1)};
     assert_true(rt_scene_add_light(&f.s, l) >= 0);
     RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 60.0f);
-    f.s.camera = cam;
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    fixture_build_seen(&f, cam);
 
     RtRenderParams p = rt_render_params_default();
     RtImage img;
@@ -966,9 +968,7 @@ static void render_grazing_checker_trilinear_is_smooth_and_close_to_supersampled
     RtLight l = {RT_LIGHT_DIRECTIONAL, v3(0, 1, 0), v3(1, 1, 1)};
     assert_true(rt_scene_add_light(&f.s, l) >= 0);
     RtCamera cam = camera(v3(0, 1.5f, 1), v3(0, 0, -20), 50.0f);
-    f.s.camera = cam;
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    fixture_build_seen(&f, cam);
 
     RtRenderParams p = rt_render_params_default();
     p.shade.shadows = 0;
@@ -1058,9 +1058,7 @@ static void render_far_cutout_fence_keeps_its_coverage(void **state)
     int32_t mat = (int32_t)rt_scene_add_material(&f.s, &m);
     uint32_t fence = add_quad(&f.s, v3(-5, -5, -200), v3(5, -5, -200), v3(5, 5, -200), v3(-5, 5, -200), mat);
     RtCamera cam = camera(v3(0, 0, 0), v3(0, 0, -1), 10.0f);
-    f.s.camera = cam;
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    fixture_build_seen(&f, cam);
     RtRenderParams p = rt_render_params_default();
     RtImage img;
     uint32_t *ids;
@@ -1302,9 +1300,7 @@ static RtVec3 floor_under_panes(const RtMaterial *pane, int panes, int32_t mask,
     }
     RtLight l = {RT_LIGHT_DIRECTIONAL, v3(0, 1, 0), v3(1, 1, 1)};
     assert_true(rt_scene_add_light(&f.s, l) >= 0);
-    f.s.camera = camera(v3(3, 0.5f, 0), v3(0, 0, 0), 30.0f);
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    fixture_build_seen(&f, camera(v3(3, 0.5f, 0), v3(0, 0, 0), 30.0f));
     RtImage img;
     uint32_t *ids;
     render(&f, &f.s.camera, p, 1, 1, &img, &ids, st);
@@ -1411,9 +1407,7 @@ static double ao_at_origin(int corner, int ao_rays, uint32_t samples, double *lo
     RtLight l = {RT_LIGHT_DIRECTIONAL, v3(0, -1, 0), v3(1, 1, 1)}; /* from below: lights nothing */
     assert_true(rt_scene_add_light(&f.s, l) >= 0);
     /* a narrow view: the samples' pixel jitter (sample > 0) moves the point seen by < 0.002 */
-    f.s.camera = camera(v3(-3, 3, 0), v3(0, 0, 0), 0.02f);
-    f.s.has_camera = 1;
-    fixture_build(&f, 1);
+    fixture_build_seen(&f, camera(v3(-3, 3, 0), v3(0, 0, 0), 0.02f));
     RtRenderParams p = rt_render_params_default();
     p.shade.ambient = v3(1, 1, 1);
     p.shade.ao_rays = ao_rays;
