@@ -230,6 +230,15 @@ static int quick(void)
     return q && atoi(q);
 }
 
+/* A generated scene through build_and_check (for the small cases). */
+static void check_made(const RtKdGpuParams *p, SceneKind kind, uint32_t n, uint64_t seed, uint32_t rays,
+                       const char *what)
+{
+    RtTriArrays t = make_scene(kind, n, seed);
+    build_and_check(p, &t, rays, seed, what);
+    free_scene(&t);
+}
+
 /* ---- tests ----------------------------------------------------------------- */
 
 static void gpu_kd_empty_and_single(void **state)
@@ -237,15 +246,9 @@ static void gpu_kd_empty_and_single(void **state)
     (void)state;
     if (!gpu_ready()) skip();
     RtKdGpuParams p = rt_kd_gpu_params_default();
-    RtTriArrays t = make_scene(SC_SOUP, 0, 1);
-    build_and_check(&p, &t, 1000, 1, "empty scene");
-    free_scene(&t);
-    t = make_scene(SC_CLUSTER, 1, 2);
-    build_and_check(&p, &t, 1000, 2, "one triangle");
-    free_scene(&t);
-    t = make_scene(SC_COPLANAR, 64, 3);
-    build_and_check(&p, &t, 1000, 3, "64 coplanar (exactly the threshold)");
-    free_scene(&t);
+    check_made(&p, SC_SOUP, 0, 1, 1000, "empty scene");
+    check_made(&p, SC_CLUSTER, 1, 2, 1000, "one triangle");
+    check_made(&p, SC_COPLANAR, 64, 3, 1000, "64 coplanar (exactly the threshold)");
 }
 
 static void gpu_kd_scenes_match_brute_force(void **state)
@@ -319,17 +322,11 @@ static void gpu_kd_exact_builder(void **state)
     if (!gpu_ready()) skip();
     RtKdGpuParams p = rt_kd_gpu_params_default();
     p.builder = RT_KD_GPU_BUILDER_EXACT;
-    RtTriArrays t = make_scene(SC_SOUP, 0, 1);
-    build_and_check(&p, &t, 500, 1, "exact: empty scene");
-    free_scene(&t);
-    t = make_scene(SC_CLUSTER, 1, 2);
-    build_and_check(&p, &t, 500, 2, "exact: one triangle");
-    free_scene(&t);
-    t = make_scene(SC_CLUSTER, 2, 3);
-    build_and_check(&p, &t, 500, 3, "exact: two triangles");
-    free_scene(&t);
+    check_made(&p, SC_SOUP, 0, 1, 500, "exact: empty scene");
+    check_made(&p, SC_CLUSTER, 1, 2, 500, "exact: one triangle");
+    check_made(&p, SC_CLUSTER, 2, 3, 500, "exact: two triangles");
     /* 300 copies of one triangle: one key per event, no cut between them */
-    t = make_scene(SC_CLUSTER, 300, 4);
+    RtTriArrays t = make_scene(SC_CLUSTER, 300, 4);
     for (uint32_t i = 1; i < t.count; i++) {
         memcpy(&t.verts[3 * i], &t.verts[0], 3 * sizeof(RtFloat4));
         memcpy(&t.woop[3 * i], &t.woop[0], 3 * sizeof(RtFloat4));
