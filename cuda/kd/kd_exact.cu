@@ -480,9 +480,8 @@ __global__ void ex_clip(ExLevel L)
         v[k] = f4(f.x, f.y, f.z, f.w);
     }
     const RtAabb cell = L.nd_cell[n];
-    RtAabb child[2] = {cell, cell}, part[2];
-    v3_set(&child[0].hi, d.axis, d.x);
-    v3_set(&child[1].lo, d.axis, d.x);
+    RtAabb child[2], part[2];
+    kd_child_cells(cell, kd_make_interior(d.axis, d.x, 0), &child[0], &child[1]);
     int mask = rt_tri_split_boxes(v, cell, d.axis, d.x, child, part);
     if (!mask) { /* rounding at the plane: keep both, never lose it */
         mask = 3;
@@ -491,6 +490,44 @@ __global__ void ex_clip(ExLevel L)
     L.tbox[2 * (size_t)r] = part[0];
     L.tbox[2 * (size_t)r + 1] = part[1];
     L.side[r] = (uint8_t)(mask | 4);
+}
+
+/* Child `side` of split node n in the next level's lists (which follow the
+ * nodes' order: all copies before n's children are b.l + b.r): its first
+ * reference and count, and its tight copies (their events in the sorted
+ * tight list). */
+struct ExChild {
+    uint32_t first, count, tfirst, tcount;
+};
+__device__ __forceinline__ ExChild ex_child(const ExLevel &L, uint32_t n, int side)
+{
+    const uint32_t first = L.nd_first[n], count = L.nd_count[n];
+    const ExRefScan b = L.scan_refs[first], e = L.scan_refs[first + count];
+    if (!side) return ExChild{b.l + b.r, e.l - b.l, b.tl + b.tr, e.tl - b.tl};
+    return ExChild{e.l + b.r, e.r - b.r, e.tl + b.tr, e.tr - b.tr};
+}
+
+/* Thread j's event: axis-major over the three lists. */
+struct ExEventAt {
+    int a;
+    uint32_t i, r;
+    u64 e;
+};
+__device__ __forceinline__ ExEventAt ex_event_at(const ExLevel &L, uint32_t j)
+{
+    ExEventAt x;
+    x.a = (int)(j / L.n_events);
+    x.i = j - (uint32_t)x.a * L.n_events;
+    x.e = L.ev[x.a][x.i];
+    x.r = ex_ref(x.e);
+    return x;
+}
+/* The kept copies (ex_scan_sides: left low, right high) before list position
+ * p of axis a, from the start of node n's list (its first reference first). */
+__device__ __forceinline__ u64 ex_kept_before(const ExLevel &L, int a, uint32_t p, uint32_t first)
+{
+    const u64 *sc = L.scan_sides + (size_t)a * L.n_events;
+    return sc[p] - sc[2 * first];
 }
 
 /* A thread per reference: its copies in the children's list; the first
@@ -502,45 +539,37 @@ __global__ void ex_refs_scatter(ExLevel L)
     const uint32_t n = L.rnode[r];
     const ExDec d = L.dec[n];
     if (d.axis < 0) return;
-    const uint32_t first = L.nd_first[n], count = L.nd_count[n];
-    const uint32_t child = 2 * L.nscan[n].splits;
-    const ExRefScan sb = L.scan_refs[first], se = L.scan_refs[first + count], sr = L.scan_refs[r];
-    /* the children's lists follow the nodes' order: all copies before this
-     * node's are sb.l + sb.r */
+    const uint32_t first = L.nd_first[n], child = 2 * L.nscan[n].splits;
+    const ExRefScan sb = L.scan_refs[first], sr = L.scan_refs[r];
+    const ExChild c[2] = {ex_child(L, n, 0), ex_child(L, n, 1)};
     const uint8_t s = L.side[r];
     uint2 slot = make_uint2(0, 0);
     if (s & 1u) {
-        slot.x = sb.r + sr.l;
+        slot.x = c[0].first + (sr.l - sb.l);
         L.prim_out[slot.x] = L.prim[r];
         L.rnode_out[slot.x] = child;
     }
     if (s & 2u) {
-        slot.y = se.l + sr.r;
+        slot.y = c[1].first + (sr.r - sb.r);
         L.prim_out[slot.y] = L.prim[r];
         L.rnode_out[slot.y] = child + 1;
     }
     L.slot[r] = slot;
     if (r == first) {
-        const uint32_t tree = L.node_base + child;
-        RtAabb lc = L.nd_cell[n], rc = lc;
-        v3_set(&lc.hi, d.axis, d.x);
-        v3_set(&rc.lo, d.axis, d.x);
-        L.nd_tree_out[child] = tree;
-        L.nd_first_out[child] = sb.l + sb.r;
-        L.nd_count_out[child] = se.l - sb.l;
-        L.nd_cell_out[child] = lc;
-        L.nd_tree_out[child + 1] = tree + 1;
-        L.nd_first_out[child + 1] = se.l + sb.r;
-        L.nd_count_out[child + 1] = se.r - sb.r;
-        if (L.k.exact_clip) /* the children's tight events, per axis: the segments of their sort */
-            for (int a = 0; a < 3; a++) {
-                const uint32_t base = a * 2 * L.n_tight, at = a * L.n_children + child;
-                L.seg_begin[at] = base + 2 * (sb.tl + sb.tr);
-                L.seg_end[at] = base + 2 * (se.tl + sb.tr);
-                L.seg_begin[at + 1] = base + 2 * (se.tl + sb.tr);
-                L.seg_end[at + 1] = base + 2 * (se.tl + se.tr);
-            }
-        L.nd_cell_out[child + 1] = rc;
+        RtAabb cell[2];
+        kd_child_cells(L.nd_cell[n], kd_make_interior(d.axis, d.x, 0), &cell[0], &cell[1]);
+        for (int h = 0; h < 2; h++) {
+            L.nd_tree_out[child + h] = L.node_base + child + h;
+            L.nd_first_out[child + h] = c[h].first;
+            L.nd_count_out[child + h] = c[h].count;
+            L.nd_cell_out[child + h] = cell[h];
+            if (L.k.exact_clip) /* the child's tight events, per axis: the segments of their sort */
+                for (int a = 0; a < 3; a++) {
+                    const uint32_t at = a * L.n_children + child + h;
+                    L.seg_begin[at] = a * 2 * L.n_tight + 2 * c[h].tfirst;
+                    L.seg_end[at] = L.seg_begin[at] + 2 * c[h].tcount;
+                }
+        }
     }
 }
 
@@ -552,43 +581,26 @@ __global__ void ex_events_scatter(ExLevel L)
 {
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= 3u * L.n_events) return;
-    const int a = j / L.n_events;
-    const uint32_t i = j - (uint32_t)a * L.n_events;
-    const u64 e = L.ev[a][i];
-    const uint32_t r = ex_ref(e);
-    const uint8_t s = L.side[r];
+    const ExEventAt x = ex_event_at(L, j);
+    const uint8_t s = L.side[x.r];
     if (!s) return;
-    const uint32_t n = L.rnode[r];
+    const uint32_t n = L.rnode[x.r];
     const ExDec d = L.dec[n];
-    const uint32_t first = L.nd_first[n], count = L.nd_count[n], k = i - 2 * first;
-    const ExRefScan sb = L.scan_refs[first], se = L.scan_refs[first + count];
-    const u64 rank = L.scan_sides[j] - L.scan_sides[(size_t)a * L.n_events + 2 * first];
-    const uint2 slot = L.slot[r];
-    const uint32_t type = ex_type(e), snapped = rt_kd_pos_key(d.x), plane = (uint32_t)(e >> 32);
+    const uint32_t first = L.nd_first[n], k = x.i - 2 * first;
+    const u64 rank = ex_kept_before(L, x.a, x.i, first);
+    const uint2 slot = L.slot[x.r];
+    const uint32_t type = ex_type(x.e), snapped = rt_kd_pos_key(d.x), plane = (uint32_t)(x.e >> 32);
     if (s & 1u) {
-        const uint32_t pos = 2 * (sb.l + sb.r) + lo32(rank);
-        L.ev_out[a][pos] = ex_event(a == d.axis && k >= d.cut ? snapped : plane, type, slot.x);
+        const uint32_t pos = 2 * ex_child(L, n, 0).first + lo32(rank);
+        L.ev_out[x.a][pos] = ex_event(x.a == d.axis && k >= d.cut ? snapped : plane, type, slot.x);
     }
     if (s & 2u) {
-        const uint32_t pos = 2 * (se.l + sb.r) + hi32(rank);
-        L.ev_out[a][pos] = ex_event(a == d.axis && k < d.cut ? snapped : plane, type, slot.y);
+        const uint32_t pos = 2 * ex_child(L, n, 1).first + hi32(rank);
+        L.ev_out[x.a][pos] = ex_event(x.a == d.axis && k < d.cut ? snapped : plane, type, slot.y);
     }
 }
 
 /* ---- exact clipping: the tight events, merged in order -------------------- */
-
-/* Child `side` of active node n: its first reference in the next level's
- * list and its tight copies (their events in the sorted tight list). */
-struct ExChild {
-    uint32_t first, tfirst, tcount;
-};
-__device__ __forceinline__ ExChild ex_child(const ExLevel &L, uint32_t n, int side)
-{
-    const uint32_t first = L.nd_first[n], count = L.nd_count[n];
-    const ExRefScan b = L.scan_refs[first], e = L.scan_refs[first + count];
-    if (!side) return ExChild{b.l + b.r, b.tl + b.tr, e.tl - b.tl};
-    return ExChild{e.l + b.r, e.tl + b.tr, e.tr - b.tr};
-}
 
 /* A tight event's sort key within its axis and child: its order in a list
  * (plane, type); the value, its reference, breaks ties as the lists do (the
@@ -640,16 +652,14 @@ __global__ void ex_events_merge(ExLevel L)
 {
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= 3u * L.n_events) return;
-    const int a = j / L.n_events;
-    const uint32_t i = j - (uint32_t)a * L.n_events;
-    const u64 e = L.ev[a][i];
-    const uint32_t r = ex_ref(e);
-    const uint8_t s = L.side[r];
+    const ExEventAt x = ex_event_at(L, j);
+    const int a = x.a;
+    const u64 e = x.e;
+    const uint8_t s = L.side[x.r];
     if (!s || (s & 4u)) return;
-    const uint32_t n = L.rnode[r];
-    const uint32_t first = L.nd_first[n];
-    const u64 rank = L.scan_sides[j] - L.scan_sides[(size_t)a * L.n_events + 2 * first];
-    const uint2 slot = L.slot[r];
+    const uint32_t n = L.rnode[x.r];
+    const u64 rank = ex_kept_before(L, a, x.i, L.nd_first[n]);
+    const uint2 slot = L.slot[x.r];
     for (int side = 0; side < 2; side++) {
         if (!(s & (1u << side))) continue;
         const ExChild c = ex_child(L, n, side);
@@ -690,8 +700,7 @@ __global__ void ex_tight_merge(ExLevel L)
         if (ev[mid] < order) lo = mid + 1;
         else hi = mid;
     }
-    const u64 *sc = L.scan_sides + (size_t)a * L.n_events;
-    const u64 before = sc[lo] - sc[2 * first];
+    const u64 before = ex_kept_before(L, a, lo, first);
     const uint32_t pos = 2 * c.first + rank + (side ? hi32(before) : lo32(before));
     const uint2 slot = L.slot[r];
     L.ev_out[a][pos] = (order & ~(u64)EX_REF_MASK) | (side ? slot.y : slot.x);
