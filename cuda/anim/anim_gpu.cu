@@ -20,10 +20,11 @@
 #include "anim/anim_gpu.h"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu.h"
+#include "gpu/coalesce.cuh"
 #include "gpu/launch.h"
 
 /* Threads per block of both kernels: a multiple of the warp size. */
-static const int kBlock = 256;
+static constexpr int kBlock = 256;
 
 /* One morph as the vertex kernel reads it: its pose pool offset and this
  * frame's key pair (rt_anim_morph_segment, evaluated once on the host). */
@@ -104,16 +105,19 @@ __global__ void anim_vertex_kernel(uint32_t n, const RtVertex *base, const uint3
 
 /* The tracer's layout (gpu_scene.h): 3 float4 corners per triangle, and
  * the per-corner shading normals beside them. */
-__global__ void anim_triangle_kernel(uint32_t n, const uint32_t *tri, const RtVertex *v,
-                                     RtFloat4 *verts, RtFloat4 *normals)
+__global__ void __launch_bounds__(kBlock) anim_triangle_kernel(uint32_t n, const uint32_t *tri, const RtVertex *v,
+                                                               RtFloat4 *verts, RtFloat4 *normals)
 {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    for (int k = 0; k < 3; k++) {
-        RtVertex c = v[tri[3 * i + k]];
-        verts[3 * i + k] = f4(c.p.x, c.p.y, c.p.z, 0.0f);
-        normals[3 * i + k] = f4(c.n.x, c.n.y, c.n.z, 0.0f);
+    __shared__ RtFloat4 sh[3 * kBlock];
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    RtFloat4 p[3] = {}, nrm[3] = {};
+    for (int k = 0; k < 3 && i < n; k++) {
+        RtVertex c = v[tri[3 * (size_t)i + k]];
+        p[k] = f4(c.p.x, c.p.y, c.p.z, 0.0f);
+        nrm[k] = f4(c.n.x, c.n.y, c.n.z, 0.0f);
     }
+    rt_store3<kBlock>(verts, n, sh, p);
+    rt_store3<kBlock>(normals, n, sh, nrm);
 }
 
 /* ---- create / destroy ------------------------------------------------------- */

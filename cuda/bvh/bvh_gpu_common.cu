@@ -10,6 +10,7 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "bvh/bvh_gpu_common.cuh"
+#include "gpu/coalesce.cuh"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu.h"
 
@@ -79,11 +80,17 @@ __global__ void bvh_morton_kernel(const RtAabb *boxes, uint32_t count, const Bvh
  * (bvh_layout.h, leaf_woop). A thread per entry of tri_index, every
  * input triangle (the degenerate ones too: the array's length is known on
  * the host, the valid count only on the device). */
-__global__ void bvh_leaf_woop_kernel(const uint32_t *tri_index, const float4 *woop, uint32_t count,
-                                     RtFloat4 *leaf_woop)
+__global__ void __launch_bounds__(kBlock) bvh_leaf_woop_kernel(const uint32_t *tri_index, const float4 *woop,
+                                                               uint32_t count, RtFloat4 *leaf_woop)
 {
+    __shared__ RtFloat4 sh[3 * kBlock];
     const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < count) bvh_leaf_woop_copy(tri_index, (const RtFloat4 *)woop, k, leaf_woop);
+    RtFloat4 rows[3] = {};
+    if (k < count) {
+        const RtFloat4 *src = bvh_leaf_woop_src(tri_index, (const RtFloat4 *)woop, k);
+        rows[0] = src[0], rows[1] = src[1], rows[2] = src[2];
+    }
+    rt_store3<kBlock>(leaf_woop, count, sh, rows);
 }
 
 /* ==== host side ================================================================ */

@@ -9,10 +9,11 @@
 
 #include "gpu/cuda_check.h"
 #include "gpu/gpu.h"
+#include "gpu/coalesce.cuh"
 #include "gpu/gpu_scene_dev.h"
 
 /* Threads per block of the Woop kernel: a multiple of the warp size. */
-static const int kWoopBlock = 256;
+static constexpr int kWoopBlock = 256;
 
 struct RtGpuScene {
     RtGpuSceneView view;
@@ -37,23 +38,17 @@ struct RtGpuScene {
 /* One thread per triangle: vertices -> device copy + 3 rows, rounded as
  * the host rounds them (rt_woop_rows, rt_base.h's RT_X*). A degenerate triangle gets zero
  * rows, which never hit (rt_tri_arrays_make does the same). */
-__global__ void woop_rows_kernel(const RtFloat4 *in, RtFloat4 *verts, RtFloat4 *woop,
-                                 uint32_t count)
+__global__ void __launch_bounds__(kWoopBlock) woop_rows_kernel(const RtFloat4 *in, RtFloat4 *verts, RtFloat4 *woop,
+                                                               uint32_t count)
 {
-    uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= count) return;
-    RtFloat4 a = in[3 * i], b = in[3 * i + 1], c = in[3 * i + 2];
-    RtFloat4 rows[3];
-    if (!rt_woop_rows(f4_xyz(a), f4_xyz(b), f4_xyz(c), rows))
+    __shared__ RtFloat4 sh[3 * kWoopBlock];
+    RtFloat4 v[3] = {}, rows[3] = {};
+    rt_load3<kWoopBlock>(in, count, sh, v);
+    if (blockIdx.x * kWoopBlock + threadIdx.x < count &&
+        !rt_woop_rows(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), rows))
         rows[0] = rows[1] = rows[2] = f4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (verts != in) {
-        verts[3 * i] = a;
-        verts[3 * i + 1] = b;
-        verts[3 * i + 2] = c;
-    }
-    woop[3 * i] = rows[0];
-    woop[3 * i + 1] = rows[1];
-    woop[3 * i + 2] = rows[2];
+    if (verts != in) rt_store3<kWoopBlock>(verts, count, sh, v);
+    rt_store3<kWoopBlock>(woop, count, sh, rows);
 }
 
 extern "C" RtStatus rt_gpu_scene_update_tris(RtGpuScene *gs, const RtFloat4 *verts,

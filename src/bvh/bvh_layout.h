@@ -115,9 +115,13 @@ typedef struct RtBvh {
 
 /* Entry k of leaf_woop: the rows of triangle tri_index[k] (every builder,
  * CPU and GPU, calls this after its tree is done). */
+RT_HD const RtFloat4 *bvh_leaf_woop_src(const uint32_t *tri_index, const RtFloat4 *woop, uint32_t k)
+{
+    return &woop[3 * (size_t)tri_index[k]];
+}
 RT_HD void bvh_leaf_woop_copy(const uint32_t *tri_index, const RtFloat4 *woop, uint32_t k, RtFloat4 *leaf_woop)
 {
-    const RtFloat4 *src = &woop[3 * (size_t)tri_index[k]];
+    const RtFloat4 *src = bvh_leaf_woop_src(tri_index, woop, k);
     RtFloat4 *dst = &leaf_woop[3 * (size_t)k];
     dst[0] = src[0];
     dst[1] = src[1];
