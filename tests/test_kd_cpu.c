@@ -4,6 +4,7 @@
  * filters, determinism across thread counts, the SAH cost, and the
  * validator itself on broken trees (the same message on any thread count). */
 #include "soup.h"
+#include "kd/kd_sah.h"
 #include "scene/load.h"
 
 #include "scene/scene.h"
@@ -79,16 +80,20 @@ static void make_grid(Soup *s, int g, int axis, float at)
 
 /* ---- tree helpers ------------------------------------------------------ */
 
-static RtKdStats build(const RtTriArrays *t, int threads, RtKdTree *tree)
+/* c_isect: 0 for the default. */
+static RtKdStats build_costs(const RtTriArrays *t, int threads, float c_isect, RtKdTree *tree)
 {
     RtKdCpuParams p = rt_kd_cpu_params_default();
     p.threads = threads;
+    if (c_isect > 0) p.c_isect = c_isect;
     RtKdStats st;
     RtError err = {0};
     RtStatus s = rt_kd_build_cpu(&p, t, tree, &st, &err);
     if (s != RT_OK) fail_msg("build: %s", err.msg);
     return st;
 }
+
+static RtKdStats build(const RtTriArrays *t, int threads, RtKdTree *tree) { return build_costs(t, threads, 0, tree); }
 
 static void expect_valid(const RtKdTree *tree, const RtTriArrays *t)
 {
@@ -601,8 +606,8 @@ static void kd_sah_cost_below_single_leaf(void **state)
     RtKdTree one = {&node, &leaf, &tree.bounds, idx, 1, 1, s.t.count, 1, 1, s.t.count, tree.bounds};
     expect_valid(&one, &s.t);
     RtKdStats so;
-    rt_kd_tree_stats(&one, 1.0f, 1.5f, &so);
-    assert_float_equal(so.sah_cost, 1.5 * s.t.count, 1e-9 * s.t.count);
+    rt_kd_tree_stats(&one, RT_KD_C_TRAV, RT_KD_C_ISECT, &so);
+    assert_float_equal(so.sah_cost, (double)RT_KD_C_ISECT * s.t.count, 1e-9 * s.t.count);
     print_message("SAH: tree %.2f vs one leaf %.2f (%u nodes, avg %.2f tris/leaf, build %.1f ms)\n",
                   st.sah_cost, so.sah_cost, st.nodes, st.avg_tris_per_leaf, st.build_ms);
     assert_true(st.sah_cost < so.sah_cost / 10);
@@ -874,7 +879,7 @@ static void kd_validate_same_message_on_any_thread_count(void **state)
     make_uniform(&s, &r, 12000);
     make_clustered(&s, &r, 6000);
     make_long_thin(&s, &r, 300);
-    build(&s.t, 2, &tree);
+    build_costs(&s.t, 2, 4.0f, &tree); /* dear triangle tests: small leaves, many of them */
     expect_same_on_any_thread_count(&tree, &s.t, NULL);
     uint32_t *walk = malloc(tree.node_count * sizeof *walk);
     uint32_t n = leaves_in_walk_order(&tree, walk);
@@ -1008,7 +1013,7 @@ static void kd_bad_params_are_rejected(void **state)
     RtKdTree tree = {0};
     RtError err = {0};
     RtKdCpuParams p = rt_kd_cpu_params_default();
-    assert_true(p.c_trav == 1.0f && p.c_isect == 1.5f && p.empty_bonus == 0.2f && p.max_leaf == 1);
+    assert_true(p.c_trav == RT_KD_C_TRAV && p.c_isect == RT_KD_C_ISECT && p.empty_bonus == 0.2f && p.max_leaf == 1);
     p.c_isect = 0;
     assert_int_equal(rt_kd_build_cpu(&p, &s.t, &tree, NULL, &err), RT_ERR_ARG);
     assert_non_null(strstr(err.msg, "c_isect"));

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "kd/kd_gpu.h"
+#include "kd/kd_sah.h"
 
 void rt_kd_gpu_params_ladder(RtKdGpuParams *p, int steps)
 {
@@ -25,8 +26,8 @@ RtKdGpuParams rt_kd_gpu_params_default(void)
     p.assoc = RT_KD_GPU_CLIP;
     p.small_mode = RT_KD_GPU_SMALL_SAH; /* Zhou et al.'s small-node SAH */
     p.small_threshold = 64;             /* Zhou et al.'s T = 64: one 64-bit mask per candidate */
-    p.c_trav = 1.0f;                    /* the CPU oracle's costs (rt_kd_cpu_params_default), */
-    p.c_isect = 1.5f;                   /* so the two trees' SAH costs compare */
+    p.c_trav = RT_KD_C_TRAV;            /* the CPU oracle's costs (kd_sah.h), */
+    p.c_isect = RT_KD_C_ISECT;          /* so the two trees' SAH costs compare */
     p.small_fused = 1;                  /* one launch, no host round trip per level (ours) */
     p.large_ways = 2;                   /* Zhou et al.'s binary split */
     p.large_dataflow = 2;               /* auto: dataflow below 2^22 triangles (docs/kd_gpu.md) */

@@ -45,12 +45,12 @@ static const RtVariantValue kLadder[] = {
     {NULL, 0, NULL},
 };
 /* SAH cost presets C_trav / C_i, value = index into kCostPresets. */
-static const struct { float c_trav, c_isect; } kCostPresets[] = {{1.0f, 1.5f}, {1.0f, 1.0f}, {2.0f, 1.0f}, {1.0f, 4.0f}};
+static const struct { float c_trav, c_isect; } kCostPresets[] = {{1.0f, 0.5f}, {1.0f, 1.5f}, {1.0f, 1.0f}, {1.0f, 4.0f}};
 static const RtVariantValue kCosts[] = {
-    {"1/1.5", 0, "C_trav 1, C_i 1.5 (the CPU oracle's)"},
-    {"1/1", 1, "C_trav 1, C_i 1"},
-    {"2/1", 2, "C_trav 2, C_i 1 (traversal dear: bigger leaves)"},
-    {"1/4", 3, "C_trav 1, C_i 4 (intersection dear: smaller leaves)"},
+    {"1/0.5", 0, "C_trav 1, C_i 0.5 (the default, kd_sah.h: bigger leaves, fewer references)"},
+    {"1/1.5", 1, "C_trav 1, C_i 1.5 (near Wald and Havran's ratio: smaller leaves)"},
+    {"1/1", 2, "C_trav 1, C_i 1"},
+    {"1/4", 3, "C_trav 1, C_i 4 (intersection dear: the smallest leaves)"},
     {NULL, 0, NULL},
 };
 static const RtVariantValue kEmptyCut[] = {

@@ -129,8 +129,9 @@ RT_HD void bvh_leaf_woop_copy(const uint32_t *tri_index, const RtFloat4 *woop, u
 }
 
 /* What every BVH builder reports (the HUD, --stats, benchmarks). SAH cost
- * with the kd-tree's C_trav and C_i (kd_cpu.h's defaults), so the two
- * structures' costs compare: cost = sum over reachable interior nodes of
+ * with the builder's C_trav and C_i (its leaf collapse's: 1 and 1.5 by
+ * default; the kd-tree's are kd_sah.h's, so compare costs within a
+ * structure, and frame times across them): cost = sum over reachable interior nodes of
  * C_trav * A(node) / A(root) + sum over leaves of C_i * count * A(leaf) /
  * A(root), A = surface area (the root counts as interior). */
 typedef struct RtBvhStats {

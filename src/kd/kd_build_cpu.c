@@ -35,8 +35,8 @@
 RtKdCpuParams rt_kd_cpu_params_default(void)
 {
     RtKdCpuParams p;
-    p.c_trav = 1.0f;
-    p.c_isect = 1.5f;
+    p.c_trav = RT_KD_C_TRAV;
+    p.c_isect = RT_KD_C_ISECT;
     p.empty_bonus = 0.2f;
     p.max_depth = 0;
     p.max_leaf = 1;

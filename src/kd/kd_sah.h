@@ -12,6 +12,17 @@
 
 #include "core/rt_base.h"
 
+/* The default costs of both builders (the CPU oracle's and the GPU's, so
+ * their trees' SAH costs compare): a traversal step against one ray/triangle
+ * test in the GPU tracer. Its Woop test is cheap beside a node visit (a
+ * dependent load and a stack push), and larger leaves duplicate fewer
+ * triangles: on an H200, C_i from 1.5 down to 0.5 cut the GPU tree's
+ * references per triangle 6.5 -> 3.9 on Sponza and 7.0 -> 4.1 on a 12M-triangle
+ * city, and shortened build + trace of every scene measured (docs/kdtree.md
+ * has the sweep; incoherent diffuse rays lose ~6 %). */
+#define RT_KD_C_TRAV 1.0f
+#define RT_KD_C_ISECT 0.5f
+
 /* A split plane keeps at least this fraction of the scene's largest extent
  * from both faces of its cell (the faces themselves stay candidates, for
  * planar triangles). Thinner slivers, around vertices that many triangles
