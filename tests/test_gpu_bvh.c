@@ -259,10 +259,10 @@ static RtBvh hploc_gpu_equals_cpu(const RtHplocParams *p, const RtTriArrays *t, 
     assert_int_equal(s, RT_OK);
     const uint32_t n = valid_count(t);
     print_message("%-30s H-PLOC r %-2d t %-2d leaf %-2d n=%-7u valid %-7u (GPU %u) GPU %.3f ms (codes %.3f sort "
-                  "%.3f cluster %.3f collapse %.3f output %.3f), %u launches; clustered depth GPU %u CPU %u, "
+                  "%.3f cluster %.3f fallback %.3f output %.3f), %u launches; clustered depth GPU %u CPU %u, "
                   "fallback GPU %d CPU %d\n",
                   what, p->radius, p->threshold, p->max_leaf, t->count, n, st.valid, st.ms, st.morton_ms,
-                  st.sort_ms, st.cluster_ms, st.collapse_ms, st.output_ms, st.launches, st.cluster_depth,
+                  st.sort_ms, st.cluster_ms, st.fallback_ms, st.output_ms, st.launches, st.cluster_depth,
                   info.cluster_depth, st.fallback, info.fallback);
     RtAabb db = expect_device_bvh(&dev, t);
     assert_int_equal(st.triangles, t->count);

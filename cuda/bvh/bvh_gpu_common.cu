@@ -62,12 +62,14 @@ __global__ void bvh_boxes_kernel(const float4 *verts, const float4 *woop, uint32
 /* Step 2 (Karras 2012 §4): the 30-bit Morton code of each box's centre in
  * the scene box (RT_LBVH_INVALID, above every code, for an empty box: it
  * sorts last and is left out), and the ids the sort carries along; equal
- * codes are told apart by their sorted index later (lbvh_delta). */
+ * codes are told apart by their sorted index later (lbvh_delta).
+ * free_slots (may be NULL): count - 1 words set to all ones. */
 __global__ void bvh_morton_kernel(const RtAabb *boxes, uint32_t count, const BvhCounters *ctr, uint32_t *codes,
-                                  uint32_t *ids)
+                                  uint32_t *ids, uint32_t *free_slots)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
+    if (free_slots && i + 1u < count) free_slots[i] = 0xffffffffu;
     RtAabb scene;
     scene.lo = v3(bvh_i2f(ctr->scene[0]), bvh_i2f(ctr->scene[1]), bvh_i2f(ctr->scene[2]));
     scene.hi = v3(bvh_i2f(ctr->scene[3]), bvh_i2f(ctr->scene[4]), bvh_i2f(ctr->scene[5]));
@@ -226,7 +228,8 @@ static RtStatus bvh_sort(BvhGpuBase *b, uint32_t n, RtError *err)
     return rt_launch_end(&b->log, entry, slot, err);
 }
 
-RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, RtError *err)
+RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, uint32_t *free_slots,
+                        RtError *err)
 {
     BvhKeysGpu *k = &b->keys;
     const dim3 block(kBlock), tris((n + kBlock - 1) / kBlock);
@@ -237,7 +240,7 @@ RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, 
         return st;
     /* ---- 2. Morton codes of the box centres in the scene box, sorted ------- */
     if ((st = rt_launch(&b->log, "bvh_morton", tris, block, 0, bvh_morton_kernel, err, k->boxes, n, b->d_ctr,
-                        k->codes[0], k->ids[0])) != RT_OK)
+                        k->codes[0], k->ids[0], free_slots)) != RT_OK)
         return st;
     return n ? bvh_sort(b, n, err) : RT_OK;
 }

@@ -19,9 +19,9 @@ typedef struct BvhCounters {
     uint32_t valid;   /* n: the non-degenerate triangles */
     uint32_t fallback; /* H-PLOC: 1 when the clustered tree was too deep (hploc.h, Depth) */
     RtAabb root;      /* the root's box, the tree's d_bounds: empty unless the build writes it */
-    uint32_t ploc_root, radix_root; /* H-PLOC: the roots' clusters (hploc.h, Names) */
-    uint32_t cluster_depth;         /* H-PLOC: the clustered tree's depth once collapsed */
-    uint32_t pad;
+    uint32_t tree_root;     /* H-PLOC: the output tree's root, an interior id (hploc.h, Names) */
+    uint32_t cluster_depth; /* H-PLOC: the clustered tree's depth once collapsed */
+    uint32_t pad[2];
 } BvhCounters;
 
 /* Steps 1 and 2's arrays, for `cap` triangles. */
@@ -144,8 +144,11 @@ void bvh_keys_free(BvhKeysGpu *k);
 RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *err);
 /* Steps 1 and 2 (lbvh.h): boxes, scene box and valid count (kernel
  * bvh_boxes), Morton codes (bvh_morton), the stable sort (bvh_sort):
- * keys.ids[1] = the sorted ids, keys.codes[1] their codes. */
-RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, RtError *err);
+ * keys.ids[1] = the sorted ids, keys.codes[1] their codes. free_slots
+ * (NULL: none): n - 1 words the Morton kernel sets to all ones, H-PLOC's
+ * split slots, a memset launch less. */
+RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, uint32_t *free_slots,
+                        RtError *err);
 /* The end of a build: the leaf triangles copied in tri_index order from
  * woop (kernel bvh_leaf_woop; none when woop is NULL), the end event, the
  * counters copied back behind the build (read by bvh_build_finish, no wait

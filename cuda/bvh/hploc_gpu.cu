@@ -5,16 +5,21 @@
  * queues on the builder's stream:
  *
  *   1-2. boxes, scene box, valid count; Morton codes; sort   (bvh_gpu_common.cu)
- *   3.   the radix-tree walk with PLOC merges in warps        (hploc_cluster)
- *   4.   bottom-up boxes, SAH collapse, depth; the fallback   (hploc_collapse, twice)
- *   5.   depth-first leaf order and output nodes               (hploc_output)
+ *   3-4. the radix-tree walk with PLOC merges in warps; each
+ *        merge also finishes its node's step 4 (box, SAH
+ *        collapse, height) and its output node but for the
+ *        places, since both its children are finished        (hploc_cluster)
+ *   4'.  the depth fallback: the radix tree, walked again     (hploc_fallback)
+ *   5.   depth-first leaf order; the nodes' places            (hploc_output)
  *
  * The valid count n stays on the device, as the LBVH's: every kernel runs a
  * thread per triangle and reads n there, so the host never waits; so does
- * the depth fallback (the second collapse pass returns at once unless the
- * first set it). */
+ * the depth fallback (its kernel returns at once unless the clustering set
+ * it). */
 #include <stdlib.h>
 #include <string.h>
+
+#include <cuda/atomic>
 
 #include "bvh/bvh_gpu_common.cuh"
 #include "bvh/hploc_gpu.h"
@@ -23,39 +28,150 @@
 /* Threads per block: a multiple of the warp size (the cluster kernel's
  * warps work as units). */
 static constexpr int kBlock = 256;
+/* The cluster kernel's blocks per multiprocessor: 8 (32 registers, ptxas
+ * spills about 150 bytes a thread to L1) holds 2,048 threads per SM, so a
+ * scene of 262K triangles walks in one wave on 132 SMs; unbounded it takes
+ * 64 registers, a quarter of that. */
+static constexpr int kClusterMinBlocks = 8;
 static constexpr unsigned kFull = 0xffffffffu;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
+/* info's top bit: the subtree is collapsed into one leaf (RtLbvhSub.as_leaf);
+ * the rest is its height (below 2^31: at most n - 1 levels). */
+static constexpr uint32_t kCollapsed = 0x80000000u;
+/* The fallback's mark on a split slot's value: the clustering left every
+ * slot holding a key place (< n <= INT_MAX), so an unmarked value tells
+ * the fallback's first arrival, with no reset in between. */
+static constexpr uint32_t kFallbackMark = 0x80000000u;
 
-/* Step 3's arrays (hploc.h, Names), passed by value to the kernels. */
+/* Steps 3-5's arrays (hploc.h, Names), passed by value to the kernels. */
 typedef struct HplocArrays {
-    uint32_t *cidx;      /* per key place: the clusters of the radix node whose range starts there */
-    RtAabb *cbox;        /* per cluster: keys [0, n) (their triangle's box), interior n + id */
-    uint32_t *max_key;   /* per interior id */
-    uint32_t *slots;     /* per split slot: the first child's range end (RT_HPLOC_NONE: none yet) */
-    uint32_t *ploc_child, *ploc_parent;   /* the clustered tree */
-    uint32_t *radix_child, *radix_parent; /* the radix tree (the depth fallback) */
+    uint32_t *cidx;  /* per key place: the clusters of the merged radix node whose range starts there (a
+                        node of at most t keys is never merged: its clusters are its keys) */
+    uint4 *rec;      /* per cluster, two words: its box, SAH cost and highest key (rec_store) */
+    uint2 *info;     /* per interior id: triangles; height | kCollapsed (a key's: 1; kCollapsed) */
+    uint2 *up;       /* per cluster: its parent (RT_HPLOC_NONE: the root) and its first key's
+                        depth-first place in the parent's (0 for child 0, child 0's count for 1) */
+    uint32_t *slots; /* per split slot: the first child's range end (RT_HPLOC_NONE: none yet) */
+    uint32_t *side;  /* per split slot, two: the fallback's first child's cluster */
 } HplocArrays;
 
 struct RtHplocGpu {
     BvhGpuBase base;     /* stream, events, counters, steps 1-2's arrays */
     uint32_t cap;        /* triangles the arrays below hold */
     HplocArrays a;
-    uint32_t *flags;     /* per interior id: children finished (step 4; two passes count 0..4) */
-    uint4 *subs;         /* per interior id: its RtLbvhSub (bvh_sub_store) */
-    uint32_t *count;     /* per interior id: its triangles */
     uint32_t *tri_index; /* depth-first order */
     RtBvhNode *nodes;
 };
 
-/* ---- warp helpers ------------------------------------------------------------ */
+/* ---- a cluster with its finished subtree ----------------------------------------- */
 
-__device__ __forceinline__ RtAabb box_shfl(const RtAabb &b, int src)
+/* A cluster as a lane or a walk holds it: step 3's (id, highest key, box)
+ * and step 4's subtree (RtLbvhSub: box, cost, count, collapsed, height;
+ * its first and node fields are not kept). */
+struct HplocSub {
+    uint32_t id, max_key;
+    RtLbvhSub s;
+};
+
+__device__ __forceinline__ void rec_store(uint4 *rec, const HplocSub &c)
 {
-    RtAabb r;
-    r.lo = v3(__shfl_sync(kFull, b.lo.x, src), __shfl_sync(kFull, b.lo.y, src), __shfl_sync(kFull, b.lo.z, src));
-    r.hi = v3(__shfl_sync(kFull, b.hi.x, src), __shfl_sync(kFull, b.hi.y, src), __shfl_sync(kFull, b.hi.z, src));
-    return r;
+    const RtAabb &b = c.s.box;
+    rec[2 * (size_t)c.id] = make_uint4(__float_as_uint(b.lo.x), __float_as_uint(b.lo.y), __float_as_uint(b.lo.z),
+                                       __float_as_uint(b.hi.x));
+    rec[2 * (size_t)c.id + 1] = make_uint4(__float_as_uint(b.hi.y), __float_as_uint(b.hi.z),
+                                           __float_as_uint(c.s.cost), c.max_key);
 }
+
+/* Cluster id as another warp wrote it in this launch: through L2 (L1 is
+ * not coherent between multiprocessors). */
+__device__ __forceinline__ HplocSub sub_load(const HplocArrays &a, uint32_t n, uint32_t id)
+{
+    const uint4 r0 = __ldcg(a.rec + 2 * (size_t)id), r1 = __ldcg(a.rec + 2 * (size_t)id + 1);
+    const uint2 inf = id < n ? make_uint2(1u, kCollapsed) : __ldcg(a.info + (id - n));
+    HplocSub c;
+    c.id = id;
+    c.max_key = r1.w;
+    c.s.box.lo = v3(__uint_as_float(r0.x), __uint_as_float(r0.y), __uint_as_float(r0.z));
+    c.s.box.hi = v3(__uint_as_float(r0.w), __uint_as_float(r1.x), __uint_as_float(r1.y));
+    c.s.cost = __uint_as_float(r1.z);
+    c.s.first = 0;
+    c.s.node = 0;
+    c.s.count = inf.x;
+    c.s.as_leaf = (inf.y & kCollapsed) != 0;
+    c.s.height = inf.y & ~kCollapsed;
+    return c;
+}
+
+/* Release and acquire between warps of the launch: a device-scope
+ * acquire-release fence, all the exchanges' pairs need (__threadfence's
+ * is sequentially consistent, a stronger and slower barrier). */
+__device__ __forceinline__ void fence_acq_rel()
+{
+    cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device);
+}
+
+/* Clusters lower and upper (mutual nearest neighbours, or a radix node's
+ * children) merged into interior node hploc_node_id: hploc_merge's cluster
+ * with lbvh_merge_sub's subtree, finished at once since both children are
+ * (step 4 needs no pass of its own); written out with both children's
+ * links (up) and the node at place id, as hploc_node_links leaves it. */
+__device__ __forceinline__ HplocSub merge_create(const HplocArrays &a, RtBvhNode *nodes, uint32_t n,
+                                                 const HplocSub &lower, const HplocSub &upper,
+                                                 const RtLbvhParams &lp)
+{
+    const uint32_t u = hploc_node_id(lower.max_key, upper.max_key);
+    HplocSub m;
+    m.id = n + u;
+    m.max_key = max(lower.max_key, upper.max_key);
+    m.s = lbvh_merge_sub(lower.s, upper.s, &lp);
+    rec_store(a.rec, m);
+    a.info[u] = make_uint2(m.s.count, m.s.height | (m.s.as_leaf ? kCollapsed : 0u));
+    a.up[lower.id] = make_uint2(m.id, 0u);
+    a.up[upper.id] = make_uint2(m.id, lower.s.count);
+    const uint32_t c[2] = {lower.id, upper.id};
+    const RtLbvhSub s[2] = {lower.s, upper.s};
+    RtBvhNode out;
+    hploc_node_links(c, s, n, &out);
+    bvh_node_store(&nodes[u], out);
+    return m;
+}
+
+__device__ __forceinline__ RtBvhNode node_load_cg(const RtBvhNode *src)
+{
+    const uint4 *s = reinterpret_cast<const uint4 *>(src);
+    RtBvhNode out;
+    for (int k = 0; k < 3; k++) {
+        const uint4 w = __ldcg(s + k);
+        out.b[k] = f4(__uint_as_float(w.x), __uint_as_float(w.y), __uint_as_float(w.z), __uint_as_float(w.w));
+    }
+    const uint4 w = __ldcg(s + 3);
+    out.child[0] = w.x, out.child[1] = w.y, out.count[0] = w.z, out.count[1] = w.w;
+    return out;
+}
+
+/* The root's subtree r, finished by the calling thread after every other
+ * node (all fenced): its link, the counters, and the root and node 0 swap
+ * places (hploc_out_index; the references to them are the output's).
+ * clustered: the clustered tree's root, which decides the fallback. */
+__device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, uint32_t n, const HplocSub &r,
+                           bool clustered)
+{
+    const uint32_t u = r.id - n;
+    a.up[r.id] = make_uint2(RT_HPLOC_NONE, 0u);
+    ctr->tree_root = u;
+    ctr->root = r.s.box;
+    if (clustered) {
+        ctr->cluster_depth = r.s.height;
+        ctr->fallback = r.s.height > RT_BVH_MAX_DEPTH;
+    }
+    if (u != 0) {
+        const RtBvhNode top = node_load_cg(&nodes[u]), zero = node_load_cg(&nodes[0]);
+        bvh_node_store(&nodes[0], top);
+        bvh_node_store(&nodes[u], zero);
+    }
+}
+
+/* ---- warp helpers ------------------------------------------------------------ */
 
 __device__ __forceinline__ RtAabb box_shfl_down(const RtAabb &b, unsigned d)
 {
@@ -67,67 +183,91 @@ __device__ __forceinline__ RtAabb box_shfl_down(const RtAabb &b, unsigned d)
     return r;
 }
 
-__device__ __forceinline__ RtHplocCluster cluster_shfl(const RtHplocCluster &c, int src)
+__device__ __forceinline__ RtAabb box_shfl(const RtAabb &b, int src)
 {
-    RtHplocCluster r;
-    r.id = __shfl_sync(kFull, c.id, src);
-    r.max_key = __shfl_sync(kFull, c.max_key, src);
-    r.box = box_shfl(c.box, src);
+    RtAabb r;
+    r.lo = v3(__shfl_sync(kFull, b.lo.x, src), __shfl_sync(kFull, b.lo.y, src), __shfl_sync(kFull, b.lo.z, src));
+    r.hi = v3(__shfl_sync(kFull, b.hi.x, src), __shfl_sync(kFull, b.hi.y, src), __shfl_sync(kFull, b.hi.z, src));
     return r;
 }
 
-/* A box another warp may have written in this launch: through L2. */
-__device__ __forceinline__ RtAabb box_load_cg(const RtAabb *p)
+/* A warp merge's clusters but their boxes, by slot (the lane that loaded
+ * it; a merge keeps the lower lane's). The lanes hold only the box, which
+ * the search reads, and the slot, so the search and the compaction shuffle
+ * seven words, and the registers leave room for more warps. */
+struct HplocSlots {
+    uint32_t id[RT_HPLOC_WARP], max_key[RT_HPLOC_WARP], count[RT_HPLOC_WARP], hl[RT_HPLOC_WARP];
+    float cost[RT_HPLOC_WARP];
+};
+
+__device__ __forceinline__ void slot_put(HplocSlots *sh, uint32_t slot, const HplocSub &c)
 {
-    const float *f = reinterpret_cast<const float *>(p);
-    RtAabb b;
-    b.lo = v3(__ldcg(f + 0), __ldcg(f + 1), __ldcg(f + 2));
-    b.hi = v3(__ldcg(f + 3), __ldcg(f + 4), __ldcg(f + 5));
-    return b;
+    sh->id[slot] = c.id;
+    sh->max_key[slot] = c.max_key;
+    sh->count[slot] = c.s.count;
+    sh->hl[slot] = c.s.height | (c.s.as_leaf ? kCollapsed : 0u);
+    sh->cost[slot] = c.s.cost;
+}
+
+__device__ __forceinline__ HplocSub slot_get(const HplocSlots *sh, uint32_t slot, const RtAabb &box)
+{
+    HplocSub c;
+    c.id = sh->id[slot];
+    c.max_key = sh->max_key[slot];
+    c.s.box = box;
+    c.s.cost = sh->cost[slot];
+    c.s.first = 0;
+    c.s.count = sh->count[slot];
+    c.s.node = 0;
+    c.s.as_leaf = (sh->hl[slot] & kCollapsed) != 0;
+    c.s.height = sh->hl[slot] & ~kCollapsed;
+    return c;
 }
 
 __device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return b < a ? b : a; }
 
-/* ==== step 3: the clustering ================================================== */
+/* ==== steps 3-4: the clustering ================================================ */
 
 /* Benthin et al. 2024 §4 (PLOC, Meister and Bittner 2018, in one warp):
  * radix node [lo, hi], its right child from `split`. Lane i holds cluster
- * i: the left child's clusters (at most t, from lo), then the right's (from
- * split), closed up. Each step: every cluster's nearest neighbour within
- * `radius` lanes (the distance computed once per pair, by the lower lane,
- * and shuffled up to the other), mutual pairs merge into the lower lane
- * (hploc_merge), the rest close up by ballot and __fns. Until at most t
- * remain (final, the root: one); they go back from lo, the places after
- * them up to t emptied. Whole warp, uniform arguments. Returns lane 0's
- * cluster (the root's only one). */
-__device__ uint32_t hploc_warp_merge(const HplocArrays &a, uint32_t n, uint32_t lo, uint32_t hi, uint32_t split,
-                                     bool final, uint32_t radius, uint32_t t)
+ * i: the left child's clusters (at most t, from lo; a child of at most t
+ * keys holds its keys), then the right's (from split), closed up. Each
+ * step: every cluster's nearest neighbour within `radius` lanes (the
+ * distance computed once per pair, by the lower lane, and shuffled up to
+ * the other), mutual pairs merge into the lower lane (merge_create), the
+ * rest close up by ballot and __fns (the lanes move their boxes and slots,
+ * sh: the rest of each cluster stays in place). Until at most t remain (final, the
+ * root: one, placed by lane 0); they go back from lo, the places after
+ * them up to t emptied. Whole warp, uniform arguments. */
+__device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, HplocSlots *sh,
+                                 uint32_t n, uint32_t lo, uint32_t hi, uint32_t split, bool final, uint32_t radius,
+                                 uint32_t t, const RtLbvhParams &lp)
 {
     const uint32_t lane = threadIdx.x & 31u;
-    const uint32_t nl = min(split - lo, t), nr = min(hi + 1u - split, t);
+    const uint32_t sl = split - lo, sr = hi + 1u - split, nl = min(sl, t), nr = min(sr, t);
     uint32_t id = RT_HPLOC_NONE;
-    if (lane < nl) id = __ldcg(a.cidx + lo + lane);
-    else if (lane < nl + nr) id = __ldcg(a.cidx + split + lane - nl);
+    if (lane < nl) id = sl > t ? __ldcg(a.cidx + lo + lane) : lo + lane;
+    else if (lane < nl + nr) id = sr > t ? __ldcg(a.cidx + split + (lane - nl)) : split + (lane - nl);
     uint32_t keep = __ballot_sync(kFull, id != RT_HPLOC_NONE);
     uint32_t k = __popc(keep);
     id = __shfl_sync(kFull, id, lane < k ? (int)__fns(keep, 0, (int)lane + 1) : (int)lane);
-    RtHplocCluster c;
-    c.id = RT_HPLOC_NONE;
-    c.max_key = 0;
-    c.box = aabb_empty();
+    uint32_t slot = lane;
+    RtAabb box = aabb_empty();
+    __syncwarp(); /* the last merge's slots are read */
     if (lane < k) {
-        c.id = id;
-        c.max_key = id < n ? id : __ldcg(a.max_key + (id - n));
-        c.box = box_load_cg(a.cbox + id);
+        const HplocSub c = sub_load(a, n, id);
+        box = c.s.box;
+        slot_put(sh, slot, c);
     }
+    __syncwarp();
     const uint32_t target = final ? 1u : t;
     while (k > target) { /* k is the warp's: uniform */
         /* each cluster's nearest neighbour, ties to the lower lane (hploc_nn_key) */
         uint64_t best = ~0ull;
         for (uint32_t d = 1; d <= radius; d++) {
-            const RtAabb up = box_shfl_down(c.box, d);
+            const RtAabb up = box_shfl_down(box, d);
             const bool fwd = lane + d < k;
-            const float dist = fwd ? hploc_distance(c.box, up) : 0.0f;
+            const float dist = fwd ? hploc_distance(box, up) : 0.0f;
             if (fwd) best = min_u64(best, hploc_nn_key(dist, lane + d));
             const float back = __shfl_up_sync(kFull, dist, d); /* lane - d's distance to this lane */
             if (lane >= d && lane < k) best = min_u64(best, hploc_nn_key(back, lane - d));
@@ -135,22 +275,28 @@ __device__ uint32_t hploc_warp_merge(const HplocArrays &a, uint32_t n, uint32_t 
         const uint32_t nn = (uint32_t)best; /* lanes >= k: RT_HPLOC_NONE */
         const uint32_t nn_nn = __shfl_sync(kFull, nn, (int)(nn & 31u));
         const bool mutual = lane < k && nn_nn == lane, create = mutual && lane < nn;
-        const RtHplocCluster other = cluster_shfl(c, create ? (int)nn : (int)lane);
-        if (create) {
-            c = hploc_merge(c, other, n, a.ploc_child, a.ploc_parent, a.max_key);
-            a.cbox[c.id] = c.box;
+        const int from = create ? (int)nn : (int)lane;
+        const uint32_t other_slot = __shfl_sync(kFull, slot, from);
+        const RtAabb other_box = box_shfl(box, from);
+        if (create) { /* the pair's slots are its own: no other lane reads or writes them now */
+            const HplocSub m = merge_create(a, nodes, n, slot_get(sh, slot, box), slot_get(sh, other_slot, other_box), lp);
+            box = m.s.box;
+            slot_put(sh, slot, m);
         }
+        __syncwarp();
         /* the upper lane of each pair leaves; the rest close up, order kept */
         keep = __ballot_sync(kFull, lane < k && !(mutual && !create));
         k = __popc(keep);
-        c = cluster_shfl(c, lane < k ? (int)__fns(keep, 0, (int)lane + 1) : (int)lane);
+        const int src = lane < k ? (int)__fns(keep, 0, (int)lane + 1) : (int)lane;
+        slot = __shfl_sync(kFull, slot, src);
+        box = box_shfl(box, src);
     }
-    if (lane < k) a.cidx[lo + lane] = c.id;
+    if (lane < k) a.cidx[lo + lane] = sh->id[slot];
     else if (lane < min(t, hi - lo + 1u)) a.cidx[lo + lane] = RT_HPLOC_NONE;
     /* every lane's writes reach L2 before any lane's next exchange publishes them */
-    __threadfence();
+    fence_acq_rel();
     __syncwarp();
-    return __shfl_sync(kFull, c.id, 0);
+    if (final && lane == 0) root_place(a, nodes, ctr, n, slot_get(sh, slot, box), true);
 }
 
 /* Benthin et al. 2024, Alg. 1 (Apetrei 2014's bottom-up walk): a thread per
@@ -159,117 +305,99 @@ __device__ uint32_t hploc_warp_merge(const HplocArrays &a, uint32_t n, uint32_t 
  * child leaves its lo, the right its hi). After every step the warp takes,
  * one by one, its lanes' nodes of more than t keys (and the root) and
  * merges their clusters (hploc_warp_merge). Memory order: a lane's writes
- * (its links; the merges' clusters, fenced in the merge) are fenced before
- * its exchange (release); after the exchanges every lane fences (acquire)
- * and the merge reads through L2. No lane leaves the loop before the warp
- * does: the merges need all 32. */
-__global__ void hploc_cluster_kernel(const uint32_t *codes, const uint32_t *ids, const RtAabb *tri_boxes,
-                                     BvhCounters *ctr, HplocArrays a, uint32_t radius, uint32_t t)
+ * (the keys' records, then the merges') are fenced before its next
+ * exchange (release); a warp with merges to do fences after its exchanges
+ * (acquire) and the merge reads through L2. No lane leaves the loop before
+ * the warp does: the merges need all 32. */
+__global__ void __launch_bounds__(kBlock, kClusterMinBlocks) hploc_cluster_kernel(const uint32_t *codes, const uint32_t *ids,
+                                                               const RtAabb *tri_boxes, BvhCounters *ctr,
+                                                               HplocArrays a, RtBvhNode *nodes, uint32_t radius,
+                                                               uint32_t t, RtLbvhParams lp)
 {
-    const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31u;
+    __shared__ HplocSlots slots[kBlock / RT_HPLOC_WARP];
+    HplocSlots *sh = &slots[threadIdx.x / RT_HPLOC_WARP];
+    const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = n >= 2 && p < n;
-    uint32_t lo = p, hi = p, split = 0, node = p;
+    uint32_t lo = p, hi = p, split = 0;
     if (active) {
-        a.cidx[p] = p;
-        a.cbox[p] = tri_boxes[ids[p]];
+        HplocSub key;
+        key.id = key.max_key = p;
+        key.s = lbvh_leaf_sub(tri_boxes[ids[p]], p, &lp);
+        rec_store(a.rec, key);
     }
-    __threadfence();
+    fence_acq_rel();
     while (__any_sync(kFull, active)) {
         if (active) {
             const int left = hploc_is_left_child(codes, n, lo, hi);
-            const uint32_t s = left ? hi : lo - 1u;
-            hploc_link_radix(n, node, s, left, a.radix_child, a.radix_parent);
-            __threadfence();
-            const uint32_t prev = atomicExch(a.slots + s, left ? lo : hi);
+            const uint32_t prev = atomicExch(a.slots + (left ? hi : lo - 1u), left ? lo : hi);
             if (prev == RT_HPLOC_NONE) {
                 active = false; /* the sibling's walk goes on */
             } else {
                 split = left ? hi + 1u : lo;
                 if (left) hi = prev;
                 else lo = prev;
-                node = n + s;
             }
         }
-        __threadfence();
         const bool final = active && lo == 0 && hi == n - 1u;
         uint32_t todo = __ballot_sync(kFull, active && (hi - lo + 1u > t || final));
+        if (todo) fence_acq_rel();
         while (todo) {
             const int src = __ffs((int)todo) - 1;
             todo &= todo - 1u;
             const uint32_t L = __shfl_sync(kFull, lo, src), R = __shfl_sync(kFull, hi, src),
                            S = __shfl_sync(kFull, split, src);
             const bool F = __shfl_sync(kFull, (int)final, src) != 0;
-            const uint32_t first = hploc_warp_merge(a, n, L, R, S, F, radius, t);
-            if (F && lane == (uint32_t)src) {
-                ctr->ploc_root = first;
-                a.ploc_parent[first] = RT_HPLOC_NONE;
-            }
+            hploc_warp_merge(a, nodes, ctr, sh, n, L, R, S, F, radius, t, lp);
         }
-        if (final) {
-            ctr->radix_root = node;
-            a.radix_parent[node] = RT_HPLOC_NONE;
-            active = false;
-        }
+        if (final) active = false;
     }
 }
 
-/* ==== step 4: bottom-up collapse ================================================ */
+/* ==== step 4': the depth fallback =============================================== */
 
-/* The LBVH's bottom-up scheme (lbvh_gpu.cu step 5) over a binary tree given
- * by links: a thread per key climbs; an atomic flag per node stops the
- * first child's thread and lets the second finish the node
- * (lbvh_merge_sub: box, SAH collapse, height). Pass 0 walks the clustered
- * tree and, at its root, decides the fallback (hploc.h, Depth); pass 1
- * walks the radix tree only when it did. The flags are not reset between
- * the passes: every node is reached twice in each, so pass k's first
- * arrival reads 2k. */
-__global__ void hploc_collapse_kernel(int pass, HplocArrays a, BvhCounters *ctr, uint32_t *flags, uint4 *subs,
-                                      uint32_t *count, RtLbvhParams lp)
+/* hploc.h, Depth: only when the clustered tree's depth is above
+ * RT_BVH_MAX_DEPTH, the radix tree replaces it: Apetrei's walk again, the
+ * second child at each node merging both (merge_create: radix node at
+ * split slot s has id s, its left child's highest key), which rewrites
+ * every link, subtree and node. The exchange marks its values
+ * (kFallbackMark) and the first child leaves its cluster in side[]. */
+__global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes,
+                                      RtLbvhParams lp)
 {
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n < 2 || p >= n || (pass == 1 && !ctr->fallback)) return;
-    const uint32_t *child = pass ? a.radix_child : a.ploc_child, *parent = pass ? a.radix_parent : a.ploc_parent;
-    RtLbvhSub own = lbvh_leaf_sub(a.cbox[p], p, &lp);
-    uint32_t c = p;
+    if (n < 2 || p >= n || !ctr->fallback) return;
+    HplocSub c = sub_load(a, n, p);
+    uint32_t lo = p, hi = p;
     for (;;) {
-        const uint32_t up = parent[c], u = up - n;
-        if (atomicAdd(&flags[u], 1u) == 2u * (uint32_t)pass) return; /* the sibling's thread finishes u */
-        __threadfence();
-        const uint32_t c0 = child[2 * (size_t)u], c1 = child[2 * (size_t)u + 1], sib = c0 == c ? c1 : c0;
-        const RtLbvhSub other = sib < n ? lbvh_leaf_sub(a.cbox[sib], sib, &lp) : bvh_sub_load(subs, sib - n);
-        own = c0 == c ? lbvh_merge_sub(own, other, &lp) : lbvh_merge_sub(other, own, &lp);
-        own.node = u;
-        count[u] = own.count;
-        bvh_sub_store(subs, u, own);
-        if (parent[up] == RT_HPLOC_NONE) { /* the root */
-            ctr->root = own.box;
-            if (pass == 0) {
-                ctr->cluster_depth = own.height;
-                ctr->fallback = own.height > RT_BVH_MAX_DEPTH;
-            }
+        const int left = hploc_is_left_child(codes, n, lo, hi);
+        const uint32_t s = left ? hi : lo - 1u;
+        a.side[2 * (size_t)s + (left ? 0 : 1)] = c.id;
+        fence_acq_rel();
+        const uint32_t prev = atomicExch(a.slots + s, (left ? lo : hi) | kFallbackMark);
+        if (!(prev & kFallbackMark)) return; /* the sibling's walk goes on */
+        fence_acq_rel();
+        const HplocSub other = sub_load(a, n, __ldcg(a.side + 2 * (size_t)s + (left ? 1 : 0)));
+        c = left ? merge_create(a, nodes, n, c, other, lp) : merge_create(a, nodes, n, other, c, lp);
+        if (left) hi = prev & ~kFallbackMark;
+        else lo = prev & ~kFallbackMark;
+        if (lo == 0 && hi == n - 1u) {
+            fence_acq_rel();
+            root_place(a, nodes, ctr, n, c, false);
             return;
         }
-        __threadfence(); /* the sub reaches L2 before the parent's flag says it is there */
-        c = up;
     }
 }
 
 /* ==== step 5: the output ========================================================== */
 
-__device__ __forceinline__ RtLbvhSub hploc_sub(const HplocArrays &a, const uint4 *subs, uint32_t n, uint32_t c,
-                                               const RtLbvhParams &lp)
-{
-    return c < n ? lbvh_leaf_sub(a.cbox[c], c, &lp) : bvh_sub_load(subs, c - n);
-}
-
-/* A thread per key: its triangle's depth-first place in tri_index
- * (hploc_key_position), and the nodes it is the leftmost key of, written
- * (hploc_output_node), so every node once. Keys from n on (degenerate
- * triangles) keep their sorted place; without interior nodes (n < 2)
- * thread 0 writes the root (bvh_small_root). */
-__global__ void hploc_output_kernel(const uint32_t *ids, const RtAabb *tri_boxes, BvhCounters *ctr, HplocArrays a,
-                                    const uint4 *subs, const uint32_t *count, uint32_t tri_count, uint32_t *tri_index,
-                                    RtBvhNode *nodes, RtLbvhParams lp)
+/* A thread per key: its triangle's depth-first place in tri_index (the
+ * offsets on its way up: hploc_key_position), and the nodes it is the
+ * leftmost key of placed (hploc_node_place), so every node once. Keys from
+ * n on (degenerate triangles) keep their sorted place; without interior
+ * nodes (n < 2) thread 0 writes the root (bvh_small_root). */
+__global__ void hploc_output_kernel(const uint32_t *ids, const RtAabb *tri_boxes, BvhCounters *ctr,
+                                    const uint2 *__restrict__ up, uint32_t tri_count, uint32_t *tri_index,
+                                    RtBvhNode *nodes)
 {
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < 2 && p == 0) bvh_small_root(n, tri_boxes, ids, ctr, nodes);
@@ -278,18 +406,17 @@ __global__ void hploc_output_kernel(const uint32_t *ids, const RtAabb *tri_boxes
         tri_index[p] = ids[p];
         return;
     }
-    const uint32_t *child = ctr->fallback ? a.radix_child : a.ploc_child,
-                   *parent = ctr->fallback ? a.radix_parent : a.ploc_parent;
-    uint32_t root, c = p, up;
-    const uint32_t first = hploc_key_position(parent, child, count, n, p, &root);
+    const uint32_t root = ctr->tree_root;
+    uint32_t first = 0;
+    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE; e = up[e.x]) first += e.y;
     tri_index[first] = ids[p];
-    while ((up = parent[c]) != RT_HPLOC_NONE && child[2 * (size_t)(up - n)] == c) {
-        const uint32_t u = up - n, *ch = &child[2 * (size_t)u];
-        const RtLbvhSub s[2] = {hploc_sub(a, subs, n, ch[0], lp), hploc_sub(a, subs, n, ch[1], lp)};
+    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE && e.y == 0u; e = up[e.x]) {
+        uint4 *links = reinterpret_cast<uint4 *>(&nodes[hploc_out_index(e.x - n, root)]) + 3;
+        const uint4 w = *links;
         RtBvhNode out;
-        hploc_output_node(ch, s, n, root, first, &out);
-        bvh_node_store(&nodes[hploc_out_index(u, root)], out);
-        c = up;
+        out.child[0] = w.x, out.child[1] = w.y, out.count[0] = w.z, out.count[1] = w.w;
+        hploc_node_place(&out, first, root);
+        *reinterpret_cast<uint2 *>(links) = make_uint2(out.child[0], out.child[1]);
     }
 }
 
@@ -312,14 +439,11 @@ extern "C" RtStatus rt_hploc_gpu_create(RtHplocGpu **out, RtError *err)
 static void hploc_free_buffers(RtHplocGpu *b)
 {
     HplocArrays *a = &b->a;
-    void *bufs[] = {a->cidx,        a->cbox,      a->max_key,  a->slots,  a->ploc_child, a->ploc_parent,
-                    a->radix_child, a->radix_parent, b->flags, b->subs, b->count,      b->tri_index,
-                    b->nodes};
+    void *bufs[] = {a->cidx, a->rec, a->info, a->up, a->slots, a->side, b->tri_index, b->nodes};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     memset(a, 0, sizeof *a);
-    b->flags = b->count = b->tri_index = NULL;
-    b->subs = NULL;
+    b->tri_index = NULL;
     b->nodes = NULL;
     b->cap = 0;
 }
@@ -343,16 +467,11 @@ static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, RtError *err)
         const size_t N = n ? n : 1, inner = N > 1 ? N - 1 : 1;
         const BvhAlloc want[] = {
             {(void **)&a->cidx, N * sizeof(uint32_t), "cluster places"},
-            {(void **)&a->cbox, (N + inner) * sizeof(RtAabb), "cluster boxes"},
-            {(void **)&a->max_key, inner * sizeof(uint32_t), "cluster keys"},
+            {(void **)&a->rec, 2 * (N + inner) * sizeof(uint4), "cluster records"},
+            {(void **)&a->info, inner * sizeof(uint2), "subtree counts"},
+            {(void **)&a->up, (N + inner) * sizeof(uint2), "parent links"},
             {(void **)&a->slots, inner * sizeof(uint32_t), "split slots"},
-            {(void **)&a->ploc_child, 2 * inner * sizeof(uint32_t), "clustered tree links"},
-            {(void **)&a->ploc_parent, (N + inner) * sizeof(uint32_t), "clustered tree parents"},
-            {(void **)&a->radix_child, 2 * inner * sizeof(uint32_t), "radix tree links"},
-            {(void **)&a->radix_parent, (N + inner) * sizeof(uint32_t), "radix tree parents"},
-            {(void **)&b->flags, inner * sizeof(uint32_t), "node flags"},
-            {(void **)&b->subs, 3 * inner * sizeof(uint4), "finished subtrees"},
-            {(void **)&b->count, inner * sizeof(uint32_t), "subtree counts"},
+            {(void **)&a->side, 2 * inner * sizeof(uint32_t), "fallback's split slots"},
             {(void **)&b->tri_index, N * sizeof(uint32_t), "tri_index"},
             {(void **)&b->nodes, inner * sizeof(RtBvhNode), "BVH nodes"},
         };
@@ -383,28 +502,26 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
     /* grids over every triangle (n is on the device); the output's thread 0
      * always runs: it writes the root of a tree without interior nodes */
     const dim3 block(kBlock), tris((tri_count + kBlock - 1) / kBlock), keys(tri_count ? tris.x : 1);
-    const size_t inner = tri_count > 1 ? tri_count - 1 : 0;
 
-    /* ---- 1-2. boxes, codes, sorted (bvh_gpu_common.cu) -------------------- */
-    if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, err)) != RT_OK)
+    /* ---- 1-2. boxes, codes, sorted (bvh_gpu_common.cu); the Morton kernel
+     *      frees the split slots (a memset launch less) --------------------- */
+    if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, b->a.slots,
+                             err)) != RT_OK)
         return st;
 
-    /* ---- 3. the clustering: free slots, then one walk ------------------------ */
-    CUDA_CHECK(err, cudaMemsetAsync(b->a.slots, 0xff, inner * sizeof(uint32_t), b->base.stream));
-    CUDA_CHECK(err, cudaMemsetAsync(b->flags, 0, inner * sizeof(uint32_t), b->base.stream));
+    /* ---- 3-4. the clustering, subtrees and nodes: one walk -------------------- */
     if ((st = rt_launch(log, "hploc_cluster", tris, block, 0, hploc_cluster_kernel, err, k->codes[1], k->ids[1],
-                        k->boxes, ctr, b->a, (uint32_t)p.radius, (uint32_t)p.threshold)) != RT_OK)
+                        k->boxes, ctr, b->a, b->nodes, (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
         return st;
 
-    /* ---- 4. bottom-up collapse; the radix tree's only when too deep ---------- */
-    for (int pass = 0; pass < 2; pass++)
-        if ((st = rt_launch(log, "hploc_collapse", tris, block, 0, hploc_collapse_kernel, err, pass, b->a, ctr,
-                            b->flags, b->subs, b->count, lp)) != RT_OK)
-            return st;
+    /* ---- 4'. the radix tree, only when the clustered one is too deep --------- */
+    if ((st = rt_launch(log, "hploc_fallback", tris, block, 0, hploc_fallback_kernel, err, k->codes[1], ctr, b->a,
+                        b->nodes, lp)) != RT_OK)
+        return st;
 
-    /* ---- 5. depth-first leaves, output nodes ---------------------------------- */
+    /* ---- 5. depth-first leaves, the nodes placed ------------------------------ */
     if ((st = rt_launch(log, "hploc_output", keys, block, 0, hploc_output_kernel, err, k->ids[1], k->boxes, ctr,
-                        b->a, b->subs, b->count, tri_count, b->tri_index, b->nodes, lp)) != RT_OK)
+                        (const uint2 *)b->a.up, tri_count, b->tri_index, b->nodes)) != RT_OK)
         return st;
 
     if ((st = bvh_build_end(&b->base, b->nodes, b->tri_index, b->cap, tri_count, (const float4 *)d_woop, d_bvh, err)) != RT_OK) return st;
@@ -423,7 +540,7 @@ extern "C" RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *st
         stats->morton_ms = bvh_entry_ms(log, "bvh_boxes") + bvh_entry_ms(log, "bvh_morton");
         stats->sort_ms = bvh_entry_ms(log, "bvh_sort");
         stats->cluster_ms = bvh_entry_ms(log, "hploc_cluster");
-        stats->collapse_ms = bvh_entry_ms(log, "hploc_collapse");
+        stats->fallback_ms = bvh_entry_ms(log, "hploc_fallback");
         stats->output_ms = bvh_entry_ms(log, "hploc_output");
     }
     const BvhCounters *c = b->base.h_ctr;

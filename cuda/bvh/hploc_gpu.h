@@ -3,8 +3,8 @@
  * the builder's stream, no host round trip: the LBVH's boxes, Morton codes
  * and CUB sort (bvh_gpu_common.cu), one kernel for the whole clustering
  * (Apetrei's bottom-up walk of the radix tree, PLOC inside a warp at each
- * large node), the bottom-up SAH collapse with atomic flags (and the depth
- * fallback, hploc.h), the output. The tree equals rt_hploc_build_cpu's
+ * large node, each merge finishing its subtree's SAH collapse and its
+ * node), the depth fallback (hploc.h) and the output. The tree equals rt_hploc_build_cpu's
  * node for node (tests/test_gpu_bvh.c).
  *
  * The API mirrors lbvh_gpu.h: plain C, opaque handle, never exits; buffers
@@ -27,9 +27,11 @@ typedef struct RtHplocGpuStats {
     /* per step: only when the build was given stats (each launch timed), else 0 */
     double morton_ms;      /* boxes, scene box and codes */
     double sort_ms;        /* CUB radix sort */
-    double cluster_ms;     /* the radix-tree walk with PLOC merges (hploc_cluster) */
-    double collapse_ms;    /* bottom-up boxes, SAH collapse, depth (and the fallback's pass) */
-    double output_ms;      /* depth-first leaf order and output nodes */
+    double cluster_ms;     /* the radix-tree walk with PLOC merges, each finishing its subtree (boxes,
+                              SAH collapse, depth) and node (hploc_cluster) */
+    double fallback_ms;    /* the radix tree's pass when the clustered one is too deep (else it
+                              returns at once) */
+    double output_ms;      /* depth-first leaf order, the nodes placed */
     uint32_t launches;
     uint32_t triangles, valid; /* input triangles; non-degenerate ones (read back) */
     uint32_t cluster_depth;    /* the clustered tree's depth once collapsed (read back) */

@@ -26,8 +26,9 @@
  *        So a radix node's clusters depend only on its children's: the
  *        tree is the same whichever walk gets where first.
  *   4.   bottom-up over the binary tree (one triangle per leaf): boxes and
- *        the LBVH's SAH leaf collapse (lbvh_merge_sub), with an atomic flag
- *        per node as the LBVH's step 4, and the tree's depth;
+ *        the LBVH's SAH leaf collapse (lbvh_merge_sub) and the tree's depth;
+ *        the CPU in a pass with an atomic counter per node (the LBVH's step
+ *        4), the GPU at each merge of step 3 (both clusters are finished);
  *   5.   the output (bvh_layout.h): leaves in depth-first order, so that a
  *        collapsed subtree's triangles are one range of tri_index
  *        (hploc_key_position), and every interior node written by the walk
@@ -48,8 +49,9 @@
  * collapsed tree's depth; above RT_BVH_MAX_DEPTH the build falls back to
  * the radix tree itself, whose depth is at most 62 (each level splits on a
  * lower bit of the 62-bit augmented key): it then equals the LBVH's tree
- * with the same collapse, and the statistics say it fell back. The walk of
- * step 3 records the radix tree's links for this (hploc_link_radix). */
+ * with the same collapse, and the statistics say it fell back. The CPU's
+ * walk of step 3 records the radix tree's links for this
+ * (hploc_link_radix); the GPU walks the radix tree again. */
 #ifndef RT_HPLOC_H
 #define RT_HPLOC_H
 
@@ -204,18 +206,38 @@ RT_HD uint32_t hploc_key_position(const uint32_t *parent, const uint32_t *child,
     return pos;
 }
 
+/* The output node merging clusters c[0] and c[1] (in depth-first order),
+ * whose subtrees are s[k] (a key's: lbvh_leaf_sub), before its place in
+ * the tree is known: the children's boxes, and for each child either its
+ * leaf, as the place of its first triangle counted from the node's own
+ * first (0, then s[0].count), or its interior id. hploc_node_place
+ * finishes it; the GPU writes this half at the merge, the other at the
+ * output. */
+RT_HD void hploc_node_links(const uint32_t c[2], const RtLbvhSub s[2], uint32_t n, RtBvhNode *out)
+{
+    for (int k = 0; k < 2; k++) {
+        const uint32_t index = s[k].as_leaf ? (k ? s[0].count : 0u) : c[k] - n;
+        bvh_set_child(out, k, s[k].box, s[k].as_leaf, index, s[k].as_leaf ? s[k].count : 0u);
+    }
+}
+
+/* hploc_node_links's node placed: `first` is the depth-first place of its
+ * leftmost key, so a collapsed child is the leaf from first on; an
+ * interior child is its output node. */
+RT_HD void hploc_node_place(RtBvhNode *out, uint32_t first, uint32_t root)
+{
+    for (int k = 0; k < 2; k++)
+        out->child[k] = bvh_child_is_leaf(out, k) ? first + out->child[k] : hploc_out_index(out->child[k], root);
+}
+
 /* Output node of interior id u from its children's subtrees s[k] (a key's:
  * lbvh_leaf_sub) and `first`, the depth-first place of its leftmost key:
  * a collapsed child is the leaf of its range, another its output node. */
 RT_HD void hploc_output_node(const uint32_t c[2], const RtLbvhSub s[2], uint32_t n, uint32_t root, uint32_t first,
                              RtBvhNode *out)
 {
-    uint32_t at = first;
-    for (int k = 0; k < 2; k++) {
-        const uint32_t index = s[k].as_leaf ? at : hploc_out_index(c[k] - n, root);
-        bvh_set_child(out, k, s[k].box, s[k].as_leaf, index, s[k].as_leaf ? s[k].count : 0u);
-        at += s[k].count;
-    }
+    hploc_node_links(c, s, n, out);
+    hploc_node_place(out, first, root);
 }
 
 #ifdef __cplusplus
