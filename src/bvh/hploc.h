@@ -80,7 +80,7 @@ typedef struct RtHplocParams {
                       many; 1..RT_HPLOC_MAX_THRESHOLD, default 16 = warp / 2 (Benthin et al. §4) */
     int max_leaf;  /* largest collapsed leaf, 1..RT_BVH_MAX_LEAF; default 8 (the LBVH's) */
     float c_trav;  /* SAH cost of an interior node; default 1.0 (the kd-tree's, kd_cpu.h) */
-    float c_isect; /* SAH cost per triangle; default 1.5 (the kd-tree's) */
+    float c_isect; /* SAH cost per triangle; default 1.5 (the kd-tree's own are kd_sah.h's) */
 } RtHplocParams;
 
 /* The LBVH's collapse rule (lbvh_merge_sub) with H-PLOC's costs. */

@@ -34,7 +34,7 @@ extern "C" {
 
 typedef struct RtLbvhParams {
     float c_trav;  /* SAH cost of an interior node; default 1.0 (the kd-tree's, kd_cpu.h) */
-    float c_isect; /* SAH cost per triangle; default 1.5 (the kd-tree's) */
+    float c_isect; /* SAH cost per triangle; default 1.5 (the kd-tree's own are kd_sah.h's) */
     int max_leaf;  /* largest collapsed leaf, 1..RT_BVH_MAX_LEAF; default 8; 1 = Karras's
                       one triangle per leaf */
 } RtLbvhParams;
