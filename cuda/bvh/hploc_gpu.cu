@@ -28,11 +28,11 @@
 /* Threads per block: a multiple of the warp size (the cluster kernel's
  * warps work as units). */
 static constexpr int kBlock = 256;
-/* The cluster kernel's blocks per multiprocessor: 8 (32 registers, ptxas
- * spills about 150 bytes a thread to L1) holds 2,048 threads per SM, so a
- * scene of 262K triangles walks in one wave on 132 SMs; unbounded it takes
- * 64 registers, a quarter of that. */
-static constexpr int kClusterMinBlocks = 8;
+/* The cluster kernel's blocks per multiprocessor: 4 (64 registers, no
+ * spills). Forcing 8 (32 registers) fits a 262K-triangle scene's walks in
+ * one wave, but the spills (about 150 bytes a thread) cost more than the
+ * wave saves (docs/bvh.md has the builds). */
+static constexpr int kClusterMinBlocks = 4;
 static constexpr unsigned kFull = 0xffffffffu;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
 /* info's top bit: the subtree is collapsed into one leaf (RtLbvhSub.as_leaf);
