@@ -28,7 +28,7 @@
 /* Threads per block: a multiple of the warp size (the cluster kernel's
  * warps work as units). */
 static constexpr int kBlock = 256;
-/* The cluster kernel's blocks per multiprocessor: 4 (64 registers, no
+/* The cluster kernel's blocks per multiprocessor: 4 (56 registers, no
  * spills). Forcing 8 (32 registers) fits a 262K-triangle scene's walks in
  * one wave, but the spills (about 150 bytes a thread) cost more than the
  * wave saves (docs/bvh.md has the builds). */
@@ -73,6 +73,26 @@ struct HplocSub {
     RtLbvhSub s;
 };
 
+/* A subtree's count-free word: its height, kCollapsed when one leaf. */
+__device__ __forceinline__ uint32_t sub_hl(const RtLbvhSub &s) { return s.height | (s.as_leaf ? kCollapsed : 0u); }
+
+/* A cluster from its stored parts (hl: sub_hl's word). */
+__device__ __forceinline__ HplocSub sub_make(uint32_t id, uint32_t max_key, const RtAabb &box, float cost,
+                                             uint32_t count, uint32_t hl)
+{
+    HplocSub c;
+    c.id = id;
+    c.max_key = max_key;
+    c.s.box = box;
+    c.s.cost = cost;
+    c.s.first = 0;
+    c.s.node = 0;
+    c.s.count = count;
+    c.s.as_leaf = (hl & kCollapsed) != 0;
+    c.s.height = hl & ~kCollapsed;
+    return c;
+}
+
 __device__ __forceinline__ void rec_store(uint4 *rec, const HplocSub &c)
 {
     const RtAabb &b = c.s.box;
@@ -88,18 +108,10 @@ __device__ __forceinline__ HplocSub sub_load(const HplocArrays &a, uint32_t n, u
 {
     const uint4 r0 = __ldcg(a.rec + 2 * (size_t)id), r1 = __ldcg(a.rec + 2 * (size_t)id + 1);
     const uint2 inf = id < n ? make_uint2(1u, kCollapsed) : __ldcg(a.info + (id - n));
-    HplocSub c;
-    c.id = id;
-    c.max_key = r1.w;
-    c.s.box.lo = v3(__uint_as_float(r0.x), __uint_as_float(r0.y), __uint_as_float(r0.z));
-    c.s.box.hi = v3(__uint_as_float(r0.w), __uint_as_float(r1.x), __uint_as_float(r1.y));
-    c.s.cost = __uint_as_float(r1.z);
-    c.s.first = 0;
-    c.s.node = 0;
-    c.s.count = inf.x;
-    c.s.as_leaf = (inf.y & kCollapsed) != 0;
-    c.s.height = inf.y & ~kCollapsed;
-    return c;
+    RtAabb box;
+    box.lo = v3(__uint_as_float(r0.x), __uint_as_float(r0.y), __uint_as_float(r0.z));
+    box.hi = v3(__uint_as_float(r0.w), __uint_as_float(r1.x), __uint_as_float(r1.y));
+    return sub_make(id, r1.w, box, __uint_as_float(r1.z), inf.x, inf.y);
 }
 
 /* Release and acquire between warps of the launch: a device-scope
@@ -125,7 +137,7 @@ __device__ __forceinline__ HplocSub merge_create(const HplocArrays &a, RtBvhNode
     m.max_key = max(lower.max_key, upper.max_key);
     m.s = lbvh_merge_sub(lower.s, upper.s, &lp);
     rec_store(a.rec, m);
-    a.info[u] = make_uint2(m.s.count, m.s.height | (m.s.as_leaf ? kCollapsed : 0u));
+    a.info[u] = make_uint2(m.s.count, sub_hl(m.s));
     a.up[lower.id] = make_uint2(m.id, 0u);
     a.up[upper.id] = make_uint2(m.id, lower.s.count);
     const uint32_t c[2] = {lower.id, upper.id};
@@ -205,23 +217,13 @@ __device__ __forceinline__ void slot_put(HplocSlots *sh, uint32_t slot, const Hp
     sh->id[slot] = c.id;
     sh->max_key[slot] = c.max_key;
     sh->count[slot] = c.s.count;
-    sh->hl[slot] = c.s.height | (c.s.as_leaf ? kCollapsed : 0u);
+    sh->hl[slot] = sub_hl(c.s);
     sh->cost[slot] = c.s.cost;
 }
 
 __device__ __forceinline__ HplocSub slot_get(const HplocSlots *sh, uint32_t slot, const RtAabb &box)
 {
-    HplocSub c;
-    c.id = sh->id[slot];
-    c.max_key = sh->max_key[slot];
-    c.s.box = box;
-    c.s.cost = sh->cost[slot];
-    c.s.first = 0;
-    c.s.count = sh->count[slot];
-    c.s.node = 0;
-    c.s.as_leaf = (sh->hl[slot] & kCollapsed) != 0;
-    c.s.height = sh->hl[slot] & ~kCollapsed;
-    return c;
+    return sub_make(sh->id[slot], sh->max_key[slot], box, sh->cost[slot], sh->count[slot], sh->hl[slot]);
 }
 
 __device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return b < a ? b : a; }

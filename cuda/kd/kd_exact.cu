@@ -803,6 +803,21 @@ static RtStatus ex_cub(KdExact *x, RtLaunchLog *log, const char *name, cudaStrea
     return rt_launch_end(log, entry, slot, err);
 }
 
+/* CUB's exclusive sum of f(0) .. f(items - 1) into out[0 .. items) (f: a
+ * functor of the position; its last item a zero, so out[items - 1] is the
+ * total), through ex_cub. */
+template <typename F, typename T>
+static RtStatus ex_count_scan(KdExact *x, RtLaunchLog *log, const char *name, cudaStream_t stream, F f, T *out,
+                              size_t items, RtError *err)
+{
+    auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0), f);
+    return ex_cub(x, log, name, stream,
+                  [&](void *tmp, size_t &bytes) {
+                      return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)items, stream);
+                  },
+                  err);
+}
+
 #define ARR(x, i, T) ((T *)(x)->arr[i].p)
 
 RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts, const float4 *woop, uint32_t n,
@@ -842,15 +857,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     if ((st = rt_launch(log, "ex_tri_boxes", EX_GRID(n), dim3(EX_BLOCK), 0, ex_tri_boxes, err, verts, woop, n, valid,
                         d_bounds)) != RT_OK)
         return st;
-    {
-        auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0), ExValid{valid, n});
-        if ((st = ex_cub(x, log, "ex_scan_valid", stream,
-                         [&](void *tmp, size_t &bytes) {
-                             return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, vscan, (int)n + 1, stream);
-                         },
-                         err)) != RT_OK)
-            return st;
-    }
+    if ((st = ex_count_scan(x, log, "ex_scan_valid", stream, ExValid{valid, n}, vscan, (size_t)n + 1, err)) != RT_OK)
+        return st;
     CUDA_CHECK(err, cudaMemcpyAsync(x->h_valid, vscan + n, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(err, cudaMemcpyAsync(x->h_bounds, d_bounds, 6 * sizeof(int), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(err, cudaStreamSynchronize(stream));
@@ -985,17 +993,9 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         L.level = level;
         L.k = rules;
 
-        if (E) {
-            auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
-                                                      ExTypeCount{L.ev[0], L.ev[1], L.ev[2], E});
-            u64 *out = ARR(x, X_SCAN_TYPES, u64);
-            if ((st = ex_cub(x, log, "ex_scan_types", stream,
-                             [&](void *tmp, size_t &bytes) {
-                                 return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)(3 * E + 1), stream);
-                             },
-                             err)) != RT_OK)
-                return st;
-        }
+        if (E && (st = ex_count_scan(x, log, "ex_scan_types", stream, ExTypeCount{L.ev[0], L.ev[1], L.ev[2], E},
+                                     ARR(x, X_SCAN_TYPES, u64), (size_t)3 * E + 1, err)) != RT_OK)
+            return st;
         CUDA_CHECK(err, cudaMemsetAsync(L.best, 0xff, (size_t)N * 8, stream));
         CUDA_CHECK(err, cudaMemsetAsync(L.n_strad, 0, 4, stream));
         if ((st = rt_launch(log, "ex_best", EX_GRID(E), dim3(EX_BLOCK), 0, ex_best, err, L)) != RT_OK ||
@@ -1069,14 +1069,9 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
             if ((st = rt_launch(log, "ex_refs_scatter", EX_GRID(R), dim3(EX_BLOCK), 0, ex_refs_scatter, err, L)) !=
                 RT_OK)
                 return st;
-            auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
-                                                      ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, E});
-            u64 *out = ARR(x, X_SCAN_SIDES, u64);
-            if ((st = ex_cub(x, log, "ex_scan_sides", stream,
-                             [&](void *tmp, size_t &bytes) {
-                                 return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)(3 * E + 1), stream);
-                             },
-                             err)) != RT_OK)
+            if ((st = ex_count_scan(x, log, "ex_scan_sides", stream,
+                                    ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, E}, ARR(x, X_SCAN_SIDES, u64),
+                                    (size_t)3 * E + 1, err)) != RT_OK)
                 return st;
             if (!p->exact_clip) {
                 if ((st = rt_launch(log, "ex_events_scatter", EX_GRID((size_t)3 * E), dim3(EX_BLOCK), 0,

@@ -1,7 +1,7 @@
 /* trace_bvh.cuh — the BVH traversal loop of the GPU tracer (bvh_layout.h),
  * shared by the kernels (trace.cu) and the host emulation (trace_emu.cu),
  * beside trace_ray.cuh's kd-tree loop. Include it after trace_ray.cuh (it
- * uses its RT_TRACE_FN, TRACE_EPS_SCALE, TRACE_MAX_VISITS and Prims).
+ * uses its RT_TRACE_FN, TRACE_EPS_SCALE, TRACE_MAX_VISITS, take_hit and Prims).
  *
  * Aila & Laine 2009's traversal of their node layout: one 64-byte node
  * gives both children's boxes, both are slab-tested, the nearer child is
@@ -180,13 +180,7 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                     id = pr.index(&bv.index[k]);
                     if (!pr.isect(kIsect, id, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;
                 }
-                if (ht == best.t && id > best.tri) continue;
-                if (!pr.alpha(id, hu, hv)) continue;
-                best.t = ht;
-                best.u = hu;
-                best.v = hv;
-                best.tri = id;
-                if (any) break;
+                if (take_hit(pr, best, id, ht, hu, hv) && any) break;
             }
             if (any && best.tri != RT_NO_HIT) break;
             pos = bvh_pop(stk, sp, best.t);

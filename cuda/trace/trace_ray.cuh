@@ -152,6 +152,22 @@ RT_TRACE_FN static bool warp_any(const Prims &pr, bool x)
     return kPacket ? pr.any(x) : x;
 }
 
+/* A triangle's hit (id at t, u, v) offered to the best so far, in the
+ * layouts' tie rule (the closer, then the lower triangle id) and through
+ * the cut-out test: true when it became the best. Every walk's leaf loop
+ * (this file's and trace_bvh.cuh's) takes its hits here. */
+template <class Prims>
+RT_TRACE_FN static bool take_hit(const Prims &pr, RtHit &best, uint32_t id, float t, float u, float v)
+{
+    if (t == best.t && id > best.tri) return false;
+    if (!pr.alpha(id, u, v)) return false;
+    best.t = t;
+    best.u = u;
+    best.v = v;
+    best.tri = id;
+    return true;
+}
+
 /* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. In packet
  * mode every lane of the warp must call this together (a lane without a ray
  * passes live = false). steps (may be NULL) += nodes visited. */
@@ -375,13 +391,7 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
                         float tcap = fminf(best.t, hi + eps);
                         if (!pr.isect(kIsect, id, o, d, tmin, tcap, &t, &u, &v)) continue;
                         if (t < lo - eps) continue;
-                        if (t == best.t && id > best.tri) continue;
-                        if (!pr.alpha(id, u, v)) continue;
-                        best.t = t;
-                        best.u = u;
-                        best.v = v;
-                        best.tri = id;
-                        if (any) break;
+                        if (take_hit(pr, best, id, t, u, v) && any) break;
                     }
                 }
             }
