@@ -478,6 +478,45 @@ static void gpu_kd_rebuild_reuses_buffers(void **state)
     free_scene(&b);
 }
 
+/* The first build's buffers come from estimates; the next build allocates
+ * what the first needed (with slack), and builds after that keep them: a
+ * moving scene never reallocates frame after frame, every tree valid. */
+static void gpu_kd_buffers_fit_the_tree(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtTriArrays t = make_scene(SC_GRID, quick() ? 5000 : 40000, 93);
+    RtError err = {0};
+    RtFloat4 *dv = NULL, *dw = NULL;
+    assert_int_equal(rt_kd_gpu_upload_f4(t.verts, 3 * (size_t)t.count, &dv, &err), RT_OK);
+    assert_int_equal(rt_kd_gpu_upload_f4(t.woop, 3 * (size_t)t.count, &dw, &err), RT_OK);
+    /* a fresh builder: the fixture's has seen other scenes */
+    RtKdGpu *kd = NULL;
+    assert_int_equal(rt_kd_gpu_create(&kd, &err), RT_OK);
+    RtKdGpuParams p = rt_kd_gpu_params_default();
+    uint64_t bytes[4];
+    for (int k = 0; k < 4; k++) {
+        RtKdTree dtree, h;
+        RtKdGpuStats st;
+        assert_int_equal(rt_kd_gpu_build(kd, &p, dv, dw, t.count, &dtree, &st, &err), RT_OK);
+        bytes[k] = st.device_bytes;
+        print_message("build %d: %.2f MiB of device arrays, %u nodes, %u references, rebuilds %u\n", k,
+                      st.device_bytes / 1048576.0, st.nodes, st.references, st.rebuilds);
+        assert_true(st.device_bytes > 0);
+        if (k > 0) assert_int_equal(st.rebuilds, 0);
+        assert_int_equal(rt_kd_gpu_download(&dtree, &h, &err), RT_OK);
+        assert_int_equal(rt_kd_validate_flags(&h, &t, RT_KD_VALIDATE_LOOSE_REFS, &err), RT_OK);
+        if (k == 1 || k == 3) assert_int_equal(compare_rays(&h, &t, quick() ? 300 : 2000, 94 + k), 0);
+        rt_kd_tree_free(&h);
+    }
+    assert_true(bytes[1] <= bytes[0]); /* the estimates are for the worst case */
+    assert_true(bytes[2] == bytes[1] && bytes[3] == bytes[1]);
+    rt_kd_gpu_destroy(kd);
+    rt_kd_gpu_free(dv);
+    rt_kd_gpu_free(dw);
+    free_scene(&t);
+}
+
 /* Implementation II with the fused small stage keeps every loop bound on the
  * device: the host waits once per build (the final counters), and a build is
  * a handful of launches; Implementation I still reads each level back. */
@@ -564,6 +603,7 @@ int main(void)
         cmocka_unit_test(gpu_kd_exact_builder),
         cmocka_unit_test(gpu_kd_every_variant_valid),
         cmocka_unit_test(gpu_kd_rebuild_reuses_buffers),
+        cmocka_unit_test(gpu_kd_buffers_fit_the_tree),
         cmocka_unit_test(gpu_kd_default_build_waits_once),
         cmocka_unit_test(gpu_kd_async_build_finishes_later),
     };

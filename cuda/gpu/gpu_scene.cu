@@ -23,7 +23,6 @@ struct RtGpuScene {
     uint32_t *d_mat;
     RtGpuMaterial *d_mats;
     RtLight *d_lights;
-    RtFloat4 *d_staging;        /* host-vertex uploads of update_tris */
     uint32_t tri_cap;
     /* textures */
     cudaMipmappedArray_t *arrays;
@@ -61,11 +60,15 @@ extern "C" RtStatus rt_gpu_scene_update_tris(RtGpuScene *gs, const RtFloat4 *ver
                        "TRACE: update_tris got %u triangles, the scene has %u (the shading "
                        "data is per triangle)", count, gs->view.tri_count);
     if (count == 0) return RT_OK;
+    /* Host vertices go straight into the scene's vertex array (the copy is
+     * ordered on the default stream after the previous frame's builds and
+     * traces, which every stage joins back into it), and the Woop rows are
+     * made from them in place: no staging copy of 48 bytes a triangle. */
     const RtFloat4 *src = verts;
     if (!verts_on_device) {
-        CUDA_CHECK(err, cudaMemcpy(gs->d_staging, verts, (size_t)count * 3 * sizeof(RtFloat4),
+        CUDA_CHECK(err, cudaMemcpy(gs->d_verts, verts, (size_t)count * 3 * sizeof(RtFloat4),
                                    cudaMemcpyHostToDevice));
-        src = gs->d_staging;
+        src = gs->d_verts;
     }
     dim3 blocks((count + kWoopBlock - 1) / kWoopBlock);
     return rt_launch(&gs->log, "woop_rows", blocks, dim3(kWoopBlock), 0, woop_rows_kernel, err,
@@ -195,8 +198,7 @@ static RtStatus scene_fill(RtGpuScene *gs, const RtScene *s, RtError *err)
         size_t bytes = ((size_t)n * 3 + 1) * sizeof(RtFloat4);
         const char *what = "the scene's triangle arrays";
         if ((st = rt_gpu_alloc((void **)&gs->d_verts, bytes, what, err)) != RT_OK ||
-            (st = rt_gpu_alloc((void **)&gs->d_woop, bytes, what, err)) != RT_OK ||
-            (st = rt_gpu_alloc((void **)&gs->d_staging, bytes, what, err)) != RT_OK)
+            (st = rt_gpu_alloc((void **)&gs->d_woop, bytes, what, err)) != RT_OK)
             goto out;
     }
     gs->view.verts = gs->d_verts;
@@ -264,7 +266,6 @@ extern "C" void rt_gpu_scene_destroy(RtGpuScene *gs)
     cudaFree(gs->d_mat);
     cudaFree(gs->d_mats);
     cudaFree(gs->d_lights);
-    cudaFree(gs->d_staging);
     cudaFree(gs->d_counters);
     rt_launch_log_destroy(&gs->log);
     free(gs);

@@ -62,9 +62,11 @@ struct RtKdGpu {
     double t0;
     int fresh; /* h_ctr already holds the final counters (a host-driven schedule) */
     RtKdGpuStats st;
-    /* capacities in elements; grown by 2x when a build overflows them */
+    /* capacities in elements: estimated from the triangle count, grown
+     * when a build overflows them, fitted to what finished builds needed */
     uint32_t ref_cap, active_cap, chunk_cap, sroot_cap, sref_cap, snode_cap;
     uint32_t node_cap, leaf_cap, index_cap;
+    uint32_t caps_tris; /* the triangle count the capacities were estimated for (+1; 0: none yet) */
     int sms; /* multiprocessors: grids of the persistent and queue-driven kernels */
     /* the exact SAH builder (RT_KD_GPU_BUILDER_EXACT), made at its first use */
     KdExact *exact;
@@ -72,10 +74,14 @@ struct RtKdGpu {
     RtKdTree exact_tree;
 };
 
+/* Exactly `bytes`: grown, or given back when the capacities were fitted
+ * down to a smaller tree or a variant no longer uses the array. Never frame
+ * after frame: the capacities move only by kd_grow_caps and kd_fit_caps,
+ * whose bands keep them still while a scene moves. */
 static RtStatus kd_reserve(KdArr *a, size_t bytes, RtError *err)
 {
     if (bytes == 0) bytes = 16;
-    if (a->bytes >= bytes) return RT_OK;
+    if (a->bytes == bytes) return RT_OK;
     if (a->p) cudaFree(a->p);
     a->p = NULL;
     a->bytes = 0;
@@ -141,42 +147,110 @@ static uint32_t kd_cap(size_t want)
     return want > RT_KD_MAX_INDEX ? RT_KD_MAX_INDEX : (uint32_t)want;
 }
 
-/* First-build capacities from the triangle count; later builds keep (and
- * only grow) them. */
-static void kd_initial_caps(RtKdGpu *g, uint32_t n)
-{
-    size_t N = n ? n : 1;
-    uint32_t ref = kd_cap(3 * N + 4096), sref = kd_cap(2 * N + 4096), node = kd_cap(3 * N + 4096);
-    if (g->ref_cap < ref) g->ref_cap = ref;
-    if (g->active_cap < kd_cap(N / 32 + 1024)) g->active_cap = kd_cap(N / 32 + 1024);
-    if (g->sroot_cap < kd_cap(N / 8 + 1024)) g->sroot_cap = kd_cap(N / 8 + 1024);
-    if (g->sref_cap < sref) g->sref_cap = sref;
-    if (g->snode_cap < sref) g->snode_cap = sref;
-    if (g->node_cap < node) g->node_cap = node;
-    if (g->leaf_cap < node / 2 + 1) g->leaf_cap = node / 2 + 1;
-    if (g->index_cap < kd_cap(4 * N + 4096)) g->index_cap = kd_cap(4 * N + 4096);
-    g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
-}
-
-static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
-{
-    if (ovf & KD_OVF_NODES) g->node_cap = kd_cap(2 * (size_t)g->node_cap);
-    if (ovf & KD_OVF_LEAVES) g->leaf_cap = kd_cap(2 * (size_t)g->leaf_cap);
-    if (ovf & KD_OVF_INDEX) g->index_cap = kd_cap(2 * (size_t)g->index_cap);
-    if (ovf & KD_OVF_REFS) g->ref_cap = kd_cap(2 * (size_t)g->ref_cap);
-    if (ovf & KD_OVF_ACTIVE) g->active_cap = kd_cap(2 * (size_t)g->active_cap);
-    if (ovf & KD_OVF_SROOTS) g->sroot_cap = kd_cap(2 * (size_t)g->sroot_cap);
-    if (ovf & KD_OVF_SREFS) g->sref_cap = kd_cap(2 * (size_t)g->sref_cap);
-    if (ovf & KD_OVF_SNODES) g->snode_cap = kd_cap(2 * (size_t)g->snode_cap);
-    g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
-    if (ovf & KD_OVF_CHUNKS) g->chunk_cap = kd_cap(2 * (size_t)g->chunk_cap);
-}
-
 /* Zhou's level-by-level small stage (a launch and a read-back per level)
  * rather than the fused one-launch stage. */
 static int kd_small_levels(const RtKdGpuParams *p)
 {
     return !p->small_fused && p->small_mode != RT_KD_GPU_SMALL_NONE;
+}
+
+/* First-build capacities from the triangle count. Later builds of as many
+ * triangles keep the capacities the earlier ones grew or fitted. */
+static void kd_initial_caps(RtKdGpu *g, uint32_t n)
+{
+    if (g->caps_tris == n + 1u) return;
+    g->caps_tris = n + 1u;
+    size_t N = n ? n : 1;
+    g->ref_cap = kd_cap(3 * N + 4096);
+    g->active_cap = kd_cap(N / 32 + 1024);
+    g->sroot_cap = kd_cap(N / 8 + 1024);
+    g->sref_cap = g->snode_cap = kd_cap(2 * N + 4096);
+    g->node_cap = kd_cap(3 * N + 4096);
+    g->leaf_cap = g->node_cap / 2 + 1;
+    g->index_cap = kd_cap(4 * N + 4096);
+    g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
+}
+
+/* Room for `need` elements and a quarter more: the tree of a moving scene
+ * changes size from frame to frame, and every overflow costs a build. */
+static uint32_t kd_slack(uint64_t need)
+{
+    return kd_cap(need + need / 4 + 4096);
+}
+
+/* What each buffer was asked for by the last build (KdCounters: the
+ * allocation counters go on counting past a full buffer, so after an
+ * overflow they hold at least the overflowing level's demand). */
+typedef struct KdNeeds {
+    uint64_t refs, active, chunks, sroots, srefs, snodes, nodes, leaves, index;
+} KdNeeds;
+
+static KdNeeds kd_needs(const KdCounters *h)
+{
+    KdNeeds n;
+    memset(&n, 0, sizeof n);
+    for (int l = 0; l <= KD_MAX_LEVELS; l++) {
+        if (h->level_refs[l] > n.refs) n.refs = h->level_refs[l];
+        if (h->level_active[l] > n.active) n.active = h->level_active[l];
+        if (h->level_chunks[l] > n.chunks) n.chunks = h->level_chunks[l];
+        if (h->small_active[l] > n.snodes) n.snodes = h->small_active[l];
+    }
+    n.sroots = h->small_roots;
+    n.srefs = h->small_refs;
+    n.nodes = h->nodes;
+    n.leaves = h->leaf_index >> 32;
+    n.index = h->leaf_index & 0xffffffffu;
+    return n;
+}
+
+/* After an overflow: at least twice the capacity, and at least the demand
+ * the counters saw with slack, so a buffer far too small (a tree much
+ * larger than the estimate) is right after one rebuild, not after several doublings. */
+static void kd_grow(uint32_t *cap, uint64_t need)
+{
+    const uint32_t twice = kd_cap(2 * (size_t)*cap), want = kd_slack(need);
+    *cap = twice > want ? twice : want;
+}
+
+static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
+{
+    const KdNeeds n = kd_needs(g->h_ctr);
+    if (ovf & KD_OVF_NODES) kd_grow(&g->node_cap, n.nodes);
+    if (ovf & KD_OVF_LEAVES) kd_grow(&g->leaf_cap, n.leaves);
+    if (ovf & KD_OVF_INDEX) kd_grow(&g->index_cap, n.index);
+    if (ovf & KD_OVF_REFS) kd_grow(&g->ref_cap, n.refs);
+    if (ovf & KD_OVF_ACTIVE) kd_grow(&g->active_cap, n.active);
+    if (ovf & KD_OVF_SROOTS) kd_grow(&g->sroot_cap, n.sroots);
+    if (ovf & KD_OVF_SREFS) kd_grow(&g->sref_cap, n.srefs);
+    if (ovf & KD_OVF_SNODES) kd_grow(&g->snode_cap, n.snodes);
+    const uint32_t chunks = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
+    if (g->chunk_cap < chunks) g->chunk_cap = chunks;
+    if (ovf & KD_OVF_CHUNKS) kd_grow(&g->chunk_cap, n.chunks);
+}
+
+/* A capacity more than 1.5x what the finished build needed (with slack)
+ * comes down to that: the first build's estimates and the overflows'
+ * doublings overshoot, and at 12M triangles the excess is gigabytes. The
+ * band between the slack and 1.5x it keeps a moving scene's buffers as they
+ * are from frame to frame. */
+static void kd_fit(uint32_t *cap, uint64_t need)
+{
+    const uint32_t want = kd_slack(need);
+    if ((uint64_t)*cap * 2 > 3ull * want) *cap = want;
+}
+
+static void kd_fit_caps(RtKdGpu *g, const RtKdGpuParams *p)
+{
+    const KdNeeds n = kd_needs(g->h_ctr);
+    kd_fit(&g->ref_cap, n.refs);
+    kd_fit(&g->active_cap, n.active);
+    kd_fit(&g->chunk_cap, n.chunks);
+    kd_fit(&g->sroot_cap, n.sroots);
+    kd_fit(&g->sref_cap, n.srefs);
+    if (kd_small_levels(p)) kd_fit(&g->snode_cap, n.snodes); /* unused (0) by the fused small stage */
+    kd_fit(&g->node_cap, n.nodes);
+    kd_fit(&g->leaf_cap, n.leaves);
+    kd_fit(&g->index_cap, n.index);
 }
 
 static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdBufs *b, RtError *err)
@@ -598,7 +672,12 @@ extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpu
     s->triangles = g->tri_count;
     s->valid_triangles = h->valid;
     kd_stats_kernels(g, s);
+    s->device_bytes = 0;
+    for (int i = 0; i < A_COUNT; i++) s->device_bytes += g->arr[i].bytes;
     if (stats) *stats = *s;
+    /* the next build allocates what this one needed (this tree's arrays
+     * stay as they are until then) */
+    kd_fit_caps(g, &g->p);
     return RT_OK;
 }
 

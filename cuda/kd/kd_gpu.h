@@ -103,6 +103,7 @@ typedef struct RtKdGpuStats {
     uint32_t large_levels, small_levels;
     uint32_t rebuilds;     /* builds repeated after growing an overflowed buffer */
     uint32_t nodes, leaves, references, triangles, valid_triangles;
+    uint64_t device_bytes; /* the builder's device arrays during this build (scratch and the tree) */
     RtKdGpuStageStats kernels[48];
     int kernel_count;
     /* Per large level (the first RT_KD_GPU_PROFILE_LEVELS): active nodes,

@@ -121,6 +121,9 @@ static void print_frame(const RtOptions *o, int f, const RtFrameStats *fs, const
                "%llu references, %.2f tris/leaf, SAH cost %.3f\n",
                fs->backend == RT_BACKEND_GPU ? "GPU" : "CPU", ks->triangles, ks->degenerate, ks->nodes, ks->leaves,
                ks->empty_leaves, ks->depth, (unsigned long long)ks->references, ks->avg_tris_per_leaf, ks->sah_cost);
+        if (fs->kd_gpu)
+            printf("  kd builder: %.1f MiB of device arrays (scratch and tree), %u rebuilds after an overflow\n",
+                   fs->kd_gpu->device_bytes / 1048576.0, fs->kd_gpu->rebuilds);
     }
 }
 
