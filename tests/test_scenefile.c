@@ -1313,7 +1313,7 @@ static void scenefile_animate_errors_name_the_line(void **state)
     assert_bad(state, "box\nrunners 100\nrunners 29\n", RT_ERR_PARSE, 3, "at most 128 runners in all");
     assert_bad(state, "field\n", RT_ERR_PARSE, 1, "expected an integer count 0..40000 after 'field'");
     assert_bad(state, "field 40001\n", RT_ERR_PARSE, 1, "found '40001'");
-    assert_bad(state, "wavegrid 20000000\n", RT_ERR_PARSE, 1, "expected an integer triangle count 2..10485760");
+    assert_bad(state, "wavegrid 30000000\n", RT_ERR_PARSE, 1, "expected an integer triangle count 2..25165824");
     assert_bad(state, "wavegrid 1\n", RT_ERR_PARSE, 1, "expected an integer triangle count 2..");
     assert_bad(state, "wavegrid 0\n", RT_ERR_PARSE, 1, "found '0'");
     assert_bad(state, "wavegrid 100 x\n", RT_ERR_PARSE, 1, "expected the end of the line");

@@ -31,7 +31,7 @@ typedef struct RtLoadLimits {
     /* Triangles the runners, field and wavegrid statements of one load may
      * add, included files counted: 32M (about 10 GB of host memory for a
      * frame), so each statement can reach its own cap (128 runners = 10.0M,
-     * field 40000 = 10.8M, wavegrid 10.5M) in one file. */
+     * field 40000 = 10.8M, wavegrid 25.2M) in one file. */
     uint64_t procedural_tris;
     /* Vertex poses one morph may store: 64M (~1.5 GB). */
     uint64_t morph_poses;

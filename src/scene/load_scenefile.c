@@ -1086,12 +1086,13 @@ static RtStatus st_time(SceneCtx *c, SceneLine *L)
 }
 
 /* What one file may ask of the procedural statements: about 10M triangles
- * each, the benchmark's largest scene (rt_scene_add_runners and friends
- * take more through the API). A file is text anyone can hand over (or a
- * fuzzer write): "runners 4096" would want 320M triangles. */
+ * each, the benchmark's large scenes, and a 25M grid for the scaling sweep's
+ * 20M point (rt_scene_add_runners and friends take more through the API). A
+ * file is text anyone can hand over (or a fuzzer write): "runners 4096"
+ * would want 320M triangles. */
 #define SCENE_RUNNERS_MAX 128      /* x 78,224 = 10.0M triangles */
 #define SCENE_FIELD_MAX 40000      /* ~270 triangles an object: 10.8M */
-#define SCENE_WAVE_MAX (10u << 20) /* 10.5M triangles */
+#define SCENE_WAVE_MAX (24u << 20) /* 25.2M triangles */
 
 /* Refuses a procedural statement that would take the triangles of this
  * load's procedural statements past RtLoadLimits.procedural_tris. */
