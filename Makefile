@@ -217,6 +217,17 @@ bench:
 	@$(MAKE) --no-print-directory all
 	@env BENCH_OUT=$(BENCH_OUT) RTVIEWER=./rtviewer $(BENCH_ARGS) bash tests/bench/run.sh
 
+# build ms, references and frame ms against triangle count, 0.1M .. 20M
+# (tests/bench/scaling.sh, issues 20 and 21): the wavy grid and the Sponza
+# city per structure, the peer H-PLOC builder when .peers/nexus is there;
+# table and plots spliced between docs/benchmarks.md's scaling:begin/end
+# markers. Same BENCH_ARGS; results in $(BENCH_OUT)/scaling.
+.PHONY: scaling
+scaling:
+	@sh tests/deps.sh $(DEB_BENCH) || echo "scaling: no gnuplot: tables only, no plots"
+	@$(MAKE) --no-print-directory all
+	@env BENCH_OUT=$(BENCH_OUT)/scaling RTVIEWER=./rtviewer $(BENCH_ARGS) bash tests/bench/scaling.sh
+
 # Every configuration's folder (build/ext, the unpacked assets, included).
 clean:
 	rm -rf build build-san build-debug build-san-debug $(wildcard build*-noassimp) $(filter-out build build-san build-debug build-san-debug,$(BUILD)) rtviewer
