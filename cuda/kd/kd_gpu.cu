@@ -160,14 +160,19 @@ static void kd_initial_caps(RtKdGpu *g, uint32_t n)
 {
     if (g->caps_tris == n + 1u) return;
     g->caps_tris = n + 1u;
+    /* per triangle, a little above what Sponza, the 12M city and the 10M
+     * grid need with the default parameters (C_i 0.5): largest large-stage
+     * level 2.4 / 2.4 / 2.7 references, small-stage references 2.2 / 2.2 /
+     * 1.5, nodes 1.8 / 1.7 / 1.1, leaves half the nodes, tree references
+     * 3.9 / 4.1 / 1.5; small roots and active nodes far fewer */
     size_t N = n ? n : 1;
     g->ref_cap = kd_cap(3 * N + 4096);
     g->active_cap = kd_cap(N / 32 + 1024);
     g->sroot_cap = kd_cap(N / 8 + 1024);
-    g->sref_cap = g->snode_cap = kd_cap(2 * N + 4096);
-    g->node_cap = kd_cap(3 * N + 4096);
+    g->sref_cap = g->snode_cap = kd_cap(5 * N / 2 + 4096);
+    g->node_cap = kd_cap(2 * N + 4096);
     g->leaf_cap = g->node_cap / 2 + 1;
-    g->index_cap = kd_cap(4 * N + 4096);
+    g->index_cap = kd_cap(9 * N / 2 + 4096);
     g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
 }
 
@@ -203,13 +208,13 @@ static KdNeeds kd_needs(const KdCounters *h)
     return n;
 }
 
-/* After an overflow: at least twice the capacity, and at least the demand
- * the counters saw with slack, so a buffer far too small (a tree much
- * larger than the estimate) is right after one rebuild, not after several doublings. */
+/* After an overflow: the demand the counters saw with slack, and at least
+ * half as much again as before (a level after the overflowing one, which
+ * the build never reached, may ask for more). */
 static void kd_grow(uint32_t *cap, uint64_t need)
 {
-    const uint32_t twice = kd_cap(2 * (size_t)*cap), want = kd_slack(need);
-    *cap = twice > want ? twice : want;
+    const uint32_t more = kd_cap(3 * (size_t)*cap / 2), want = kd_slack(need);
+    *cap = more > want ? more : want;
 }
 
 static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
@@ -228,15 +233,15 @@ static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
     if (ovf & KD_OVF_CHUNKS) kd_grow(&g->chunk_cap, n.chunks);
 }
 
-/* A capacity more than 1.5x what the finished build needed (with slack)
+/* A capacity more than 1.2x what the finished build needed (with slack)
  * comes down to that: the first build's estimates and the overflows'
- * doublings overshoot, and at 12M triangles the excess is gigabytes. The
- * band between the slack and 1.5x it keeps a moving scene's buffers as they
- * are from frame to frame. */
+ * growth overshoot, and at 12M triangles the excess is gigabytes. The band
+ * between the slack and 1.2x it keeps a moving scene's buffers as they are
+ * from frame to frame (its tree would have to shrink by a sixth). */
 static void kd_fit(uint32_t *cap, uint64_t need)
 {
     const uint32_t want = kd_slack(need);
-    if ((uint64_t)*cap * 2 > 3ull * want) *cap = want;
+    if ((uint64_t)*cap * 5 > 6ull * want) *cap = want;
 }
 
 static void kd_fit_caps(RtKdGpu *g, const RtKdGpuParams *p)
