@@ -258,18 +258,22 @@ static void kd_fit_caps(RtKdGpu *g, const RtKdGpuParams *p)
     kd_fit(&g->index_cap, n.index);
 }
 
-static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdBufs *b, RtError *err)
+static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, const KdConf *c, uint32_t n, KdBufs *b,
+                             RtError *err)
 {
     size_t N = n ? n : 1;
     const int levels = kd_small_levels(p);
+    /* the third list only for the dataflow schedule (KD_LISTS) */
+    const int lists = c->dataflow ? 3 : 2;
+    const size_t third = lists == 3;
     struct { int id; size_t bytes; } want[] = {
         {A_TRI_LO, N * sizeof(float4)}, {A_TRI_HI, N * sizeof(float4)},
         {A_REFS0, g->ref_cap * sizeof(uint32_t)}, {A_REFS1, g->ref_cap * sizeof(uint32_t)},
-        {A_REFS2, g->ref_cap * sizeof(uint32_t)},
+        {A_REFS2, third * g->ref_cap * sizeof(uint32_t)},
         {A_ACT0, g->active_cap * sizeof(KdLargeNode)}, {A_ACT1, g->active_cap * sizeof(KdLargeNode)},
-        {A_ACT2, g->active_cap * sizeof(KdLargeNode)},
+        {A_ACT2, third * g->active_cap * sizeof(KdLargeNode)},
         {A_CH0, g->chunk_cap * sizeof(uint2)}, {A_CH1, g->chunk_cap * sizeof(uint2)},
-        {A_CH2, g->chunk_cap * sizeof(uint2)},
+        {A_CH2, third * g->chunk_cap * sizeof(uint2)},
         {A_CHBOX, p->chang_c ? 0 : g->chunk_cap * sizeof(RtAabb)},
         {A_FLAGS, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
         {A_SCAN, p->chang_a ? 0 : (2 * (size_t)g->ref_cap + 1) * sizeof(uint32_t)},
@@ -278,8 +282,8 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         {A_RHI0, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float2) : 0},
         {A_RLO1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
         {A_RHI1, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float2) : 0},
-        {A_RLO2, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float4) : 0},
-        {A_RHI2, p->assoc == RT_KD_GPU_CLIP ? g->ref_cap * sizeof(float2) : 0},
+        {A_RLO2, p->assoc == RT_KD_GPU_CLIP ? third * g->ref_cap * sizeof(float4) : 0},
+        {A_RHI2, p->assoc == RT_KD_GPU_CLIP ? third * g->ref_cap * sizeof(float2) : 0},
         {A_SROOTS, g->sroot_cap * sizeof(KdSmallRoot)}, {A_SIDX, g->sref_cap * sizeof(uint32_t)},
         {A_RBUCKET, KD_ROOT_BUCKETS * (size_t)g->sroot_cap * sizeof(uint32_t)},
         {A_SBOX, g->sref_cap * sizeof(RtAabb)},
@@ -298,6 +302,7 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, uint32_t n, KdB
         if (st != RT_OK) return st;
     }
     memset(b, 0, sizeof *b);
+    b->lists = lists;
     b->tri_count = n;
     b->tri_lo = (float4 *)g->arr[A_TRI_LO].p;
     b->tri_hi = (float4 *)g->arr[A_TRI_HI].p;
@@ -513,7 +518,7 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
 /* One attempt: buffers at the current capacities, then every stage queued. */
 static RtStatus kd_attempt(RtKdGpu *g, RtKdGpuStats *s, uint32_t *overflow, RtError *err)
 {
-    RtStatus st = kd_alloc_all(g, &g->p, g->tri_count, &g->b, err);
+    RtStatus st = kd_alloc_all(g, &g->p, &g->c, g->tri_count, &g->b, err);
     if (st != RT_OK) return st;
     g->b.verts = (const float4 *)g->verts;
     g->b.woop = (const float4 *)g->woop;

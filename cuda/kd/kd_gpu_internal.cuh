@@ -55,11 +55,14 @@ enum {
 
 /* An active node of the large-node stage. */
 /* The large stage's per-level arrays (refs, their boxes, active nodes,
- * chunks) rotate over three lists: level L reads kd_list(L) and writes
- * kd_list(L + 1). Three, not two, because the persistent stage lets level
- * L + 1 start while level L still runs (a node's chunks start as soon as
- * the node is routed); level L + 1 writes the list level L - 1 read, which
- * is complete by then (kd_large_persistent_kernel). */
+ * chunks) rotate over KdBufs.lists lists: level L reads kd_list(b, L) and
+ * writes kd_list(b, L + 1). Three for the dataflow schedule, which lets
+ * level L + 1 start while level L still runs (a node's chunks start as soon
+ * as the node is routed): level L + 1 writes the list level L - 1 read,
+ * which is complete by then (kd_large_dataflow.cu). Two where a barrier or
+ * a launch separates the levels: level L + 1 writes what level L - 1 read,
+ * and nothing reads it past the barrier. The third list is a quarter of a
+ * 12M-triangle build's memory (28 bytes a reference). */
 #define KD_LISTS 3
 /* large_dataflow = 2 (auto) takes the dataflow schedule below this many
  * triangles. With chunks of 128 refs it lost on a 1M-triangle mesh (+7 %);
@@ -67,10 +70,6 @@ enum {
  * it wins there (1M -7 %, 2M -4 %), ties at 4M and loses at 10M (+3 %)
  * against a grid barrier per level (H100, docs/benchmarks.md) */
 #define KD_DATAFLOW_AUTO_TRIS (1u << 22)
-__host__ __device__ __forceinline__ int kd_list(int level)
-{
-    return level % KD_LISTS;
-}
 /* A chunk descriptor not yet published by the routing (its .x) */
 #define KD_CHUNK_FREE 0xffffffffu
 
@@ -166,7 +165,8 @@ struct KdBufs {
     const float4 *woop;
     uint32_t tri_count;
     float4 *tri_lo, *tri_hi;           /* per-triangle AABB */
-    uint32_t *refs[KD_LISTS];          /* large stage ref lists (level L: kd_list(L)) */
+    int lists;                         /* 2 or 3 (KD_LISTS): the large stage's lists in use */
+    uint32_t *refs[KD_LISTS];          /* large stage ref lists (level L: kd_list(b, L)) */
     /* clipping: each ref's (clipped) box, parallel to refs, in 24 bytes:
      * (lo.x, lo.y, lo.z, hi.x) and (hi.y, hi.z) (kd_ref_box_*) */
     float4 *ref_a[KD_LISTS];
@@ -197,6 +197,11 @@ struct KdBufs {
     RtAabb *tree_bounds;               /* the root cell, for the tracer (RtKdTree.d_bounds) */
     KdCounters *ctr;
 };
+
+__host__ __device__ __forceinline__ int kd_list(const KdBufs &b, int level)
+{
+    return level % b.lists;
+}
 
 /* A clipped ref's box in the ref lists' 24 bytes (was two float4, 32 bytes:
  * the large stage streams every ref's box once in and once out per level,

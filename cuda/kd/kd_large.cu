@@ -37,7 +37,7 @@ __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
     const uint32_t nw = blockDim.x >> 5;
     /* every chunk descriptor unpublished (the persistent stage waits for
      * them to be set; kd_root then writes level 0's) */
-    for (size_t j = i; j < (size_t)KD_LISTS * b.chunk_cap; j += (size_t)gridDim.x * blockDim.x)
+    for (size_t j = i; j < (size_t)b.lists * b.chunk_cap; j += (size_t)gridDim.x * blockDim.x)
         b.chunks[j / b.chunk_cap][j % b.chunk_cap] = make_uint2(KD_CHUNK_FREE, KD_CHUNK_FREE);
     int valid = i < b.tri_count && !kd_tri_degenerate(b, i);
     RtAabb box = aabb_empty();

@@ -76,7 +76,7 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
             }
             if (got != KD_CHUNK_FREE) { /* allocated; wait until it is written */
                 /* one 8-byte word: the routing's make_uint2 store */
-                volatile unsigned long long *d = (volatile unsigned long long *)&b.chunks[kd_list(level)][got];
+                volatile unsigned long long *d = (volatile unsigned long long *)&b.chunks[kd_list(b, level)][got];
                 unsigned long long dv;
                 while ((uint32_t)(dv = *d) == KD_CHUNK_FREE && !vc->overflow) __nanosleep(32);
                 __threadfence(); /* acquire for the block (it reads after the barrier) */
@@ -98,12 +98,12 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
         const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, dsc, s.sh, s.shf, s.off);
         if (last) /* a warp per child (a block of fewer warps takes turns) */
             for (int k = (int)(threadIdx.x >> 5); k < W; k += KD_CHUNK / 32)
-                kd_route_node<false, true, W>(b, c, &b.active[kd_list(lev)][ni], lev, 0, threadIdx.x & 31,
+                kd_route_node<false, true, W>(b, c, &b.active[kd_list(b, lev)][ni], lev, 0, threadIdx.x & 31,
                                               &s.route[threadIdx.x >> 5], k);
         __syncthreads();
         if (threadIdx.x == 0) {
             /* unpublished again, for the level that reuses the list */
-            b.chunks[kd_list(lev)][ch] = make_uint2(KD_CHUNK_FREE, KD_CHUNK_FREE);
+            b.chunks[kd_list(b, lev)][ch] = make_uint2(KD_CHUNK_FREE, KD_CHUNK_FREE);
             /* the next claim in flight with the chunk's count: one round
              * trip for both (taken when the block looks for work anyway,
              * unlike a claim taken while a chunk sorts, which measured

@@ -55,7 +55,7 @@ __device__ __forceinline__ RtAabb kd_ref_aabb(const KdBufs &b, const KdConf &c, 
 template <bool SHFL, bool ATOMIC>
 __device__ void kd_bbox_chunk(const KdBufs &b, const KdConf &c, int level, uint32_t chunk, float *sh)
 {
-    const int src = kd_list(level);
+    const int src = kd_list(b, level);
     uint2 ch = b.chunks[src][chunk];
     KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
@@ -88,7 +88,7 @@ __device__ void kd_bbox_chunk(const KdBufs &b, const KdConf &c, int level, uint3
 template <bool SHFL>
 __device__ void kd_segreduce_node(const KdBufs &b, int level, uint32_t node, float *sh)
 {
-    KdLargeNode *nd = &b.active[kd_list(level)][node];
+    KdLargeNode *nd = &b.active[kd_list(b, level)][node];
     RtAabb acc = aabb_empty();
     for (uint32_t k = threadIdx.x; k < nd->chunk_count; k += blockDim.x)
         acc = aabb_union(acc, b.chunk_box[nd->chunk_first + k]);
@@ -390,7 +390,7 @@ template <bool BALLOT, bool SHFL, bool KIDBOX, int W>
 __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2 ch /* its descriptor */,
                               uint32_t *sh, float *shf /* KD_CHUNK + 6W */, uint32_t *off /* W + 1 */)
 {
-    const int src = kd_list(level);
+    const int src = kd_list(b, level);
     KdLargeNode *nd = &b.active[src][ch.x];
     const uint32_t end = min(nd->count, ch.y + c.chunk_refs);
     int *kid = (int *)(shf + KD_CHUNK); /* the chunk's child boxes (kd_kid_boxes) */
@@ -417,7 +417,7 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2
         ok = nd->kid_base[0] != UINT32_MAX; /* else the ref list overflowed: the build is redone */
 #pragma unroll
         for (int k = 0; k < W; k++)
-            if (ok && fk[k]) kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[k] + off[k] + x[k], tri, box[k]);
+            if (ok && fk[k]) kd_put_ref(b, c, kd_list(b, level + 1), nd->kid_base[k] + off[k] + x[k], tri, box[k]);
         if (KIDBOX && ok) {
             RtAabb kb[W];
 #pragma unroll
@@ -476,7 +476,7 @@ __device__ __forceinline__ bool kd_split_stuck(const KdConf &c, const KdLargeNod
 __device__ __forceinline__ RtAabb kd_route_ref(const KdBufs &b, const KdConf &c, int level, uint32_t at,
                                                uint32_t *tri)
 {
-    const int lst = kd_list(level + 1);
+    const int lst = kd_list(b, level + 1);
     *tri = __ldcg(&b.refs[lst][at]);
     if (!c.clip) return kd_ref_aabb(b, c, lst, at, *tri);
     return kd_ref_box_load<true>(b, lst, at);
@@ -492,7 +492,7 @@ template <bool IMPL1, bool SPLIT, int W>
 __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t refs,
                               uint32_t lane, KdLargeNode *scratch /* shared, this warp's */, int only_kid = -1)
 {
-    const int src = kd_list(level);
+    const int src = kd_list(b, level);
     KdCounters *ctr = b.ctr;
     if (nd->kid_base[0] == UINT32_MAX) return;
     const int nkids = nd->axis >= 0 ? (W == 4 ? nd->ways : 2) : 1;
@@ -580,14 +580,14 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             slot = __shfl_sync(0xffffffffu, slot, 0);
             cf = __shfl_sync(0xffffffffu, cf, 0);
             if (slot == UINT32_MAX || cf == UINT32_MAX) continue;
-            uint32_t *dst = (uint32_t *)&b.active[kd_list(level + 1)][slot];
+            uint32_t *dst = (uint32_t *)&b.active[kd_list(b, level + 1)][slot];
             for (uint32_t j = lane; j < words; j += 32) dst[j] = w[j];
             /* publish the chunks after the node (release, cumulative over
              * the warp's writes): the persistent stage's blocks start a
              * chunk as soon as its descriptor is set */
             __syncwarp();
             __threadfence();
-            for (uint32_t j = lane; j < cc; j += 32) b.chunks[kd_list(level + 1)][cf + j] = make_uint2(slot, j * c.chunk_refs);
+            for (uint32_t j = lane; j < cc; j += 32) b.chunks[kd_list(b, level + 1)][cf + j] = make_uint2(slot, j * c.chunk_refs);
         }
     }
 }

@@ -26,13 +26,13 @@ __global__ void kd_large_split_kernel(KdBufs b, KdConf c, int level, uint32_t ac
 {
     uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= active) return;
-    kd_split_node<2>(b, c, &b.active[kd_list(level)][i], level, &b.ctr->level_ovf[level + 1]);
+    kd_split_node<2>(b, c, &b.active[kd_list(b, level)][i], level, &b.ctr->level_ovf[level + 1]);
 }
 
 /* Implementation I: bit flags (left at p, right at refs + p) ... */
 __global__ void kd_large_flags_kernel(KdBufs b, KdConf c, int level, uint32_t refs)
 {
-    const int src = kd_list(level);
+    const int src = kd_list(b, level);
     uint2 ch = b.chunks[src][blockIdx.x];
     const KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
@@ -48,7 +48,7 @@ __global__ void kd_large_flags_kernel(KdBufs b, KdConf c, int level, uint32_t re
  * rank in its child, order-preserving; the scatter writes it there. */
 __global__ void kd_large_scatter_kernel(KdBufs b, KdConf c, int level, uint32_t refs)
 {
-    const int src = kd_list(level);
+    const int src = kd_list(b, level);
     uint2 ch = b.chunks[src][blockIdx.x];
     const KdLargeNode *nd = &b.active[src][ch.x];
     uint32_t i = ch.y + threadIdx.x;
@@ -56,9 +56,9 @@ __global__ void kd_large_scatter_kernel(KdBufs b, KdConf c, int level, uint32_t 
     uint32_t p = nd->first + i, tri = b.refs[src][p];
     RtAabb box[2];
     if (c.clip) kd_sort_ref<2>(b, c, nd, src, p, tri, box); /* the boxes again */
-    if (b.flags[p]) kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[0] + b.scan[p] - b.scan[nd->first], tri, box[0]);
+    if (b.flags[p]) kd_put_ref(b, c, kd_list(b, level + 1), nd->kid_base[0] + b.scan[p] - b.scan[nd->first], tri, box[0]);
     if (b.flags[refs + p])
-        kd_put_ref(b, c, kd_list(level + 1), nd->kid_base[1] + b.scan[refs + p] - b.scan[refs + nd->first], tri, box[1]);
+        kd_put_ref(b, c, kd_list(b, level + 1), nd->kid_base[1] + b.scan[refs + p] - b.scan[refs + nd->first], tri, box[1]);
 }
 
 size_t kd_large_scan_bytes(uint32_t n)
@@ -74,7 +74,7 @@ __global__ void kd_large_route_kernel(KdBufs b, KdConf c, int level, uint32_t ac
     uint32_t w = (blockIdx.x * blockDim.x + threadIdx.x) >> 5, lane = threadIdx.x & 31;
     if (w >= active) return;
     __shared__ KdLargeNode s_route[4];
-    kd_route_node<IMPL1, false, 2>(b, c, &b.active[kd_list(level)][w], level, refs, lane, &s_route[threadIdx.x >> 5]);
+    kd_route_node<IMPL1, false, 2>(b, c, &b.active[kd_list(b, level)][w], level, refs, lane, &s_route[threadIdx.x >> 5]);
 }
 
 /* ==== one level (host-driven: a launch per step) ========================== */

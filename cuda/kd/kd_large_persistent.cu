@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : K
             kd_grid_sync(b.ctr);
             for (uint32_t n = blockIdx.x; n < active; n += gridDim.x) {
                 kd_segreduce_node<SHFL>(b, level, n, shf);
-                if (threadIdx.x == 0) kd_split_node<2>(b, c, &b.active[kd_list(level)][n], level, &b.ctr->level_ovf[level + 1]);
+                if (threadIdx.x == 0) kd_split_node<2>(b, c, &b.active[kd_list(b, level)][n], level, &b.ctr->level_ovf[level + 1]);
                 __syncthreads();
             }
             kd_grid_sync(b.ctr);
@@ -90,13 +90,13 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : K
         for (int it = 0; ch < chunks; it++) {
             if (threadIdx.x == 0)
                 s_next[it & 1] = chunks > gridDim.x ? gridDim.x + atomicAdd(&b.ctr->level_next[level], 1u) : UINT32_MAX;
-            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, b.chunks[kd_list(level)][ch], sh, shf, off);
+            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, b.chunks[kd_list(b, level)][ch], sh, shf, off);
             /* the node's children are routed by a warp each, at once:
              * each child's chain of allocations (and, with [C], its
              * split) is the critical path of the level */
             if (last)
                 for (int k = (int)(threadIdx.x >> 5); k < W; k += KD_CHUNK / 32)
-                    kd_route_node<false, ATOMIC, W>(b, c, &b.active[kd_list(level)][b.chunks[kd_list(level)][ch].x],
+                    kd_route_node<false, ATOMIC, W>(b, c, &b.active[kd_list(b, level)][b.chunks[kd_list(b, level)][ch].x],
                                                     level, 0, threadIdx.x & 31, &s_route[threadIdx.x >> 5], k);
             __syncthreads();
             ch = s_next[it & 1];
