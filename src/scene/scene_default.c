@@ -1,6 +1,7 @@
 /* scene_default.c — the built-in default scene, so `make run` and a bare
  * `./rtviewer` need no file: a room with a procedural checker floor, a mirror
- * sphere, a diffuse sphere, a box and two lights. Made by the project. It
+ * sphere, a glass sphere (whose caustic photon mapping shows on the floor), a
+ * diffuse sphere, a box and two lights. Made by the project. It
  * moves (anim.h): the mirror sphere bounces, the blue sphere circles, the
  * box spins; at t = 0 every motion is exactly the identity, so the scene at
  * t = 0 is the static one the reference images (tests/ref) show. */
@@ -69,7 +70,17 @@ RtStatus rt_scene_make_default(RtScene *s, RtError *err)
     int32_t red = add_mat(s, "red", v3(0.8f, 0.15f, 0.1f), 0.0f, -1);
     int32_t mirror = add_mat(s, "mirror", v3(0.9f, 0.9f, 0.9f), 0.85f, -1);
     int32_t blue = add_mat(s, "blue", v3(0.15f, 0.3f, 0.8f), 0.1f, -1);
-    if (checker < 0 || floor < 0 || wall < 0 || red < 0 || mirror < 0 || blue < 0)
+    /* glass as scenes/caustics.scene has it: MTL illum 7, Snell with ni */
+    RtMaterial gm = rt_material_default();
+    snprintf(gm.name, sizeof gm.name, "glass");
+    gm.kd = v3(0.9f, 0.95f, 1.0f);
+    gm.ks = v3(1.0f, 1.0f, 1.0f);
+    gm.ns = 600.0f;
+    gm.ni = 1.5f;
+    gm.d = 0.05f;
+    gm.illum = 7;
+    int32_t glass = (int32_t)rt_scene_add_material(s, &gm);
+    if (checker < 0 || floor < 0 || wall < 0 || red < 0 || mirror < 0 || blue < 0 || glass < 0)
         return rt_fail(err, RT_ERR_OOM, "(default): SCENE: out of memory");
 
     float m[12];
@@ -118,6 +129,13 @@ RtStatus rt_scene_make_default(RtScene *s, RtError *err)
     PLACE(rt_prim_box(s, m, red, "red box", err));
     const float spin[8] = {0, 1, 0, 36.0f, 0.0f, 0.3f, 0.8f, 2.0f}; /* axis, deg/s, phase, pivot */
     PLACE(animate(s, v0, RT_NODE_SPIN, spin, err));
+
+    /* resting on the floor in front of the mirror sphere: the sun and the
+     * lamp focus it onto the floor between the two */
+    rt_mat34_identity(m);
+    rt_mat34_scale(m, v3(0.75f, 0.75f, 0.75f));
+    rt_mat34_translate(m, v3(-1.8f, 0.75f, 2.4f));
+    PLACE(rt_prim_sphere(s, m, glass, 64, "glass sphere", err));
 #undef PLACE
     if (st != RT_OK) return st;
 
