@@ -209,6 +209,31 @@ static RtAabb expect_device_bvh(const RtBvh *dev, const RtTriArrays *t)
     return db;
 }
 
+/* The device leaf triangles (leaf_woop) against the layout's rule: entry k
+ * holds the Woop rows of tri_index[k] (h: the downloaded tree), for every
+ * entry of tri_index; none without Woop rows (dw NULL). */
+static void expect_leaf_rows(const RtBvh *dev, const RtBvh *h, const RtTriArrays *t, const RtFloat4 *dw,
+                             const char *what)
+{
+    if (!dw) {
+        assert_null(dev->leaf_woop);
+        return;
+    }
+    assert_non_null(dev->leaf_woop);
+    assert_true(dev->leaf_woop_cap >= h->index_count);
+    const size_t bytes = (size_t)h->index_count * 3 * sizeof(RtFloat4);
+    RtFloat4 *rows = malloc(bytes ? bytes : 1);
+    assert_non_null(rows);
+    RtError err = {0};
+    assert_int_equal(rt_gpu_memcpy(rows, dev->leaf_woop, bytes, RT_COPY_TO_HOST, &err), RT_OK);
+    for (uint32_t k = 0; k < h->index_count; k++)
+        if (memcmp(&rows[3 * (size_t)k], bvh_leaf_woop_src(h->tri_index, t->woop, k), 3 * sizeof(RtFloat4))) {
+            print_message("%s: leaf_woop entry %u is not triangle %u's rows\n", what, k, h->tri_index[k]);
+            fail();
+        }
+    free(rows);
+}
+
 /* The GPU LBVH of t (device arrays dv, dw) downloaded and compared with the
  * oracle's byte for byte; returns the device BVH (the builder's arrays). */
 static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const RtFloat4 *dv, const RtFloat4 *dw,
@@ -231,6 +256,7 @@ static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const R
     assert_int_equal(rt_lbvh_gpu_download(g_fx.lbvh, &dev, &h, &err), RT_OK);
     assert_null(h.d_bounds);
     expect_same_tree(&h, &cpu, db, t, n, p->c_trav, p->c_isect, what);
+    expect_leaf_rows(&dev, &h, t, dw, what);
     print_message("%-30s lbvh  leaf %-2d n=%-7u valid %-7u nodes %-7u GPU %.3f ms (codes %.3f sort %.3f tree %.3f "
                   "bottom-up %.3f), %u launches\n",
                   what, p->max_leaf, t->count, n, h.node_count, st.ms, st.morton_ms, st.sort_ms, st.tree_ms,
@@ -272,6 +298,7 @@ static RtBvh hploc_gpu_equals_cpu(const RtHplocParams *p, const RtTriArrays *t, 
     assert_int_equal(rt_hploc_gpu_download(g_fx.hploc, &dev, &h, &err), RT_OK);
     assert_null(h.d_bounds);
     expect_same_tree(&h, &cpu, db, t, n, p->c_trav, p->c_isect, what);
+    expect_leaf_rows(&dev, &h, t, dw, what);
     rt_bvh_free(&cpu);
     rt_bvh_free(&h);
     return dev;

@@ -245,20 +245,28 @@ RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, 
     return n ? bvh_sort(b, n, err) : RT_OK;
 }
 
+RtStatus bvh_leaf_woop_reserve(BvhGpuBase *b, uint32_t cap, uint32_t tri_count, RtError *err)
+{
+    if (tri_count <= b->leaf_cap && b->leaf_woop) return RT_OK;
+    if (b->leaf_woop) cudaFree(b->leaf_woop);
+    b->leaf_woop = NULL;
+    b->leaf_cap = 0;
+    RtStatus st = bvh_gpu_alloc(b, (void **)&b->leaf_woop, (size_t)(cap ? cap : 1) * 3 * sizeof(RtFloat4),
+                                "leaf triangles", tri_count, err);
+    if (st != RT_OK) return st;
+    b->leaf_cap = cap;
+    return RT_OK;
+}
+
 RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
-                       const float4 *woop, RtBvh *d_bvh, RtError *err)
+                       const float4 *woop, int leaves_copied, RtBvh *d_bvh, RtError *err)
 {
     /* ---- the leaf triangles, in the tree's order ------------------------------ */
-    if (woop && tri_count > b->leaf_cap) {
-        if (b->leaf_woop) cudaFree(b->leaf_woop);
-        b->leaf_woop = NULL;
-        b->leaf_cap = 0;
-        RtStatus st = bvh_gpu_alloc(b, (void **)&b->leaf_woop, (size_t)cap * 3 * sizeof(RtFloat4),
-                                    "leaf triangles", tri_count, err);
+    if (woop) {
+        RtStatus st = bvh_leaf_woop_reserve(b, cap, tri_count, err);
         if (st != RT_OK) return st;
-        b->leaf_cap = cap;
     }
-    if (woop && tri_count) {
+    if (woop && tri_count && !leaves_copied) {
         RtStatus st = rt_launch(&b->log, "bvh_leaf_woop", dim3((tri_count + kBlock - 1) / kBlock), dim3(kBlock), 0,
                                 bvh_leaf_woop_kernel, err, (const uint32_t *)tri_index, woop, tri_count,
                                 b->leaf_woop);

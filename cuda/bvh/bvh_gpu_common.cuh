@@ -149,14 +149,17 @@ RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *
  * split slots, a memset launch less. */
 RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, uint32_t *free_slots,
                         RtError *err);
+/* The leaf-triangle array (leaf_woop) for cap triangles, kept while it
+ * holds tri_count. */
+RtStatus bvh_leaf_woop_reserve(BvhGpuBase *b, uint32_t cap, uint32_t tri_count, RtError *err);
 /* The end of a build: the leaf triangles copied in tri_index order from
- * woop (kernel bvh_leaf_woop; none when woop is NULL), the end event, the
- * counters copied back behind the build (read by bvh_build_finish, no wait
- * here) and the caller's stream ordered after it; d_bvh describes the
- * device arrays (node_count = index_count - 1 at least 1, as the LBVH
- * documents). */
+ * woop (kernel bvh_leaf_woop; none when woop is NULL, or when the builder's
+ * own kernels copied them: leaves_copied), the end event, the counters
+ * copied back behind the build (read by bvh_build_finish, no wait here) and
+ * the caller's stream ordered after it; d_bvh describes the device arrays
+ * (node_count = index_count - 1 at least 1, as the LBVH documents). */
 RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
-                       const float4 *woop, RtBvh *d_bvh, RtError *err);
+                       const float4 *woop, int leaves_copied, RtBvh *d_bvh, RtError *err);
 /* Waits for the last build: its GPU time (*ms), launches and valid count;
  * the log's per-kernel times are resolved when it was timed. */
 RtStatus bvh_build_finish(BvhGpuBase *b, double *ms, RtError *err);

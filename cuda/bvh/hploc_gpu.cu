@@ -526,7 +526,7 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
                         (const uint2 *)b->a.up, tri_count, b->tri_index, b->nodes)) != RT_OK)
         return st;
 
-    if ((st = bvh_build_end(&b->base, b->nodes, b->tri_index, b->cap, tri_count, (const float4 *)d_woop, d_bvh, err)) != RT_OK) return st;
+    if ((st = bvh_build_end(&b->base, b->nodes, b->tri_index, b->cap, tri_count, (const float4 *)d_woop, 0, d_bvh, err)) != RT_OK) return st;
     return stats ? rt_hploc_gpu_build_finish(b, stats, err) : RT_OK;
 }
 

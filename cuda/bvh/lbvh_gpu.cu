@@ -22,6 +22,7 @@
 
 #include "bvh/bvh_gpu_common.cuh"
 #include "bvh/lbvh_gpu.h"
+#include "gpu/coalesce.cuh"
 #include "gpu/cuda_check.h"
 
 /* Threads per block of every kernel: a multiple of the warp size. */
@@ -45,20 +46,35 @@ struct RtLbvhGpu {
  * and split on its own (lbvh_node_range), so every node is built at once;
  * it records the split and itself as its children's parent, and clears its
  * flag for step 5. Threads from n - 1 on (n read here: degenerate
- * triangles' codes sort last) have no node. */
-__global__ void lbvh_tree_kernel(const uint32_t *codes, const BvhCounters *ctr, uint2 *splits,
-                                 uint32_t *parent_node, uint32_t *parent_leaf, uint32_t *flags)
+ * triangles' codes sort last) have no node. A thread per sorted position
+ * also copies that triangle's Woop rows to leaf_woop (bvh_layout.h; NULL:
+ * none): the LBVH's leaves are ranges of the sorted order, so the copy
+ * needs no tree and costs no launch of its own. */
+__global__ void __launch_bounds__(kBlock) lbvh_tree_kernel(const uint32_t *codes, const BvhCounters *ctr, uint2 *splits,
+                                                           uint32_t *parent_node, uint32_t *parent_leaf, uint32_t *flags,
+                                                           const uint32_t *tri_index, const float4 *woop,
+                                                           uint32_t count, RtFloat4 *leaf_woop)
 {
     const uint32_t n = ctr->valid, i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n < 2 || i >= n - 1) return;
-    uint32_t first, last, split;
-    lbvh_node_range(codes, n, i, &first, &last, &split);
-    /* a child of one key is a leaf: left [first, split], right [split + 1, last] */
-    const uint32_t left_leaf = first == split, right_leaf = split + 1 == last;
-    (left_leaf ? parent_leaf : parent_node)[split] = i;
-    (right_leaf ? parent_leaf : parent_node)[split + 1] = i;
-    splits[i] = make_uint2(split, left_leaf | right_leaf << 1);
-    flags[i] = 0;
+    if (n >= 2 && i < n - 1) {
+        uint32_t first, last, split;
+        lbvh_node_range(codes, n, i, &first, &last, &split);
+        /* a child of one key is a leaf: left [first, split], right [split + 1, last] */
+        const uint32_t left_leaf = first == split, right_leaf = split + 1 == last;
+        (left_leaf ? parent_leaf : parent_node)[split] = i;
+        (right_leaf ? parent_leaf : parent_node)[split + 1] = i;
+        splits[i] = make_uint2(split, left_leaf | right_leaf << 1);
+        flags[i] = 0;
+    }
+    if (leaf_woop) { /* the whole block, or none of it */
+        __shared__ RtFloat4 sh[3 * kBlock];
+        RtFloat4 rows[3] = {};
+        if (i < count) {
+            const RtFloat4 *src = bvh_leaf_woop_src(tri_index, (const RtFloat4 *)woop, i);
+            rows[0] = src[0], rows[1] = src[1], rows[2] = src[2];
+        }
+        rt_store3<kBlock>(leaf_woop, count, sh, rows);
+    }
 }
 
 /* Step 5 (Karras 2012 §4, bounding boxes): a thread per leaf climbs towards the root; at each
@@ -177,16 +193,18 @@ extern "C" RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *pp, cons
     BvhKeysGpu *k = &b->base.keys;
     /* grids over every triangle (n is on the device); the bottom-up's
      * thread 0 always runs: it writes the root of a tree without internal nodes */
-    const dim3 block(kBlock), leaves(tri_count ? (tri_count + kBlock - 1) / kBlock : 1),
-        inner((tri_count > 1 ? tri_count - 1 + kBlock - 1 : 0) / kBlock);
+    const dim3 block(kBlock), leaves(tri_count ? (tri_count + kBlock - 1) / kBlock : 1);
 
     /* ---- 1-3. boxes, codes, sorted (bvh_gpu_common.cu) -------------------- */
     if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, NULL, err)) != RT_OK)
         return st;
 
-    /* ---- 4. radix tree: every internal node at once (n on the device) ------ */
-    if ((st = rt_launch(log, "lbvh_tree", inner, block, 0, lbvh_tree_kernel, err, k->codes[1], b->base.d_ctr,
-                        b->splits, b->parent_node, b->parent_leaf, b->flags)) != RT_OK)
+    /* ---- 4. radix tree: every internal node at once (n on the device), and
+     *         the leaf triangles in sorted order ------------------------------ */
+    if (d_woop && (st = bvh_leaf_woop_reserve(&b->base, b->cap, tri_count, err)) != RT_OK) return st;
+    if ((st = rt_launch(log, "lbvh_tree", leaves, block, 0, lbvh_tree_kernel, err, k->codes[1], b->base.d_ctr,
+                        b->splits, b->parent_node, b->parent_leaf, b->flags, k->ids[1], (const float4 *)d_woop,
+                        tri_count, d_woop ? b->base.leaf_woop : (RtFloat4 *)NULL)) != RT_OK)
         return st;
 
     /* ---- 5. bottom-up: boxes and leaf collapse, leaves to the root ------- */
@@ -195,7 +213,7 @@ extern "C" RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *pp, cons
                         p)) != RT_OK)
         return st;
 
-    if ((st = bvh_build_end(&b->base, b->nodes, k->ids[1], b->cap, tri_count, (const float4 *)d_woop, d_bvh, err)) != RT_OK) return st;
+    if ((st = bvh_build_end(&b->base, b->nodes, k->ids[1], b->cap, tri_count, (const float4 *)d_woop, 1, d_bvh, err)) != RT_OK) return st;
     return stats ? rt_lbvh_gpu_build_finish(b, stats, err) : RT_OK;
 }
 
