@@ -98,14 +98,8 @@ bench() {
     grep -E "^median" "$OUT/$name.log"
 }
 
-# med NAME COLUMN: the median of a column of NAME's CSV (the upper one, as the
-# benchmark prints), "-" when absent or empty (e.g. launches on the CPU path)
-med() {
-    [ -f "$OUT/$1.csv" ] || { echo "-"; return; }
-    awk -F, -v col="$2" 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == col) k = i; next }
-                         k && $k != "" { print $k }' "$OUT/$1.csv" |
-        sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int(NR / 2) + 1]; else print "-" }'
-}
+# med NAME COLUMN (results.sh)
+. "$(dirname "$0")/results.sh"
 # js NAME KEY: a top-level scalar of NAME's JSON (one key per line there)
 js() {
     [ -f "$OUT/$1.json" ] || { echo "-"; return; }
