@@ -10,9 +10,10 @@
  *                                                      kd_small_level per level)
  *   read the counters back once                       (sizes, overflow)
  *
- * Buffers are allocated once and grown: every device-side allocation is
- * bounded, an overflow sets a bit in the counters, and the driver grows the
- * buffers named by the bits and builds again (never a silent corruption).
+ * Buffers are sized from estimates, then to what the builds need (with
+ * slack; kd_fit_caps): every device-side allocation is bounded, an overflow
+ * sets a bit in the counters, and the driver grows the buffers named by the
+ * bits and builds again (never a silent corruption).
  * With Implementation II and the fused small stage the loop bounds stay on
  * the device: the host waits once per build, for the final counters. The
  * level-by-level schedules (Impl. I, Zhou's small stage) read the counters
