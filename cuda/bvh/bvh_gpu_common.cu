@@ -23,20 +23,18 @@ static constexpr int kBlock = 256;
  * i's box (empty when degenerate: kd_clip.h's rule), and per block the
  * scene box and the valid count, added with one atomic per value and block
  * (same-address atomics serialise in L2: kd_tri_box). An empty box is the
- * identity of the min / max, so every lane takes part. */
-__global__ void bvh_boxes_kernel(const float4 *verts, const float4 *woop, uint32_t count, RtAabb *boxes,
-                                 BvhCounters *ctr)
+ * identity of the min / max, so every lane takes part. The rule is applied
+ * to the corners (rt_woop_rows, rounded alike everywhere, as the Woop rows
+ * were made): cheaper than reading the 48 bytes of rows that mark it. */
+__global__ void bvh_boxes_kernel(const float4 *verts, uint32_t count, RtAabb *boxes, BvhCounters *ctr)
 {
     __shared__ int s_part[7][kBlock / 32];
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     RtAabb box = aabb_empty();
     if (i < count) {
-        RtFloat4 v[3], w[3];
-        for (int k = 0; k < 3; k++) {
-            v[k] = bvh_load_f4(verts + 3 * (size_t)i + k);
-            if (woop) w[k] = bvh_load_f4(woop + 3 * (size_t)i + k);
-        }
-        box = lbvh_tri_box(v, woop ? w : NULL);
+        RtFloat4 v[3];
+        for (int k = 0; k < 3; k++) v[k] = bvh_load_f4(verts + 3 * (size_t)i + k);
+        box = lbvh_tri_box(v, NULL);
         boxes[i] = box;
     }
     int x[7] = {bvh_f2i(box.lo.x), bvh_f2i(box.lo.y), bvh_f2i(box.lo.z), bvh_f2i(box.hi.x),
@@ -228,14 +226,13 @@ static RtStatus bvh_sort(BvhGpuBase *b, uint32_t n, RtError *err)
     return rt_launch_end(&b->log, entry, slot, err);
 }
 
-RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, uint32_t *free_slots,
-                        RtError *err)
+RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, uint32_t *free_slots, RtError *err)
 {
     BvhKeysGpu *k = &b->keys;
     const dim3 block(kBlock), tris((n + kBlock - 1) / kBlock);
     RtStatus st;
     /* ---- 1. triangle boxes, scene box, valid count n ----------------------- */
-    if ((st = rt_launch(&b->log, "bvh_boxes", tris, block, 0, bvh_boxes_kernel, err, verts, woop, n, k->boxes,
+    if ((st = rt_launch(&b->log, "bvh_boxes", tris, block, 0, bvh_boxes_kernel, err, verts, n, k->boxes,
                         b->d_ctr)) != RT_OK)
         return st;
     /* ---- 2. Morton codes of the box centres in the scene box, sorted ------- */

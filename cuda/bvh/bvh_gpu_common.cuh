@@ -147,8 +147,7 @@ RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *
  * keys.ids[1] = the sorted ids, keys.codes[1] their codes. free_slots
  * (NULL: none): n - 1 words the Morton kernel sets to all ones, H-PLOC's
  * split slots, a memset launch less. */
-RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, const float4 *woop, uint32_t n, uint32_t *free_slots,
-                        RtError *err);
+RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, uint32_t *free_slots, RtError *err);
 /* The leaf-triangle array (leaf_woop) for cap triangles, kept while it
  * holds tri_count. */
 RtStatus bvh_leaf_woop_reserve(BvhGpuBase *b, uint32_t cap, uint32_t tri_count, RtError *err);

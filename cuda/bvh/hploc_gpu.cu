@@ -507,7 +507,7 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
 
     /* ---- 1-2. boxes, codes, sorted (bvh_gpu_common.cu); the Morton kernel
      *      frees the split slots (a memset launch less) --------------------- */
-    if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, b->a.slots,
+    if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, tri_count, b->a.slots,
                              err)) != RT_OK)
         return st;
 

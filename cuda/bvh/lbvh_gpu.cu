@@ -196,7 +196,7 @@ extern "C" RtStatus rt_lbvh_gpu_build(RtLbvhGpu *b, const RtLbvhParams *pp, cons
     const dim3 block(kBlock), leaves(tri_count ? (tri_count + kBlock - 1) / kBlock : 1);
 
     /* ---- 1-3. boxes, codes, sorted (bvh_gpu_common.cu) -------------------- */
-    if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, NULL, err)) != RT_OK)
+    if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, tri_count, NULL, err)) != RT_OK)
         return st;
 
     /* ---- 4. radix tree: every internal node at once (n on the device), and

@@ -35,8 +35,10 @@ RtStatus rt_lbvh_gpu_create(RtLbvhGpu **out, RtError *err);
 void rt_lbvh_gpu_destroy(RtLbvhGpu *b);
 
 /* Queues the build over tri_count triangles (d_verts, d_woop: device, 3
- * float4 per triangle; d_woop's all-zero rows mark degenerate triangles
- * as rt_tri_arrays_make does) on the builder's stream, ordered after the
+ * float4 per triangle; a triangle is degenerate by rt_tri_arrays_make's
+ * rule, rt_woop_rows failing on its corners, which the builder applies to
+ * d_verts; d_woop, NULL for none, is what the leaf triangles (leaf_woop)
+ * are copied from) on the builder's stream, ordered after the
  * caller's earlier work on the default stream and before its later work
  * there, and returns at once. d_bvh then holds device pointers owned by b
  * (valid until the next build or destroy) and d_bounds, the device copy of
