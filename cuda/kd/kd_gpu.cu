@@ -177,13 +177,6 @@ static void kd_initial_caps(RtKdGpu *g, uint32_t n)
     g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
 }
 
-/* Room for `need` elements and a quarter more: the tree of a moving scene
- * changes size from frame to frame, and every overflow costs a build. */
-static uint32_t kd_slack(uint64_t need)
-{
-    return kd_cap(need + need / 4 + 4096);
-}
-
 /* What each buffer was asked for by the last build (KdCounters: the
  * allocation counters go on counting past a full buffer, so after an
  * overflow they hold at least the overflowing level's demand). */
@@ -209,13 +202,10 @@ static KdNeeds kd_needs(const KdCounters *h)
     return n;
 }
 
-/* After an overflow: the demand the counters saw with slack, and at least
- * half as much again as before (a level after the overflowing one, which
- * the build never reached, may ask for more). */
+/* After an overflow (rt_kd_gpu_cap_grow). */
 static void kd_grow(uint32_t *cap, uint64_t need)
 {
-    const uint32_t more = kd_cap(3 * (size_t)*cap / 2), want = kd_slack(need);
-    *cap = more > want ? more : want;
+    *cap = rt_kd_gpu_cap_grow(*cap, need);
 }
 
 static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
@@ -234,15 +224,12 @@ static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
     if (ovf & KD_OVF_CHUNKS) kd_grow(&g->chunk_cap, n.chunks);
 }
 
-/* A capacity more than 1.2x what the finished build needed (with slack)
- * comes down to that: the first build's estimates and the overflows'
- * growth overshoot, and at 12M triangles the excess is gigabytes. The band
- * between the slack and 1.2x it keeps a moving scene's buffers as they are
- * from frame to frame (its tree would have to shrink by a sixth). */
+/* After a finished build (rt_kd_gpu_cap_fit): the first build's estimates
+ * and the overflows' growth overshoot, and at 12M triangles the excess is
+ * gigabytes. */
 static void kd_fit(uint32_t *cap, uint64_t need)
 {
-    const uint32_t want = kd_slack(need);
-    if ((uint64_t)*cap * 5 > 6ull * want) *cap = want;
+    *cap = rt_kd_gpu_cap_fit(*cap, need);
 }
 
 static void kd_fit_caps(RtKdGpu *g, const RtKdGpuParams *p)

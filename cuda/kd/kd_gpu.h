@@ -115,6 +115,20 @@ typedef struct RtKdGpuStats {
 
 RtKdGpuParams rt_kd_gpu_params_default(void);
 
+/* How the builder sizes its buffers (in elements; plain C, kd_gpu_params.c,
+ * so the CPU tests check the rules). A build's need with slack: the need
+ * and a quarter more (a moving scene's tree changes size from frame to
+ * frame, and every overflow costs a build). After an overflow: at least the
+ * counters' demand with slack, and at least 1.5x the capacity (a level after
+ * the overflowing one, which the build never reached, may ask for more).
+ * After a finished build: a capacity more than 1.2x the need with slack
+ * comes down to that, any other stays (the band keeps a moving scene's
+ * buffers still; its tree would have to shrink by a sixth). All at most
+ * RT_KD_MAX_INDEX. */
+uint32_t rt_kd_gpu_cap_slack(uint64_t need);
+uint32_t rt_kd_gpu_cap_grow(uint32_t cap, uint64_t need);
+uint32_t rt_kd_gpu_cap_fit(uint32_t cap, uint64_t need);
+
 /* Needs a CUDA device (rt_gpu_create first); RT_ERR_NO_DEVICE without one. */
 RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err);
 

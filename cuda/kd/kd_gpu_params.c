@@ -39,3 +39,27 @@ RtKdGpuParams rt_kd_gpu_params_default(void)
     p.exact_clip = 1;
     return p;
 }
+
+/* ---- buffer capacities (kd_gpu.h) ---------------------------------------- */
+
+static uint32_t cap_clamp(uint64_t want)
+{
+    return want > RT_KD_MAX_INDEX ? RT_KD_MAX_INDEX : (uint32_t)want;
+}
+
+uint32_t rt_kd_gpu_cap_slack(uint64_t need)
+{
+    return cap_clamp(need + need / 4 + 4096);
+}
+
+uint32_t rt_kd_gpu_cap_grow(uint32_t cap, uint64_t need)
+{
+    const uint32_t more = cap_clamp(3 * (uint64_t)cap / 2), want = rt_kd_gpu_cap_slack(need);
+    return more > want ? more : want;
+}
+
+uint32_t rt_kd_gpu_cap_fit(uint32_t cap, uint64_t need)
+{
+    const uint32_t want = rt_kd_gpu_cap_slack(need);
+    return (uint64_t)cap * 5 > 6ull * want ? want : cap;
+}
