@@ -56,27 +56,18 @@
 #include "gpu/gpu.h"
 
 #define EX_BLOCK 256
-/* an event's low 30 bits: its reference's slot in the level's list */
-#define EX_REF_BITS 30
-#define EX_REF_MASK ((1u << EX_REF_BITS) - 1u)
 /* a cut's position in its node's list takes 29 bits of the best-split key */
 #define EX_CUT_BITS 29
 /* the deepest level (the CPU traversal's stack and the oracle's cap) */
 #define EX_MAX_DEPTH 64
 
-enum { EX_END = 0, EX_PLANAR = 1, EX_START = 2 };
-
 typedef unsigned long long u64;
 
 /* ---- events ------------------------------------------------------------------ */
 
-__device__ __forceinline__ u64 ex_event(uint32_t ord, uint32_t type, uint32_t ref)
-{
-    return ((u64)ord << 32) | ((u64)type << EX_REF_BITS) | ref;
-}
-__device__ __forceinline__ uint32_t ex_ref(u64 e) { return (uint32_t)e & EX_REF_MASK; }
-__device__ __forceinline__ uint32_t ex_type(u64 e) { return ((uint32_t)e >> EX_REF_BITS) & 3u; }
-__device__ __forceinline__ float ex_plane(u64 e) { return rt_kd_key_pos((uint32_t)(e >> 32)); }
+/* kd_clip.h's events (rt_kd_event: position, type, and in the low bits
+ * the reference's slot in the level's list), as the CPU oracle's. */
+__device__ __forceinline__ float ex_plane(u64 e) { return rt_kd_key_pos(rt_kd_event_key(e)); }
 
 /* Two counts in one 64-bit word (low, high): one scan serves both. */
 __host__ __device__ __forceinline__ uint32_t lo32(u64 v) { return (uint32_t)v; }
@@ -170,8 +161,8 @@ struct ExTypeCount { /* per axis-major event index, plus one zero at the end */
     {
         if (j >= 3u * n) return 0;
         const u64 e = j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
-        const uint32_t t = ((uint32_t)e >> EX_REF_BITS) & 3u;
-        return t == EX_START ? 1ull : (t == EX_END ? (1ull << 32) : 0ull);
+        const uint32_t t = rt_kd_event_type(e);
+        return t == RT_KD_EV_START ? 1ull : (t == RT_KD_EV_END ? (1ull << 32) : 0ull);
     }
 };
 struct ExSideCount { /* per axis-major event index (and a zero at the end): its reference's
@@ -183,7 +174,7 @@ struct ExSideCount { /* per axis-major event index (and a zero at the end): its 
     {
         if (j >= 3u * n) return 0;
         const u64 e = j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
-        const uint8_t s = side[(uint32_t)e & EX_REF_MASK];
+        const uint8_t s = side[rt_kd_event_id(e)];
         if (s & 4u) return 0;
         return (u64)(s & 1u) | ((u64)((s >> 1) & 1u) << 32);
     }
@@ -271,10 +262,10 @@ __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const
     u64 *k[3] = {k0, k1, k2};
     for (int x = 0; x < 3; x++) {
         if (lo[x] == hi[x]) {
-            k[x][2 * (size_t)r] = k[x][2 * (size_t)r + 1] = ex_event(rt_kd_pos_key(lo[x]), EX_PLANAR, r);
+            k[x][2 * (size_t)r] = k[x][2 * (size_t)r + 1] = rt_kd_event(rt_kd_pos_key(lo[x]), RT_KD_EV_PLANAR, r);
         } else {
-            k[x][2 * (size_t)r] = ex_event(rt_kd_pos_key(hi[x]), EX_END, r);
-            k[x][2 * (size_t)r + 1] = ex_event(rt_kd_pos_key(lo[x]), EX_START, r);
+            k[x][2 * (size_t)r] = rt_kd_event(rt_kd_pos_key(hi[x]), RT_KD_EV_END, r);
+            k[x][2 * (size_t)r + 1] = rt_kd_event(rt_kd_pos_key(lo[x]), RT_KD_EV_START, r);
         }
     }
 }
@@ -290,19 +281,19 @@ __device__ __forceinline__ void ex_cut(const ExRules &L, u64 *key, int a, uint32
                                        uint32_t npl, double lo, double hi, double A, double B)
 {
     /* no cut between two events of one key (a planar triangle's pair) */
-    if (has_prev && has_cur && (prev >> EX_REF_BITS) == (cur >> EX_REF_BITS)) return;
+    if (has_prev && has_cur && (prev >> RT_KD_EV_ID_BITS) == (cur >> RT_KD_EV_ID_BITS)) return;
     const uint32_t nl = s + plc, nr = (nnp - e) + (npl - plc);
     for (int which = 0; which < 2; which++) {
         float x;
         if (which == 0) {
             /* at the next event's plane: clean when nothing after the cut ends there */
-            if (!has_cur || ex_type(cur) == EX_END) continue;
+            if (!has_cur || rt_kd_event_type(cur) == RT_KD_EV_END) continue;
             x = ex_plane(cur);
         } else {
             /* at the previous event's plane: clean when nothing before it starts there */
-            if (!has_prev || ex_type(prev) == EX_START) continue;
+            if (!has_prev || rt_kd_event_type(prev) == RT_KD_EV_START) continue;
             x = ex_plane(prev);
-            if (has_cur && ex_type(cur) != EX_END && ex_plane(cur) == x) continue; /* the same plane */
+            if (has_cur && rt_kd_event_type(cur) != RT_KD_EV_END && ex_plane(cur) == x) continue; /* the same plane */
         }
         const double xl = (double)x - lo, xr = hi - (double)x;
         int ok;
@@ -327,7 +318,7 @@ __global__ void ex_best(ExLevel L)
     uint32_t n = 0xffffffffu;
     u64 key = ~0ull;
     if (i < L.n_events) {
-        n = L.rnode[ex_ref(L.ev[0][i])];
+        n = L.rnode[rt_kd_event_id(L.ev[0][i])];
         const uint32_t count = L.nd_count[n];
         const RtAabb cell = L.nd_cell[n];
         const double ext[3] = {(double)cell.hi.x - cell.lo.x, (double)cell.hi.y - cell.lo.y,
@@ -430,14 +421,14 @@ __global__ void ex_classify(ExLevel L)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= L.n_events) return;
-    const uint32_t n = L.rnode[ex_ref(L.ev[0][i])];
+    const uint32_t n = L.rnode[rt_kd_event_id(L.ev[0][i])];
     const ExDec d = L.dec[n];
     if (d.axis < 0) return;
     const u64 e = L.ev[d.axis][i];
-    const uint32_t r = ex_ref(e), t = ex_type(e);
+    const uint32_t r = rt_kd_event_id(e), t = rt_kd_event_type(e);
     const uint8_t before = (i - 2 * L.nd_first[n]) < d.cut;
-    if (t != EX_END) L.left[r] = before;   /* START, PLANAR */
-    if (t != EX_START) L.right[r] = !before; /* END, PLANAR */
+    if (t != RT_KD_EV_END) L.left[r] = before;   /* START, PLANAR */
+    if (t != RT_KD_EV_START) L.right[r] = !before; /* END, PLANAR */
 }
 
 /* A thread per reference: a leaf's reference goes to tri_index; a
@@ -519,7 +510,7 @@ __device__ __forceinline__ ExEventAt ex_event_at(const ExLevel &L, uint32_t j)
     x.a = (int)(j / L.n_events);
     x.i = j - (uint32_t)x.a * L.n_events;
     x.e = L.ev[x.a][x.i];
-    x.r = ex_ref(x.e);
+    x.r = rt_kd_event_id(x.e);
     return x;
 }
 /* The kept copies (ex_scan_sides: left low, right high) before list position
@@ -589,14 +580,14 @@ __global__ void ex_events_scatter(ExLevel L)
     const uint32_t first = L.nd_first[n], k = x.i - 2 * first;
     const u64 rank = ex_kept_before(L, x.a, x.i, first);
     const uint2 slot = L.slot[x.r];
-    const uint32_t type = ex_type(x.e), snapped = rt_kd_pos_key(d.x), plane = (uint32_t)(x.e >> 32);
+    const uint32_t type = rt_kd_event_type(x.e), snapped = rt_kd_pos_key(d.x), plane = (uint32_t)(x.e >> 32);
     if (s & 1u) {
         const uint32_t pos = 2 * ex_child(L, n, 0).first + lo32(rank);
-        L.ev_out[x.a][pos] = ex_event(x.a == d.axis && k >= d.cut ? snapped : plane, type, slot.x);
+        L.ev_out[x.a][pos] = rt_kd_event(x.a == d.axis && k >= d.cut ? snapped : plane, type, slot.x);
     }
     if (s & 2u) {
         const uint32_t pos = 2 * ex_child(L, n, 1).first + hi32(rank);
-        L.ev_out[x.a][pos] = ex_event(x.a == d.axis && k < d.cut ? snapped : plane, type, slot.y);
+        L.ev_out[x.a][pos] = rt_kd_event(x.a == d.axis && k < d.cut ? snapped : plane, type, slot.y);
     }
 }
 
@@ -613,7 +604,7 @@ __device__ __forceinline__ u64 ex_tight_key(uint32_t pos_key, uint32_t type)
 /* The list order of a tight event with this key and reference. */
 __device__ __forceinline__ u64 ex_tight_order(u64 key, uint32_t r)
 {
-    return (((key >> 2) & 0xffffffffull) << 32) | ((key & 3u) << EX_REF_BITS) | r;
+    return (((key >> 2) & 0xffffffffull) << 32) | ((key & 3u) << RT_KD_EV_ID_BITS) | r;
 }
 
 /* A thread per tight reference: its events in the children it reaches,
@@ -635,10 +626,10 @@ __global__ void ex_tight_events(ExLevel L)
             const float lo = v3_get(b.lo, a), hi = v3_get(b.hi, a);
             const size_t at = (size_t)a * 2 * L.n_tight + 2 * (size_t)q;
             if (lo == hi) {
-                L.tkeys_in[at] = L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), EX_PLANAR);
+                L.tkeys_in[at] = L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), RT_KD_EV_PLANAR);
             } else {
-                L.tkeys_in[at] = ex_tight_key(rt_kd_pos_key(hi), EX_END);
-                L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), EX_START);
+                L.tkeys_in[at] = ex_tight_key(rt_kd_pos_key(hi), RT_KD_EV_END);
+                L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), RT_KD_EV_START);
             }
             L.tvals_in[at] = L.tvals_in[at + 1] = r | (side ? EX_SIDE_BIT : 0u);
         }
@@ -673,7 +664,7 @@ __global__ void ex_events_merge(ExLevel L)
             else hi = mid;
         }
         const uint32_t pos = 2 * c.first + (side ? hi32(rank) : lo32(rank)) + lo;
-        L.ev_out[a][pos] = (e & ~(u64)EX_REF_MASK) | (side ? slot.y : slot.x);
+        L.ev_out[a][pos] = (e & ~(u64)RT_KD_EV_ID_MASK) | (side ? slot.y : slot.x);
     }
 }
 
@@ -703,7 +694,7 @@ __global__ void ex_tight_merge(ExLevel L)
     const u64 before = ex_kept_before(L, a, lo, first);
     const uint32_t pos = 2 * c.first + rank + (side ? hi32(before) : lo32(before));
     const uint2 slot = L.slot[r];
-    L.ev_out[a][pos] = (order & ~(u64)EX_REF_MASK) | (side ? slot.y : slot.x);
+    L.ev_out[a][pos] = (order & ~(u64)RT_KD_EV_ID_MASK) | (side ? slot.y : slot.x);
 }
 
 /* ---- the driver ------------------------------------------------------------------- */

@@ -51,33 +51,25 @@ static float max3f(float a, float b, float c) { return a > b ? (a > c ? a : c) :
 
 /* ---- events --------------------------------------------------------------- */
 
-/* An event is one 64-bit key: [63:32] the position as an order-preserving
- * integer, [31:30] the type, [29:0] the triangle id. Sorting keys sorts by
- * (position, type, id): at one position ends come before planars before
- * starts, as W&H's sweep needs, and the id makes the order total, so every
- * list, and therefore the tree, is deterministic. */
+/* An event is kd_clip.h's 64-bit key (rt_kd_event: position, type,
+ * triangle id), as the exact GPU builder's. */
 typedef uint64_t KdEvent;
-enum { EV_END = 0, EV_PLANAR = 1, EV_START = 2 };
-#define EV_TRI_MASK 0x3fffffffu
 
 static KdEvent ev_make(float pos, unsigned type, uint32_t tri)
 {
-    return ((uint64_t)rt_kd_pos_key(pos) << 32) | ((uint64_t)type << 30) | tri;
+    return rt_kd_event(rt_kd_pos_key(pos), type, tri);
 }
-static uint32_t ev_key(KdEvent e) { return (uint32_t)(e >> 32); }
-static unsigned ev_type(KdEvent e) { return (unsigned)(e >> 30) & 3u; }
-static uint32_t ev_tri(KdEvent e) { return (uint32_t)e & EV_TRI_MASK; }
 
 /* The events of one box on one axis: a planar event when the box is flat. */
 static uint32_t emit_events(KdEvent *out, RtAabb box, int axis, uint32_t tri)
 {
     float lo = v3_get(box.lo, axis), hi = v3_get(box.hi, axis);
     if (lo == hi) {
-        out[0] = ev_make(lo, EV_PLANAR, tri);
+        out[0] = ev_make(lo, RT_KD_EV_PLANAR, tri);
         return 1;
     }
-    out[0] = ev_make(lo, EV_START, tri);
-    out[1] = ev_make(hi, EV_END, tri);
+    out[0] = ev_make(lo, RT_KD_EV_START, tri);
+    out[1] = ev_make(hi, RT_KD_EV_END, tri);
     return 2;
 }
 
@@ -339,17 +331,17 @@ static void sweep_axis(const KdBuilder *b, const KdSet *s, int k, const double e
     uint32_t nl = 0, nr = s->tris;
     for (uint32_t i = 0; i < n;) {
         /* One group per position, counted by type in registers. */
-        const uint64_t key = e[i] >> 32;
+        const uint32_t key = rt_kd_event_key(e[i]);
         const uint32_t first = i;
         uint32_t ne = 0, np = 0;
         do {
-            const unsigned type = (unsigned)(e[i] >> 30) & 3u;
-            ne += type == EV_END;
-            np += type == EV_PLANAR;
-        } while (++i < n && (e[i] >> 32) == key);
+            const unsigned type = rt_kd_event_type(e[i]);
+            ne += type == RT_KD_EV_END;
+            np += type == RT_KD_EV_PLANAR;
+        } while (++i < n && rt_kd_event_key(e[i]) == key);
         const uint32_t ns = i - first - ne - np;
         nr -= ne + np;
-        const float p = rt_kd_key_pos((uint32_t)key);
+        const float p = rt_kd_key_pos(key);
         const double xl = (double)p - lo, xr = hi - (double)p;
         const double pl = A + B * xl, pr = A + B * xr;
         if (xl >= gap && xr >= gap) {
@@ -421,14 +413,14 @@ static void classify(KdWorker *w, const KdSet *s, const KdSplit *sp, uint32_t *n
      * the plane turns the BOTH of its start into LEFT. Starts left of the
      * plane are the straddler candidates. */
     const uint8_t table[3][3] = {
-        [EV_END] = {SIDE_LEFT, SIDE_LEFT, 0},
-        [EV_PLANAR] = {SIDE_LEFT, planar_side, SIDE_RIGHT},
-        [EV_START] = {SIDE_BOTH, SIDE_RIGHT, SIDE_RIGHT},
+        [RT_KD_EV_END] = {SIDE_LEFT, SIDE_LEFT, 0},
+        [RT_KD_EV_PLANAR] = {SIDE_LEFT, planar_side, SIDE_RIGHT},
+        [RT_KD_EV_START] = {SIDE_BOTH, SIDE_RIGHT, SIDE_RIGHT},
     };
     uint32_t *cand = w->cand, nc = 0, cnt[4] = {0, 0, 0, 0};
     for (uint32_t i = 0; i < n; i++) {
-        const uint32_t t = ev_tri(e[i]), key = ev_key(e[i]);
-        const unsigned type = ev_type(e[i]), rel = (key >= pk) + (key > pk);
+        const uint32_t t = rt_kd_event_id(e[i]), key = rt_kd_event_key(e[i]);
+        const unsigned type = rt_kd_event_type(e[i]), rel = (key >= pk) + (key > pk);
         const uint8_t sd = table[type][rel];
         side[t] = sd ? sd : side[t];
         cnt[sd]++;
@@ -462,16 +454,16 @@ static uint32_t leaf_from_parent(KdWorker *w, const KdSet *s, unsigned want, uin
     const uint8_t *side = w->side;
     RtAabb bb = aabb_empty();
     for (uint32_t i = 0; i < s->n[0]; i++)
-        if (side[ev_tri(s->ev[0][i])] == want && ev_type(s->ev[0][i]) != EV_END)
-            ids[c++] = ev_tri(s->ev[0][i]);
+        if (side[rt_kd_event_id(s->ev[0][i])] == want && rt_kd_event_type(s->ev[0][i]) != RT_KD_EV_END)
+            ids[c++] = rt_kd_event_id(s->ev[0][i]);
     if (c)
         for (int a = 0; a < 3; a++) { /* the lists are sorted: first and last on this side */
             const KdEvent *e = s->ev[a];
             uint32_t i = 0, j = s->n[a];
-            while (side[ev_tri(e[i])] != want) i++;
-            while (side[ev_tri(e[j - 1])] != want) j--;
-            v3_set(&bb.lo, a, rt_kd_key_pos(ev_key(e[i])));
-            v3_set(&bb.hi, a, rt_kd_key_pos(ev_key(e[j - 1])));
+            while (side[rt_kd_event_id(e[i])] != want) i++;
+            while (side[rt_kd_event_id(e[j - 1])] != want) j--;
+            v3_set(&bb.lo, a, rt_kd_key_pos(rt_kd_event_key(e[i])));
+            v3_set(&bb.hi, a, rt_kd_key_pos(rt_kd_event_key(e[j - 1])));
         }
     for (uint32_t i = 0; i < ns; i++)
         if (!aabb_is_empty(box[i])) {
@@ -581,7 +573,7 @@ static RtStatus partition(KdWorker *w, const KdSet *s, const KdSplit *sp, KdSet 
             const KdEvent x = e[i];
             while (*t0 < x) d0[m0++] = *t0++;
             while (*t1 < x) d1[m1++] = *t1++;
-            unsigned sd = side[ev_tri(x)];
+            unsigned sd = side[rt_kd_event_id(x)];
             d0[m0] = x;
             d1[m1] = x;
             m0 += (sd == SIDE_LEFT) & inc0;
@@ -661,12 +653,12 @@ static uint32_t make_leaf(KdWorker *w, const KdSet *s)
     uint32_t node = new_leaf(w, s->tris, &ids);
     if (node == UINT32_MAX) return node;
     for (uint32_t i = 0; i < s->n[0]; i++)
-        if (ev_type(s->ev[0][i]) != EV_END) ids[c++] = ev_tri(s->ev[0][i]);
+        if (rt_kd_event_type(s->ev[0][i]) != RT_KD_EV_END) ids[c++] = rt_kd_event_id(s->ev[0][i]);
     RtAabb box = aabb_empty();
     if (c)
         for (int a = 0; a < 3; a++) {
-            v3_set(&box.lo, a, rt_kd_key_pos(ev_key(s->ev[a][0])));
-            v3_set(&box.hi, a, rt_kd_key_pos(ev_key(s->ev[a][s->n[a] - 1])));
+            v3_set(&box.lo, a, rt_kd_key_pos(rt_kd_event_key(s->ev[a][0])));
+            v3_set(&box.hi, a, rt_kd_key_pos(rt_kd_event_key(s->ev[a][s->n[a] - 1])));
         }
     finish_leaf(w, node, c, box);
     return node;
@@ -818,11 +810,11 @@ static RtStatus root_set(const RtTriArrays *tris, int threads, KdSet *s, void **
             float l = min3f(p[0][a], p[1][a], p[2][a]), h = max3f(p[0][a], p[1][a], p[2][a]);
             KdEvent *e = s->ev[a] + s->n[a];
             if (l == h) {
-                e[0] = ev_make(l, EV_PLANAR, i);
+                e[0] = ev_make(l, RT_KD_EV_PLANAR, i);
                 s->n[a] += 1;
             } else {
-                e[0] = ev_make(l, EV_START, i);
-                e[1] = ev_make(h, EV_END, i);
+                e[0] = ev_make(l, RT_KD_EV_START, i);
+                e[1] = ev_make(h, RT_KD_EV_END, i);
                 s->n[a] += 2;
             }
             lo[a] = l < lo[a] ? l : lo[a];
@@ -982,9 +974,9 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
     if (st != RT_OK) return st;
     if (!tris || !tree || (tris->count && !tris->verts))
         return rt_fail(err, RT_ERR_ARG, "KD: no triangle arrays or no tree to build into");
-    if (tris->count > EV_TRI_MASK)
+    if (tris->count > RT_KD_EV_ID_MASK)
         return rt_fail(err, RT_ERR_ARG, "KD: %u triangles; the tree holds at most %u",
-                       tris->count, EV_TRI_MASK);
+                       tris->count, RT_KD_EV_ID_MASK);
 
     int threads = p.threads > 0 ? p.threads : rt_thread_count();
     if (threads > 64) threads = 64;

@@ -210,4 +210,22 @@ RT_HD float rt_kd_key_pos(uint32_t k)
     return f;
 }
 
+/* An event of the SAH builders' sweeps (the CPU oracle, kd_build_cpu.c,
+ * and the exact GPU builder, kd_exact.cu): one 64-bit key, [63:32] the
+ * position's key (rt_kd_pos_key), [31:30] the type, [29:0] the triangle's
+ * (or reference's) id. Sorting keys sorts by (position, type, id): at one
+ * position ends come before planars before starts, as W&H's sweep needs,
+ * and the id makes the order total, so every list, and therefore the
+ * tree, is deterministic. */
+enum { RT_KD_EV_END = 0, RT_KD_EV_PLANAR = 1, RT_KD_EV_START = 2 };
+#define RT_KD_EV_ID_BITS 30
+#define RT_KD_EV_ID_MASK ((1u << RT_KD_EV_ID_BITS) - 1u)
+RT_HD uint64_t rt_kd_event(uint32_t key, unsigned type, uint32_t id)
+{
+    return ((uint64_t)key << 32) | ((uint64_t)type << RT_KD_EV_ID_BITS) | id;
+}
+RT_HD uint32_t rt_kd_event_key(uint64_t e) { return (uint32_t)(e >> 32); }
+RT_HD unsigned rt_kd_event_type(uint64_t e) { return (unsigned)(e >> RT_KD_EV_ID_BITS) & 3u; }
+RT_HD uint32_t rt_kd_event_id(uint64_t e) { return (uint32_t)e & RT_KD_EV_ID_MASK; }
+
 #endif
