@@ -10,7 +10,6 @@
 #include <cub/device/device_radix_sort.cuh>
 
 #include "bvh/bvh_gpu_common.cuh"
-#include "gpu/coalesce.cuh"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu.h"
 
@@ -84,13 +83,7 @@ __global__ void __launch_bounds__(kBlock) bvh_leaf_woop_kernel(const uint32_t *t
                                                                uint32_t count, RtFloat4 *leaf_woop)
 {
     __shared__ RtFloat4 sh[3 * kBlock];
-    const uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
-    RtFloat4 rows[3] = {};
-    if (k < count) {
-        const RtFloat4 *src = bvh_leaf_woop_src(tri_index, (const RtFloat4 *)woop, k);
-        rows[0] = src[0], rows[1] = src[1], rows[2] = src[2];
-    }
-    rt_store3<kBlock>(leaf_woop, count, sh, rows);
+    bvh_leaf_rows_store<kBlock>(tri_index, woop, count, leaf_woop, sh);
 }
 
 /* ==== host side ================================================================ */

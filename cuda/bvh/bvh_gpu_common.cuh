@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "bvh/bvh_cpu.h"
+#include "gpu/coalesce.cuh"
 #include "gpu/launch.h"
 
 /* What the kernels reduce and count; reset before every build (h_init). */
@@ -58,6 +59,24 @@ __host__ __device__ __forceinline__ int bvh_f2i(float f)
     return i >= 0 ? i : i ^ 0x7fffffff;
 }
 __device__ __forceinline__ float bvh_i2f(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
+
+/* Aila & Laine 2009's leaf layout (bvh_layout.h, leaf_woop): entry k =
+ * blockIdx.x * B + threadIdx.x of count gets triangle tri_index[k]'s Woop
+ * rows, stored by the block together (coalesce.cuh: every thread of the
+ * block calls it). The H-PLOC builder's bvh_leaf_woop kernel and the LBVH's
+ * radix-tree kernel both copy the rows with it. */
+template <int B>
+__device__ __forceinline__ void bvh_leaf_rows_store(const uint32_t *tri_index, const float4 *woop, uint32_t count,
+                                                    RtFloat4 *leaf_woop, RtFloat4 (&sh)[3 * B])
+{
+    const uint32_t k = blockIdx.x * B + threadIdx.x;
+    RtFloat4 rows[3] = {};
+    if (k < count) {
+        const RtFloat4 *src = bvh_leaf_woop_src(tri_index, (const RtFloat4 *)woop, k);
+        rows[0] = src[0], rows[1] = src[1], rows[2] = src[2];
+    }
+    rt_store3<B>(leaf_woop, count, sh, rows);
+}
 
 __device__ __forceinline__ RtFloat4 bvh_load_f4(const float4 *p)
 {

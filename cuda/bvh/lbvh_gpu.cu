@@ -22,7 +22,6 @@
 
 #include "bvh/bvh_gpu_common.cuh"
 #include "bvh/lbvh_gpu.h"
-#include "gpu/coalesce.cuh"
 #include "gpu/cuda_check.h"
 
 /* Threads per block of every kernel: a multiple of the warp size. */
@@ -68,12 +67,7 @@ __global__ void __launch_bounds__(kBlock) lbvh_tree_kernel(const uint32_t *codes
     }
     if (leaf_woop) { /* the whole block, or none of it */
         __shared__ RtFloat4 sh[3 * kBlock];
-        RtFloat4 rows[3] = {};
-        if (i < count) {
-            const RtFloat4 *src = bvh_leaf_woop_src(tri_index, (const RtFloat4 *)woop, i);
-            rows[0] = src[0], rows[1] = src[1], rows[2] = src[2];
-        }
-        rt_store3<kBlock>(leaf_woop, count, sh, rows);
+        bvh_leaf_rows_store<kBlock>(tri_index, woop, count, leaf_woop, sh);
     }
 }
 
