@@ -10,6 +10,8 @@
 static void kd_caps_slack(void **state)
 {
     (void)state;
+    assert_int_equal(rt_kd_gpu_cap_clamp(12345), 12345);
+    assert_int_equal(rt_kd_gpu_cap_clamp((uint64_t)RT_KD_MAX_INDEX + 1), RT_KD_MAX_INDEX);
     assert_int_equal(rt_kd_gpu_cap_slack(0), 4096);
     assert_int_equal(rt_kd_gpu_cap_slack(1000000), 1250000 + 4096);
     assert_true(rt_kd_gpu_cap_slack(40000000) >= 50000000);

@@ -33,7 +33,7 @@
 #include "kd/kd_gpu_internal.cuh"
 #include "gpu/gpu.h"
 
-/* A device array that only grows. */
+/* A device array, sized by kd_reserve. */
 typedef struct KdArr {
     void *p;
     size_t bytes;
@@ -69,9 +69,9 @@ struct RtKdGpu {
     uint32_t node_cap, leaf_cap, index_cap;
     uint32_t caps_tris; /* the triangle count the capacities were estimated for (+1; 0: none yet) */
     int sms; /* multiprocessors: grids of the persistent and queue-driven kernels */
-    /* the exact SAH builder (RT_KD_GPU_BUILDER_EXACT), made at its first use */
+    /* the exact SAH builder (RT_KD_GPU_BUILDER_EXACT), made at its first use;
+     * g->p.builder says which one the build in flight is */
     KdExact *exact;
-    int exact_pending;   /* the build in flight is the exact builder's (finished already) */
     RtKdTree exact_tree;
 };
 
@@ -143,16 +143,18 @@ extern "C" void rt_kd_gpu_destroy(RtKdGpu *b)
     free(b);
 }
 
-static uint32_t kd_cap(size_t want)
-{
-    return want > RT_KD_MAX_INDEX ? RT_KD_MAX_INDEX : (uint32_t)want;
-}
-
 /* Zhou's level-by-level small stage (a launch and a read-back per level)
  * rather than the fused one-launch stage. */
 static int kd_small_levels(const RtKdGpuParams *p)
 {
     return !p->small_fused && p->small_mode != RT_KD_GPU_SMALL_NONE;
+}
+
+/* Chunks the reference and active-node capacities can make: a node's
+ * references cut into chunks, at most one part-filled chunk a node. */
+static uint32_t kd_chunk_bound(const RtKdGpu *g)
+{
+    return rt_kd_gpu_cap_clamp((uint64_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
 }
 
 /* First-build capacities from the triangle count. Later builds of as many
@@ -167,14 +169,14 @@ static void kd_initial_caps(RtKdGpu *g, uint32_t n)
      * 1.5, nodes 1.8 / 1.7 / 1.1, leaves half the nodes, tree references
      * 3.9 / 4.1 / 1.5; small roots and active nodes far fewer */
     size_t N = n ? n : 1;
-    g->ref_cap = kd_cap(3 * N + 4096);
-    g->active_cap = kd_cap(N / 32 + 1024);
-    g->sroot_cap = kd_cap(N / 8 + 1024);
-    g->sref_cap = g->snode_cap = kd_cap(5 * N / 2 + 4096);
-    g->node_cap = kd_cap(2 * N + 4096);
+    g->ref_cap = rt_kd_gpu_cap_clamp(3 * N + 4096);
+    g->active_cap = rt_kd_gpu_cap_clamp(N / 32 + 1024);
+    g->sroot_cap = rt_kd_gpu_cap_clamp(N / 8 + 1024);
+    g->sref_cap = g->snode_cap = rt_kd_gpu_cap_clamp(5 * N / 2 + 4096);
+    g->node_cap = rt_kd_gpu_cap_clamp(2 * N + 4096);
     g->leaf_cap = g->node_cap / 2 + 1;
-    g->index_cap = kd_cap(9 * N / 2 + 4096);
-    g->chunk_cap = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
+    g->index_cap = rt_kd_gpu_cap_clamp(9 * N / 2 + 4096);
+    g->chunk_cap = kd_chunk_bound(g);
 }
 
 /* What each buffer was asked for by the last build (KdCounters: the
@@ -219,7 +221,7 @@ static void kd_grow_caps(RtKdGpu *g, uint32_t ovf)
     if (ovf & KD_OVF_SROOTS) kd_grow(&g->sroot_cap, n.sroots);
     if (ovf & KD_OVF_SREFS) kd_grow(&g->sref_cap, n.srefs);
     if (ovf & KD_OVF_SNODES) kd_grow(&g->snode_cap, n.snodes);
-    const uint32_t chunks = kd_cap((size_t)g->ref_cap / KD_CHUNK + g->active_cap + 16);
+    const uint32_t chunks = kd_chunk_bound(g);
     if (g->chunk_cap < chunks) g->chunk_cap = chunks;
     if (ovf & KD_OVF_CHUNKS) kd_grow(&g->chunk_cap, n.chunks);
 }
@@ -513,33 +515,6 @@ static RtStatus kd_attempt(RtKdGpu *g, RtKdGpuStats *s, uint32_t *overflow, RtEr
     return kd_build_once(g, &g->p, g->b, g->c, s, overflow, err);
 }
 
-/* The exact builder waits for its levels' totals, so it is done when it
- * returns: the "async" half runs it whole, the finishing half only hands
- * over its tree and statistics. */
-static RtStatus kd_exact_async(RtKdGpu *g, const RtKdGpuParams *p, const RtFloat4 *d_verts, const RtFloat4 *d_woop,
-                               uint32_t tri_count, RtKdTree *d_tree, RtError *err)
-{
-    RtStatus st;
-    if (!g->exact && (st = kd_exact_create(&g->exact, err)) != RT_OK) return st;
-    rt_launch_log_reset(&g->log);
-    g->log.timed = p->timed;
-    g->p = *p;
-    g->tri_count = tri_count;
-    CUDA_CHECK(err, cudaEventRecord(g->ev_input, cudaStreamLegacy));
-    CUDA_CHECK(err, cudaStreamWaitEvent(g->stream, g->ev_input, 0));
-    memset(&g->st, 0, sizeof g->st);
-    if ((st = kd_exact_build(g->exact, p, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, g->stream,
-                             &g->log, &g->exact_tree, &g->st, err)) != RT_OK)
-        return st;
-    CUDA_CHECK(err, cudaEventRecord(g->ev_done, g->stream));
-    CUDA_CHECK(err, cudaStreamWaitEvent(cudaStreamLegacy, g->ev_done, 0));
-    g->pending = 1;
-    g->exact_pending = 1;
-    g->fresh = 1;
-    *d_tree = g->exact_tree;
-    return RT_OK;
-}
-
 extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, const RtFloat4 *d_verts,
                                           const RtFloat4 *d_woop, uint32_t tri_count, RtKdTree *d_tree,
                                           RtError *err)
@@ -548,11 +523,13 @@ extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, c
         return rt_fail(err, RT_ERR_ARG, "KD: rt_kd_gpu_build needs a builder, vertices and a tree");
     if (g->pending) return rt_fail(err, RT_ERR_ARG, "KD: a build is in flight: rt_kd_gpu_build_finish it first");
     RtKdGpuParams p = pp ? *pp : rt_kd_gpu_params_default();
-    if (p.builder == RT_KD_GPU_BUILDER_EXACT) return kd_exact_async(g, &p, d_verts, d_woop, tri_count, d_tree, err);
-    if (p.builder != RT_KD_GPU_BUILDER_CHANG)
+    const bool exact = p.builder == RT_KD_GPU_BUILDER_EXACT;
+    if (!exact && p.builder != RT_KD_GPU_BUILDER_CHANG)
         return rt_fail(err, RT_ERR_ARG, "KD: builder %d: expected 0 (Chang) or 1 (exact)", (int)p.builder);
-    RtStatus st = kd_conf(g, p, tri_count, &g->c, err);
-    if (st != RT_OK) return st;
+    RtStatus st;
+    if (exact ? (!g->exact && (st = kd_exact_create(&g->exact, err)) != RT_OK)
+              : (st = kd_conf(g, p, tri_count, &g->c, err)) != RT_OK)
+        return st;
     RtKdGpuStats *s = &g->st;
     memset(s, 0, sizeof *s);
     g->t0 = rt_now_ms();
@@ -562,34 +539,45 @@ extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, c
     g->tri_count = tri_count;
     rt_launch_log_reset(&g->log);
     g->log.timed = p.timed;
-    kd_initial_caps(g, tri_count);
+    if (!exact) kd_initial_caps(g, tri_count);
     /* the build reads what the caller's (legacy default) stream wrote */
     CUDA_CHECK(err, cudaEventRecord(g->ev_input, cudaStreamLegacy));
     CUDA_CHECK(err, cudaStreamWaitEvent(g->stream, g->ev_input, 0));
-    uint32_t ovf = 0;
-    for (int attempt = 0;; attempt++) {
-        /* a host-driven schedule (Impl. I, Zhou's small levels) sees an
-         * overflow at once; a device-driven one in rt_kd_gpu_build_finish */
-        if ((st = kd_attempt(g, s, &ovf, err)) != RT_OK) return st;
-        if (!ovf) break;
-        if (attempt == 12)
-            return rt_fail(err, RT_ERR_OOM, "KD: GPU build still overflows (bits 0x%x) after growing 12 times", ovf);
-        kd_grow_caps(g, ovf);
-        s->rebuilds++;
+    if (exact) {
+        /* Kolodzey's builder waits for its levels' totals, so it is done
+         * when it returns: rt_kd_gpu_build_finish only hands over its tree
+         * and statistics */
+        if ((st = kd_exact_build(g->exact, &p, (const float4 *)d_verts, (const float4 *)d_woop, tri_count, g->stream,
+                                 &g->log, &g->exact_tree, s, err)) != RT_OK)
+            return st;
+        CUDA_CHECK(err, cudaEventRecord(g->ev_done, g->stream));
+        *d_tree = g->exact_tree;
+    } else {
+        uint32_t ovf = 0;
+        for (int attempt = 0;; attempt++) {
+            /* a host-driven schedule (Impl. I, Zhou's small levels) sees an
+             * overflow at once; a device-driven one in rt_kd_gpu_build_finish */
+            if ((st = kd_attempt(g, s, &ovf, err)) != RT_OK) return st;
+            if (!ovf) break;
+            if (attempt == 12)
+                return rt_fail(err, RT_ERR_OOM, "KD: GPU build still overflows (bits 0x%x) after growing 12 times", ovf);
+            kd_grow_caps(g, ovf);
+            s->rebuilds++;
+        }
+        memset(d_tree, 0, sizeof *d_tree);
+        d_tree->nodes = g->b.nodes;
+        d_tree->leaves = g->b.leaves;
+        d_tree->leaf_boxes = g->b.leaf_boxes;
+        d_tree->tri_index = g->b.tri_index;
+        d_tree->node_cap = g->b.node_cap;
+        d_tree->leaf_cap = g->b.leaf_cap;
+        d_tree->index_cap = g->b.index_cap;
+        d_tree->bounds = aabb_empty(); /* known on the device only, until finished */
+        d_tree->d_bounds = g->b.tree_bounds;
     }
     /* ... and the caller's later work (the tracer) waits for the build */
     CUDA_CHECK(err, cudaStreamWaitEvent(cudaStreamLegacy, g->ev_done, 0));
     g->pending = 1;
-    memset(d_tree, 0, sizeof *d_tree);
-    d_tree->nodes = g->b.nodes;
-    d_tree->leaves = g->b.leaves;
-    d_tree->leaf_boxes = g->b.leaf_boxes;
-    d_tree->tri_index = g->b.tri_index;
-    d_tree->node_cap = g->b.node_cap;
-    d_tree->leaf_cap = g->b.leaf_cap;
-    d_tree->index_cap = g->b.index_cap;
-    d_tree->bounds = aabb_empty(); /* known on the device only, until finished */
-    d_tree->d_bounds = g->b.tree_bounds;
     return RT_OK;
 }
 
@@ -597,7 +585,8 @@ extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, c
 static void kd_stats_kernels(const RtKdGpu *g, RtKdGpuStats *s)
 {
     s->launches = g->log.launches;
-    s->kernel_count = g->log.entry_count < 48 ? g->log.entry_count : 48;
+    const int cap = (int)(sizeof s->kernels / sizeof s->kernels[0]);
+    s->kernel_count = g->log.entry_count < cap ? g->log.entry_count : cap;
     for (int i = 0; i < s->kernel_count; i++) {
         s->kernels[i].name = g->log.entries[i].name;
         s->kernels[i].launches = g->log.entries[i].count;
@@ -613,8 +602,7 @@ extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpu
     g->pending = 0;
     RtKdGpuStats *s = &g->st;
     RtStatus st;
-    if (g->exact_pending) {
-        g->exact_pending = 0;
+    if (g->p.builder == RT_KD_GPU_BUILDER_EXACT) {
         *d_tree = g->exact_tree;
         if ((st = rt_launch_log_resolve(&g->log, err)) != RT_OK) return st;
         kd_stats_kernels(g, s);

@@ -124,7 +124,8 @@ RtKdGpuParams rt_kd_gpu_params_default(void);
  * After a finished build: a capacity more than 1.2x the need with slack
  * comes down to that, any other stays (the band keeps a moving scene's
  * buffers still; its tree would have to shrink by a sixth). All at most
- * RT_KD_MAX_INDEX. */
+ * RT_KD_MAX_INDEX (rt_kd_gpu_cap_clamp). */
+uint32_t rt_kd_gpu_cap_clamp(uint64_t want);
 uint32_t rt_kd_gpu_cap_slack(uint64_t need);
 uint32_t rt_kd_gpu_cap_grow(uint32_t cap, uint64_t need);
 uint32_t rt_kd_gpu_cap_fit(uint32_t cap, uint64_t need);

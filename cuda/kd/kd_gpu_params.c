@@ -42,19 +42,19 @@ RtKdGpuParams rt_kd_gpu_params_default(void)
 
 /* ---- buffer capacities (kd_gpu.h) ---------------------------------------- */
 
-static uint32_t cap_clamp(uint64_t want)
+uint32_t rt_kd_gpu_cap_clamp(uint64_t want)
 {
     return want > RT_KD_MAX_INDEX ? RT_KD_MAX_INDEX : (uint32_t)want;
 }
 
 uint32_t rt_kd_gpu_cap_slack(uint64_t need)
 {
-    return cap_clamp(need + need / 4 + 4096);
+    return rt_kd_gpu_cap_clamp(need + need / 4 + 4096);
 }
 
 uint32_t rt_kd_gpu_cap_grow(uint32_t cap, uint64_t need)
 {
-    const uint32_t more = cap_clamp(3 * (uint64_t)cap / 2), want = rt_kd_gpu_cap_slack(need);
+    const uint32_t more = rt_kd_gpu_cap_clamp(3 * (uint64_t)cap / 2), want = rt_kd_gpu_cap_slack(need);
     return more > want ? more : want;
 }
 
