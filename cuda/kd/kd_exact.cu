@@ -51,6 +51,7 @@
 
 #include "kd/kd_clip.h"
 #include "kd/kd_exact.cuh"
+#include "kd/kd_gpu_internal.cuh"
 #include "kd/kd_sah.h"
 #include "gpu/cuda_check.h"
 #include "gpu/gpu.h"
@@ -197,19 +198,6 @@ struct ExValid {
 
 /* ---- the root ------------------------------------------------------------------- */
 
-__device__ __forceinline__ int ex_f2i(float f)
-{
-    int i = __float_as_int(f);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
-__host__ __forceinline__ float ex_i2f_host(int i)
-{
-    int u = i >= 0 ? i : i ^ 0x7fffffff;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* Which triangles enter the tree (kd_clip.h's rule), and their bounds. */
 __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n, uint32_t *valid, int *bounds)
 {
@@ -240,8 +228,8 @@ __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n
         const float r = a < 3 ? Reduce(tmp).Reduce(v, [](float x, float y) { return fminf(x, y); })
                               : Reduce(tmp).Reduce(v, [](float x, float y) { return fmaxf(x, y); });
         if (threadIdx.x == 0 && isfinite(r)) {
-            if (a < 3) atomicMin(&bounds[a], ex_f2i(r));
-            else atomicMax(&bounds[a], ex_f2i(r));
+            if (a < 3) atomicMin(&bounds[a], kd_f2i(r));
+            else atomicMax(&bounds[a], kd_f2i(r));
         }
         __syncthreads();
     }
@@ -839,8 +827,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         (st = ex_reserve(&x->arr[X_ROOT_BOX], sizeof(RtAabb), 0, stream, err)) != RT_OK)
         return st;
     for (int a = 0; a < 3; a++) {
-        x->h_bounds[a] = 0x7f800000;            /* ex_f2i(+inf) */
-        x->h_bounds[3 + a] = 0xff800000 ^ 0x7fffffff; /* ex_f2i(-inf) */
+        x->h_bounds[a] = kd_f2i_host(INFINITY);
+        x->h_bounds[3 + a] = kd_f2i_host(-INFINITY);
     }
     int *d_bounds = ARR(x, X_BOUNDS, int);
     uint32_t *valid = ARR(x, X_VALID, uint32_t), *vscan = ARR(x, X_VSCAN, uint32_t);
@@ -857,8 +845,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     const uint32_t valid_n = *x->h_valid;
     RtAabb bounds = aabb_empty();
     if (valid_n) {
-        bounds.lo = v3(ex_i2f_host(x->h_bounds[0]), ex_i2f_host(x->h_bounds[1]), ex_i2f_host(x->h_bounds[2]));
-        bounds.hi = v3(ex_i2f_host(x->h_bounds[3]), ex_i2f_host(x->h_bounds[4]), ex_i2f_host(x->h_bounds[5]));
+        bounds.lo = v3(kd_i2f_host(x->h_bounds[0]), kd_i2f_host(x->h_bounds[1]), kd_i2f_host(x->h_bounds[2]));
+        bounds.hi = v3(kd_i2f_host(x->h_bounds[3]), kd_i2f_host(x->h_bounds[4]), kd_i2f_host(x->h_bounds[5]));
     }
     if (valid_n >= (1u << (EX_CUT_BITS - 2)))
         return rt_fail(err, RT_ERR_ARG, "KD: exact builder: %u triangles are more than its events address",

@@ -349,13 +349,6 @@ static RtStatus kd_read_counters(RtKdGpu *g, uint32_t *trips, RtError *err)
     return RT_OK;
 }
 
-static float kd_i2f_host(int i)
-{
-    union { int i; float f; } u;
-    u.i = i >= 0 ? i : i ^ 0x7fffffff;
-    return u.f;
-}
-
 /* One attempt at the whole build; *overflow says whether to grow and retry. */
 static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &b, const KdConf &c,
                               RtKdGpuStats *s, uint32_t *overflow, RtError *err)

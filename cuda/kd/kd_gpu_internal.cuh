@@ -286,6 +286,12 @@ __host__ __device__ __forceinline__ int kd_f2i_host(float f)
     u.f = f;
     return u.i >= 0 ? u.i : u.i ^ 0x7fffffff;
 }
+__host__ __device__ __forceinline__ float kd_i2f_host(int i)
+{
+    union { int i; float f; } u;
+    u.i = i >= 0 ? i : i ^ 0x7fffffff;
+    return u.f;
+}
 
 __device__ __forceinline__ RtAabb kd_box_decode(const int b[6])
 {
