@@ -393,7 +393,8 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
 /* ==== step 5: the output ========================================================== */
 
 /* A thread per key: its triangle's depth-first place in tri_index (the
- * offsets on its way up: hploc_key_position), and the nodes it is the
+ * sum hploc_key_position makes on the CPU, here from the (parent, left
+ * sibling's triangles) links the merges stored in up[]), and the nodes it is the
  * leftmost key of placed (hploc_node_place), so every node once. Keys from
  * n on (degenerate triangles) keep their sorted place; without interior
  * nodes (n < 2) thread 0 writes the root (bvh_small_root). */
