@@ -174,15 +174,23 @@ static uint32_t compare_rays(const RtKdTree *tree, const RtTriArrays *t, uint32_
     return bad;
 }
 
+/* Device copies of t's corners and Woop rows (free both with rt_kd_gpu_free). */
+static void upload_scene(const RtTriArrays *t, RtFloat4 **dv, RtFloat4 **dw)
+{
+    RtError err = {0};
+    *dv = *dw = NULL;
+    assert_int_equal(rt_kd_gpu_upload_f4(t->verts, 3 * (size_t)t->count, dv, &err), RT_OK);
+    assert_int_equal(rt_kd_gpu_upload_f4(t->woop, 3 * (size_t)t->count, dw, &err), RT_OK);
+}
+
 /* Builds on the GPU, downloads, validates, compares rays; returns the tree's
  * SAH cost (rt_kd_tree_stats with the builder's costs). */
 static double build_and_check(const RtKdGpuParams *p, const RtTriArrays *t, uint32_t rays,
                               uint64_t seed, const char *what)
 {
     RtError err = {0};
-    RtFloat4 *dv = NULL, *dw = NULL;
-    assert_int_equal(rt_kd_gpu_upload_f4(t->verts, 3 * (size_t)t->count, &dv, &err), RT_OK);
-    assert_int_equal(rt_kd_gpu_upload_f4(t->woop, 3 * (size_t)t->count, &dw, &err), RT_OK);
+    RtFloat4 *dv, *dw;
+    upload_scene(t, &dv, &dw);
     RtKdTree dtree, h;
     RtKdGpuStats st;
     RtStatus s = rt_kd_gpu_build(g_fx.kd, p, dv, dw, t->count, &dtree, &st, &err);
@@ -487,9 +495,8 @@ static void gpu_kd_buffers_fit_the_tree(void **state)
     if (!gpu_ready()) skip();
     RtTriArrays t = make_scene(SC_GRID, quick() ? 5000 : 40000, 93);
     RtError err = {0};
-    RtFloat4 *dv = NULL, *dw = NULL;
-    assert_int_equal(rt_kd_gpu_upload_f4(t.verts, 3 * (size_t)t.count, &dv, &err), RT_OK);
-    assert_int_equal(rt_kd_gpu_upload_f4(t.woop, 3 * (size_t)t.count, &dw, &err), RT_OK);
+    RtFloat4 *dv, *dw;
+    upload_scene(&t, &dv, &dw);
     /* a fresh builder: the fixture's has seen other scenes */
     RtKdGpu *kd = NULL;
     assert_int_equal(rt_kd_gpu_create(&kd, &err), RT_OK);
@@ -526,9 +533,8 @@ static void gpu_kd_default_build_waits_once(void **state)
     if (!gpu_ready()) skip();
     RtTriArrays t = make_scene(SC_CLUSTER, quick() ? 3000 : 20000, 95);
     RtError err = {0};
-    RtFloat4 *dv = NULL, *dw = NULL;
-    assert_int_equal(rt_kd_gpu_upload_f4(t.verts, 3 * (size_t)t.count, &dv, &err), RT_OK);
-    assert_int_equal(rt_kd_gpu_upload_f4(t.woop, 3 * (size_t)t.count, &dw, &err), RT_OK);
+    RtFloat4 *dv, *dw;
+    upload_scene(&t, &dv, &dw);
     RtKdTree dtree;
     RtKdGpuStats st;
     for (int steps = 1; steps <= 5; steps++) {
@@ -562,9 +568,8 @@ static void gpu_kd_async_build_finishes_later(void **state)
     if (!gpu_ready()) skip();
     RtTriArrays t = make_scene(SC_CLUSTER, quick() ? 3000 : 20000, 96);
     RtError err = {0};
-    RtFloat4 *dv = NULL, *dw = NULL;
-    assert_int_equal(rt_kd_gpu_upload_f4(t.verts, 3 * (size_t)t.count, &dv, &err), RT_OK);
-    assert_int_equal(rt_kd_gpu_upload_f4(t.woop, 3 * (size_t)t.count, &dw, &err), RT_OK);
+    RtFloat4 *dv, *dw;
+    upload_scene(&t, &dv, &dw);
     RtKdGpuParams p = rt_kd_gpu_params_default();
     RtKdTree dtree, h;
     RtKdGpuStats st;
