@@ -704,16 +704,21 @@ enum {
     X_COUNT
 };
 
+/* The host's side of the round trips: the root's valid count and bounds
+ * (and its box going back), each level's totals, read back once per level. */
+typedef struct ExPinned {
+    ExNodeScan nscan;
+    ExRefScan refs;
+    uint32_t valid;
+    int bounds[6];
+    RtAabb box;
+} ExPinned;
+
 struct KdExact {
     ExArr arr[X_COUNT];
     int cur;              /* which of each pair of level lists is read */
     cudaEvent_t ev[2];
-    /* pinned: the level's totals, read back once per level */
-    ExNodeScan *h_nscan;
-    ExRefScan *h_refs;
-    uint32_t *h_valid;
-    int *h_bounds;
-    RtAabb *h_box;
+    ExPinned *h; /* pinned host memory, one allocation */
 };
 
 RtStatus kd_exact_create(KdExact **out, RtError *err)
@@ -722,11 +727,7 @@ RtStatus kd_exact_create(KdExact **out, RtError *err)
     *out = x;
     if (!x) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory");
     for (int i = 0; i < 2; i++) CUDA_CHECK(err, cudaEventCreate(&x->ev[i]));
-    CUDA_CHECK(err, cudaMallocHost((void **)&x->h_nscan, sizeof(ExNodeScan)));
-    CUDA_CHECK(err, cudaMallocHost((void **)&x->h_refs, sizeof(ExRefScan)));
-    CUDA_CHECK(err, cudaMallocHost((void **)&x->h_valid, sizeof(uint32_t)));
-    CUDA_CHECK(err, cudaMallocHost((void **)&x->h_bounds, 6 * sizeof(int)));
-    CUDA_CHECK(err, cudaMallocHost((void **)&x->h_box, sizeof(RtAabb)));
+    CUDA_CHECK(err, cudaMallocHost((void **)&x->h, sizeof(ExPinned)));
     return RT_OK;
 }
 
@@ -737,11 +738,7 @@ void kd_exact_destroy(KdExact *x)
         if (x->arr[i].p) cudaFree(x->arr[i].p);
     for (int i = 0; i < 2; i++)
         if (x->ev[i]) cudaEventDestroy(x->ev[i]);
-    cudaFreeHost(x->h_nscan);
-    cudaFreeHost(x->h_refs);
-    cudaFreeHost(x->h_valid);
-    cudaFreeHost(x->h_bounds);
-    cudaFreeHost(x->h_box);
+    if (x->h) cudaFreeHost(x->h);
     free(x);
 }
 
@@ -827,26 +824,26 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         (st = ex_reserve(&x->arr[X_ROOT_BOX], sizeof(RtAabb), 0, stream, err)) != RT_OK)
         return st;
     for (int a = 0; a < 3; a++) {
-        x->h_bounds[a] = kd_f2i_host(INFINITY);
-        x->h_bounds[3 + a] = kd_f2i_host(-INFINITY);
+        x->h->bounds[a] = kd_f2i_host(INFINITY);
+        x->h->bounds[3 + a] = kd_f2i_host(-INFINITY);
     }
     int *d_bounds = ARR(x, X_BOUNDS, int);
     uint32_t *valid = ARR(x, X_VALID, uint32_t), *vscan = ARR(x, X_VSCAN, uint32_t);
-    CUDA_CHECK(err, cudaMemcpyAsync(d_bounds, x->h_bounds, 6 * sizeof(int), cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(d_bounds, x->h->bounds, 6 * sizeof(int), cudaMemcpyHostToDevice, stream));
     if ((st = rt_launch(log, "ex_tri_boxes", EX_GRID(n), dim3(EX_BLOCK), 0, ex_tri_boxes, err, verts, woop, n, valid,
                         d_bounds)) != RT_OK)
         return st;
     if ((st = ex_count_scan(x, log, "ex_scan_valid", stream, ExValid{valid, n}, vscan, (size_t)n + 1, err)) != RT_OK)
         return st;
-    CUDA_CHECK(err, cudaMemcpyAsync(x->h_valid, vscan + n, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(x->h_bounds, d_bounds, 6 * sizeof(int), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(&x->h->valid, vscan + n, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(x->h->bounds, d_bounds, 6 * sizeof(int), cudaMemcpyDeviceToHost, stream));
     CUDA_CHECK(err, cudaStreamSynchronize(stream));
     s.round_trips++;
-    const uint32_t valid_n = *x->h_valid;
+    const uint32_t valid_n = x->h->valid;
     RtAabb bounds = aabb_empty();
     if (valid_n) {
-        bounds.lo = v3(kd_i2f_host(x->h_bounds[0]), kd_i2f_host(x->h_bounds[1]), kd_i2f_host(x->h_bounds[2]));
-        bounds.hi = v3(kd_i2f_host(x->h_bounds[3]), kd_i2f_host(x->h_bounds[4]), kd_i2f_host(x->h_bounds[5]));
+        bounds.lo = v3(kd_i2f_host(x->h->bounds[0]), kd_i2f_host(x->h->bounds[1]), kd_i2f_host(x->h->bounds[2]));
+        bounds.hi = v3(kd_i2f_host(x->h->bounds[3]), kd_i2f_host(x->h->bounds[4]), kd_i2f_host(x->h->bounds[5]));
     }
     if (valid_n >= (1u << (EX_CUT_BITS - 2)))
         return rt_fail(err, RT_ERR_ARG, "KD: exact builder: %u triangles are more than its events address",
@@ -895,12 +892,12 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     }
     {
         const uint32_t zero = 0, count = R;
-        *x->h_box = bounds;
+        x->h->box = bounds;
         CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NFIRST].p, &zero, 4, cudaMemcpyHostToDevice, stream));
         CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCOUNT].p, &count, 4, cudaMemcpyHostToDevice, stream));
         CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NTREE].p, &zero, 4, cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCELL].p, x->h_box, sizeof(RtAabb), cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_ROOT_BOX].p, x->h_box, sizeof(RtAabb), cudaMemcpyHostToDevice,
+        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCELL].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice, stream));
+        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_ROOT_BOX].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice,
                                         stream));
         /* the copies read pageable stack memory: finish them before it goes */
         CUDA_CHECK(err, cudaStreamSynchronize(stream));
@@ -1009,12 +1006,12 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
                 return st;
         }
         /* the level's totals: the next level's sizes */
-        CUDA_CHECK(err, cudaMemcpyAsync(x->h_nscan, L.nscan + N, sizeof(ExNodeScan), cudaMemcpyDeviceToHost, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->h_refs, L.scan_refs + R, sizeof(ExRefScan), cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(err, cudaMemcpyAsync(&x->h->nscan, L.nscan + N, sizeof(ExNodeScan), cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(err, cudaMemcpyAsync(&x->h->refs, L.scan_refs + R, sizeof(ExRefScan), cudaMemcpyDeviceToHost, stream));
         CUDA_CHECK(err, cudaStreamSynchronize(stream));
         s.round_trips++;
-        const ExNodeScan tot = *x->h_nscan;
-        const ExRefScan refs = *x->h_refs;
+        const ExNodeScan tot = x->h->nscan;
+        const ExRefScan refs = x->h->refs;
         const uint64_t R2 = (uint64_t)refs.l + refs.r;
         const uint32_t T = refs.tl + refs.tr;
         const uint32_t N2 = 2 * tot.splits;
