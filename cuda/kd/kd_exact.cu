@@ -59,8 +59,6 @@
 #define EX_BLOCK 256
 /* a cut's position in its node's list takes 29 bits of the best-split key */
 #define EX_CUT_BITS 29
-/* the deepest level (the CPU traversal's stack and the oracle's cap) */
-#define EX_MAX_DEPTH 64
 
 typedef unsigned long long u64;
 
@@ -853,8 +851,7 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         extent = fmax(extent, (double)v3_get(bounds.hi, a) - v3_get(bounds.lo, a));
     double gap = RT_KD_MIN_GAP * extent;
     if (!(gap > 0.0)) gap = 2.2250738585072014e-308; /* DBL_MIN: faces are never interior planes */
-    const int max_depth = p->max_depth > 0 ? (p->max_depth > EX_MAX_DEPTH ? EX_MAX_DEPTH : p->max_depth)
-                                           : rt_kd_depth_limit(valid_n, EX_MAX_DEPTH);
+    const int max_depth = rt_kd_max_depth(p->max_depth, valid_n);
     ExRules rules;
     rules.c_trav = p->c_trav, rules.c_isect = p->c_isect, rules.lambda = 1.0 - (double)p->empty_bonus;
     rules.gap = gap;

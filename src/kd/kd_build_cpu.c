@@ -24,9 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The traversal stack (kd_traverse_cpu.c) and the layout pass hold one entry
- * per level; W&H trees of millions of triangles stay below 40 levels. */
-#define KD_MAX_DEPTH 64
 /* Subtrees below this many triangles are not worth a task of their own. */
 #define KD_TASK_MIN_TRIS 256u
 /* Tasks per thread the top of the tree is cut into, for load balance. */
@@ -880,7 +877,7 @@ static RtStatus lay_out(const KdBuilder *b, const KdWorker *ws, int nw, RtKdTree
     struct {
         KdRef ref;
         uint32_t out;
-    } stack[2 * KD_MAX_DEPTH + 4];
+    } stack[2 * RT_KD_MAX_DEPTH + 4];
     int sp = 0;
     uint32_t next_node = 1, next_leaf = 0, next_index = 0;
     stack[sp].ref = b->root;
@@ -955,9 +952,9 @@ static RtStatus check_params(const RtKdCpuParams *p, RtError *err)
     if (!(p->empty_bonus >= 0.0f && p->empty_bonus < 1.0f))
         return rt_fail(err, RT_ERR_ARG, "KD: empty_bonus must be in [0, 1) (got %g)",
                        (double)p->empty_bonus);
-    if (p->max_depth < 0 || p->max_depth > KD_MAX_DEPTH)
+    if (p->max_depth < 0 || p->max_depth > RT_KD_MAX_DEPTH)
         return rt_fail(err, RT_ERR_ARG, "KD: max_depth must be in [0, %d] (got %d)",
-                       KD_MAX_DEPTH, p->max_depth);
+                       RT_KD_MAX_DEPTH, p->max_depth);
     if (p->max_leaf < 1)
         return rt_fail(err, RT_ERR_ARG, "KD: max_leaf must be >= 1 (got %d)", p->max_leaf);
     if (p->threads < 0)
@@ -1006,8 +1003,7 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *params, const RtTriArrays *tris, R
     root.parent = -1;
     root.side = 0;
     /* pbrt's depth rule, 8 + 1.3 log2(N). */
-    b.max_depth = p.max_depth ? p.max_depth : rt_kd_depth_limit(valid, KD_MAX_DEPTH);
-    if (b.max_depth > KD_MAX_DEPTH) b.max_depth = KD_MAX_DEPTH;
+    b.max_depth = rt_kd_max_depth(p.max_depth, valid);
     /* One thread builds the whole tree as one subtree; several cut the top
      * into tasks of at most N / (threads * 16) triangles. */
     b.task_min = valid / ((uint32_t)threads * KD_TASKS_PER_THREAD);

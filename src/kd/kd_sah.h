@@ -39,6 +39,20 @@ RT_HD int rt_kd_depth_limit(uint32_t valid, int cap)
     return d > cap ? cap : d;
 }
 
+/* The deepest level the SAH builders (the CPU oracle, the exact GPU
+ * builder) may reach: the CPU traversal's stack and the oracle's layout
+ * pass hold one entry per level; W&H trees of millions of triangles stay
+ * below 40 levels. */
+#define RT_KD_MAX_DEPTH 64
+
+/* Their depth limit: the one asked for (> 0), at most RT_KD_MAX_DEPTH, or
+ * rt_kd_depth_limit's for the valid triangles. */
+RT_HD int rt_kd_max_depth(int requested, uint32_t valid)
+{
+    if (requested > 0) return requested > RT_KD_MAX_DEPTH ? RT_KD_MAX_DEPTH : requested;
+    return rt_kd_depth_limit(valid, RT_KD_MAX_DEPTH);
+}
+
 /* The cost of splitting a node into children with relative areas pl, pr
  * holding nl and nr triangles; lambda (1 - the empty bonus) rewards cutting
  * off empty space. */
