@@ -486,7 +486,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
             assert_int_equal(rt_hploc_gpu_build_finish(hb, &hs, &err), RT_OK);
         }
         for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
-            if ((tree == 1 || i >= 32 || bvh_only) && !f->walk_bvh) continue;
+            if ((tree == 1 || v.stack_size < 2 || bvh_only) && !f->walk_bvh) continue;
             bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
             print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
                           f->walk_bvh ? bvh_label[tree] : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),

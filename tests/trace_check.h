@@ -354,16 +354,23 @@ static const char *variant_name(const Fixture *f, const RtTraceParams *p, char *
 
 /* Every variant: 2 traversals x 2 tests x leaf skip x 2 ray maps x 2
  * packet modes, plus a 1-entry short stack (restarts all the time), over
- * the kd-tree; then the BVH walk with 2 tests x 2 ray maps (*bvh = 1). */
+ * the kd-tree; the full stack with 2 tests x 2 packet modes (leaf skip,
+ * tiles); then the BVH walk with 2 tests x 2 ray maps (*bvh = 1). */
 static int variant(int i, RtTraceParams *p, int *bvh)
 {
     *p = rt_trace_params_default();
     *bvh = 0;
-    if (i >= 38) return 0;
-    if (i >= 34) {
+    if (i >= 42) return 0;
+    if (i >= 38) {
         *bvh = 1;
+        p->isect = (i - 38) & 1;
+        p->ray_map = (i - 38) >> 1;
+        return 1;
+    }
+    if (i >= 34) {
+        p->traversal = RT_TRAV_STACK;
         p->isect = (i - 34) & 1;
-        p->ray_map = (i - 34) >> 1;
+        p->packet = (i - 34) >> 1;
         return 1;
     }
     if (i >= 32) {
@@ -559,7 +566,8 @@ static void check_axis_rays_on_split_planes(void **state)
          * restarts whenever a second entry is pending, 174 in the host
          * emulation; a per-ray short stack of 2+ entries none.
          * docs/trace_gpu.md, "Known limit". */
-        int stackless = !f.walk_bvh && (p.traversal == RT_TRAV_RESTART || p.packet || p.stack_size < 2);
+        int stackless = !f.walk_bvh && p.traversal != RT_TRAV_STACK &&
+                        (p.traversal == RT_TRAV_RESTART || p.packet || p.stack_size < 2);
         double need = stackless ? 0.85 : 0.99;
         if ((double)(tl.equal + tl.tie) < need * (double)tl.rays) bad++;
     }

@@ -460,18 +460,14 @@ static TraceBvh trace_bvh_of(const RtBvh *b)
 
 /* The one place a variant becomes a kernel instantiation: the kd-tree's
  * traversal x test x packets, the BVH's test. */
+#define RT_KD_DISPATCH_T(kernel, p, kT)                                                         \
+    ((p)->isect == RT_ISECT_WOOP                                                                \
+         ? ((p)->packet ? kernel<KdWalk<kT, RT_ISECT_WOOP, true>> : kernel<KdWalk<kT, RT_ISECT_WOOP, false>>) \
+         : ((p)->packet ? kernel<KdWalk<kT, RT_ISECT_MT, true>> : kernel<KdWalk<kT, RT_ISECT_MT, false>>))
 #define RT_KD_DISPATCH(kernel, p)                                                                \
-    ((p)->traversal == RT_TRAV_RESTART                                                          \
-         ? ((p)->isect == RT_ISECT_WOOP                                                         \
-                ? ((p)->packet ? kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_WOOP, true>>           \
-                               : kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_WOOP, false>>)         \
-                : ((p)->packet ? kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_MT, true>>             \
-                               : kernel<KdWalk<RT_TRAV_RESTART, RT_ISECT_MT, false>>))          \
-         : ((p)->isect == RT_ISECT_WOOP                                                         \
-                ? ((p)->packet ? kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, true>>       \
-                               : kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, false>>)     \
-                : ((p)->packet ? kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_MT, true>>         \
-                               : kernel<KdWalk<RT_TRAV_SHORT_STACK, RT_ISECT_MT, false>>)))
+    ((p)->traversal == RT_TRAV_RESTART       ? RT_KD_DISPATCH_T(kernel, p, RT_TRAV_RESTART)     \
+     : (p)->traversal == RT_TRAV_SHORT_STACK ? RT_KD_DISPATCH_T(kernel, p, RT_TRAV_SHORT_STACK) \
+                                             : RT_KD_DISPATCH_T(kernel, p, RT_TRAV_STACK))
 #define RT_BVH_DISPATCH(kernel, p)                                                               \
     ((p)->isect == RT_ISECT_WOOP ? kernel<BvhWalk<RT_ISECT_WOOP>> : kernel<BvhWalk<RT_ISECT_MT>>)
 

@@ -3,11 +3,12 @@
  * PBO, or a plain device buffer in headless mode), and a ray-casting entry
  * for tests and benchmarks.
  *
- * Algorithms (Hoedt 2011, docs/trace_gpu.md): kd-restart and Horn et al.'s
- * short stack, leaf skipping, Woop vs Moller-Trumbore, 4x8 warp tiles, and
- * Horn et al.'s packet traversal (a warp walks the tree together with one
- * shared short stack). Every variant is a field of RtTraceParams, selected
- * at run time; their names are rows of src/app/variants.c. */
+ * Algorithms (Hoedt 2011, docs/trace_gpu.md): kd-restart, Horn et al.'s
+ * short stack and a full stack (the default: the fastest on Hopper), leaf
+ * skipping, Woop vs Moller-Trumbore, 4x8 warp tiles, and packet traversal
+ * (a warp walks the tree together with one shared stack, Horn et al.).
+ * Every variant is a field of RtTraceParams, selected at run time; their
+ * names are rows of src/app/variants.c. */
 #ifndef RT_TRACE_H
 #define RT_TRACE_H
 
@@ -27,7 +28,8 @@ extern "C" {
 
 typedef enum RtTraversal {
     RT_TRAV_RESTART = 0,     /* kd-restart: every descent from the root */
-    RT_TRAV_SHORT_STACK = 1  /* circular short stack, restart on underflow */
+    RT_TRAV_SHORT_STACK = 1, /* circular short stack, restart on underflow */
+    RT_TRAV_STACK = 2        /* a full stack: one entry per level, never dropped */
 } RtTraversal;
 
 typedef enum RtIsect {
@@ -49,7 +51,7 @@ typedef enum RtPacket {
 #define RT_TRACE_STACK_MAX 16
 
 typedef struct RtTraceParams {
-    int traversal;     /* RtTraversal; default short stack (Hoedt's choice) */
+    int traversal;     /* RtTraversal; default the full stack (docs/trace_gpu.md) */
     int isect;         /* RtIsect; default Woop (fewer registers, Hoedt 4.3.2) */
     int leaf_skip;     /* 1: ray vs the leaf's box before its triangles; default 1 */
     int ray_map;       /* RtRayMap; default 4x8 tiles */

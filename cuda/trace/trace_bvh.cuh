@@ -129,10 +129,7 @@ template <int kIsect, class Prims>
 RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o, RtVec3 d,
                                    float tmin, float tmax, bool live, bool any, uint32_t *steps)
 {
-    RtHit best;
-    best.t = tmax;
-    best.u = best.v = 0.0f;
-    best.tri = RT_NO_HIT;
+    RtHit best = no_hit(tmax);
     const RtAabb bounds = bv.d_bounds ? *bv.d_bounds : bv.bounds;
     float dlen = v3_len(d);
     if (!live || !(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) ||

@@ -289,15 +289,13 @@ extern "C" RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel
     uint32_t threads = thread_count(params.ray_map, width, job.height);
     threads = (threads + kLanes - 1) / kLanes * kLanes; /* whole warps, as the kernel's blocks */
 #define EMU(kT, kI, kP) emu_cast<kT, kI, kP>(&job, threads, err)
-    bool restart = params.traversal == RT_TRAV_RESTART, woop = params.isect == RT_ISECT_WOOP;
-    if (restart)
-        return woop ? (params.packet ? EMU(RT_TRAV_RESTART, RT_ISECT_WOOP, true)
-                                     : EMU(RT_TRAV_RESTART, RT_ISECT_WOOP, false))
-                    : (params.packet ? EMU(RT_TRAV_RESTART, RT_ISECT_MT, true)
-                                     : EMU(RT_TRAV_RESTART, RT_ISECT_MT, false));
-    return woop ? (params.packet ? EMU(RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, true)
-                                 : EMU(RT_TRAV_SHORT_STACK, RT_ISECT_WOOP, false))
-                : (params.packet ? EMU(RT_TRAV_SHORT_STACK, RT_ISECT_MT, true)
-                                 : EMU(RT_TRAV_SHORT_STACK, RT_ISECT_MT, false));
+#define EMU_T(kT)                                                                                   \
+    (params.isect == RT_ISECT_WOOP                                                                 \
+         ? (params.packet ? EMU(kT, RT_ISECT_WOOP, true) : EMU(kT, RT_ISECT_WOOP, false))          \
+         : (params.packet ? EMU(kT, RT_ISECT_MT, true) : EMU(kT, RT_ISECT_MT, false)))
+    if (params.traversal == RT_TRAV_RESTART) return EMU_T(RT_TRAV_RESTART);
+    if (params.traversal == RT_TRAV_SHORT_STACK) return EMU_T(RT_TRAV_SHORT_STACK);
+    return EMU_T(RT_TRAV_STACK);
+#undef EMU_T
 #undef EMU
 }

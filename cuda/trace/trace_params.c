@@ -10,7 +10,7 @@ RtTraceParams rt_trace_params_default(void)
 {
     RtTraceParams p;
     memset(&p, 0, sizeof p);
-    p.traversal = RT_TRAV_SHORT_STACK; /* Horn et al. 2007, Hoedt 2011's choice */
+    p.traversal = RT_TRAV_STACK;       /* 1.1-1.6x the short stack (Hoedt's choice) on Hopper: docs/trace_gpu.md */
     p.isect = RT_ISECT_WOOP;           /* fewer registers than Moller-Trumbore (Hoedt 4.3.2) */
     p.leaf_skip = 1;                   /* Hoedt 2011: a leaf's box before its triangles */
     p.ray_map = RT_RAYMAP_TILES;       /* 4x8 tiles: coherent warps (Hoedt Alg. 22) */
@@ -22,7 +22,7 @@ RtTraceParams rt_trace_params_default(void)
 
 RtStatus rt_trace_params_check(const RtTraceParams *p, RtError *err)
 {
-    if (p->traversal < 0 || p->traversal > 1 || p->isect < 0 || p->isect > 1 || p->ray_map < 0 ||
+    if (p->traversal < 0 || p->traversal > RT_TRAV_STACK || p->isect < 0 || p->isect > 1 || p->ray_map < 0 ||
         p->ray_map > 1 || p->packet < 0 || p->packet > 1)
         return rt_fail(err, RT_ERR_ARG, "TRACE: unknown variant (traversal %d, isect %d, map %d, "
                        "packet %d)", p->traversal, p->isect, p->ray_map, p->packet);

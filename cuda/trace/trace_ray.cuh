@@ -14,8 +14,9 @@
  *   RtKdNode node(p), RtKdLeaf leaf(p)          tree loads
  * so a variant is a template parameter, never a copied loop.
  *
- * One traversal loop, trace_ray<kTrav, kIsect, kPacket>, with the variants
- * of Hoedt 2011 ch. 4 as parameters:
+ * Two traversal loops behind one entry, trace_ray<kTrav, kIsect, kPacket>:
+ * the full stack (trace_ray_stack, kTrav = RT_TRAV_STACK, the default) and
+ * the loop of the variants of Hoedt 2011 ch. 4, as parameters:
  *   kd-restart (Foley & Sugerman 2005; Hoedt Alg. 20) or a circular short
  *   stack that restarts from the root on underflow (Horn et al. 2007; Hoedt
  *   Alg. 21); leaf skipping (Hoedt 4.2.4, a run-time flag); Woop or
@@ -24,7 +25,8 @@
  *   its own interval. The 4x8 warp tiles (Hoedt Alg. 22) are only a thread
  *   -> pixel map, applied by the kernels.
  *
- * Exactness (tests/test_gpu_trace.c checks it against the CPU brute force):
+ * Exactness of the short-stack loop (tests/test_gpu_trace.c checks it
+ * against the CPU brute force):
  * every ray keeps `t_done`, the distance up to which all leaves on its path
  * have been searched; a hit counts only inside the current leaf's
  * [t_lo, t_hi] (widened by eps, as kd_traverse_cpu.c widens its node
@@ -168,20 +170,22 @@ RT_TRACE_FN static bool take_hit(const Prims &pr, RtHit &best, uint32_t id, floa
     return true;
 }
 
-/* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. In packet
- * mode every lane of the warp must call this together (a lane without a ray
- * passes live = false). steps (may be NULL) += nodes visited. */
-template <int kTrav, int kIsect, bool kPacket, class Prims>
-RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const TraceCfg &cfg,
-                                   RtVec3 o, RtVec3 d, float tmin, float tmax, bool live,
-                                   bool any, uint32_t *steps)
+/* No hit yet: the best so far is at the ray's end. */
+RT_TRACE_FN static RtHit no_hit(float tmax)
 {
-    RtHit best;
-    best.t = tmax;
-    best.u = best.v = 0.0f;
-    best.tri = RT_NO_HIT;
+    RtHit h;
+    h.t = tmax;
+    h.u = h.v = 0.0f;
+    h.tri = RT_NO_HIT;
+    return h;
+}
 
-    /* --- clip to the scene's box; eps as kd_traverse_cpu.c --- */
+/* The ray's start in the tree, both loops': whether it is live (a valid ray
+ * that meets the scene's box), its widening eps (TRACE_EPS_SCALE of the
+ * largest coordinate, in t), 1/d and its interval [r0, r1] in the box. */
+RT_TRACE_FN static bool kd_ray_start(const TraceTree &tr, RtVec3 o, RtVec3 d, float tmin, float tmax, bool live,
+                                     float *eps, RtVec3 *inv, float *r0, float *r1)
+{
     const RtAabb bounds = tr.d_bounds ? *tr.d_bounds : tr.bounds;
     float dlen = v3_len(d);
     if (!(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
@@ -192,13 +196,206 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
                                     fabsf(bounds.lo.z)),
                               fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
                                     fabsf(bounds.hi.z))));
-    float eps = TRACE_EPS_SCALE * scale / dlen;
-    float r0 = tmin, r1 = tmax;
+    *eps = TRACE_EPS_SCALE * scale / dlen;
+    *r0 = tmin;
+    *r1 = tmax;
     /* Plane crossings multiply by 1/d: a division per node visit was the
      * loop's most expensive instruction, and the rounding difference (an
      * ulp of t) is far below eps, which every decision is widened by. */
-    const RtVec3 inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
-    if (live && !clip_box(bounds, o, d, inv, eps, &r0, &r1)) live = false;
+    *inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
+    return live && clip_box(bounds, o, d, *inv, *eps, r0, r1);
+}
+
+/* Which children of an interior node (split p on an axis where the ray has
+ * origin oa, direction da, 1/da ia) a ray in [lo, hi] needs, its interval
+ * in each, and the one it visits first: the tie rules of kd_layout.h, with
+ * every decision widened by eps as kd_traverse_cpu.c's. */
+typedef struct KdChildren {
+    bool need_l, need_r, pref_l;
+    float lo_l, hi_l, lo_r, hi_r;
+} KdChildren;
+
+RT_TRACE_FN static KdChildren kd_children(float p, float oa, float da, float ia, float lo, float hi, float eps)
+{
+    KdChildren c;
+    c.need_l = c.need_r = false;
+    c.pref_l = true;
+    c.lo_l = c.lo_r = INFINITY;
+    c.hi_l = c.hi_r = -INFINITY;
+    if (da == 0.0f) {
+        /* parallel: the origin's side, both when it lies on the plane */
+        c.need_l = oa <= p;
+        c.need_r = oa >= p;
+        c.lo_l = c.lo_r = lo;
+        c.hi_l = c.hi_r = hi;
+    } else {
+        float ts = (p - oa) * ia;
+        bool first_l = da > 0.0f;
+        float lo_f = INFINITY, hi_f = -INFINITY, lo_s = INFINITY, hi_s = -INFINITY;
+        bool pref_first = true;
+        if (ts > hi + eps) {
+            lo_f = lo; hi_f = hi;
+        } else if (ts < lo - eps) {
+            lo_s = lo; hi_s = hi;
+        } else if (ts <= lo) {
+            /* The ray is at the plane on entry (its origin, or a
+             * restart at this plane): the far side first, then
+             * the plane itself from the near side ([lo, lo]: a
+             * flat cell holding triangles in the plane), as
+             * kd_traverse_cpu.c does. */
+            lo_f = lo; hi_f = lo;
+            lo_s = lo; hi_s = hi;
+            pref_first = false;
+        } else {
+            lo_f = lo; hi_f = fminf(ts, hi);
+            lo_s = ts; hi_s = hi;
+        }
+        c.lo_l = first_l ? lo_f : lo_s;
+        c.hi_l = first_l ? hi_f : hi_s;
+        c.lo_r = first_l ? lo_s : lo_f;
+        c.hi_r = first_l ? hi_s : hi_f;
+        c.need_l = c.lo_l <= c.hi_l;
+        c.need_r = c.lo_r <= c.hi_r;
+        c.pref_l = pref_first == first_l;
+    }
+    if (!c.need_l) c.pref_l = false;
+    if (!c.need_r) c.pref_l = true;
+    return c;
+}
+
+/* Leaf node n's triangles against the ray in [lo, hi]: only hits inside
+ * [lo - eps, hi + eps] count (the layout's closed interval, widened), the
+ * closest wins through take_hit; with leaf skipping the leaf's box is tested
+ * first. Returns whether an any-hit ray is done. */
+template <int kIsect, class Prims>
+RT_TRACE_FN static bool kd_search_leaf(const Prims &pr, const TraceTree &tr, const TraceCfg &cfg, RtKdNode n,
+                                       RtVec3 o, RtVec3 d, RtVec3 inv, float tmin, float lo, float hi, float eps,
+                                       bool any, RtHit &best)
+{
+    uint32_t leaf = kd_leaf_id(n);
+    float b0 = lo - eps, b1 = hi + eps;
+    if (cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, inv, eps, &b0, &b1)) return false;
+    RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
+    for (uint32_t i = 0; i < lf.count; i++) {
+        uint32_t id = pr.index(&tr.index[lf.first + i]);
+        float t, u, v;
+        float tcap = fminf(best.t, hi + eps);
+        if (!pr.isect(kIsect, id, o, d, tmin, tcap, &t, &u, &v)) continue;
+        if (t < lo - eps) continue;
+        if (take_hit(pr, best, id, t, u, v) && any) return true;
+    }
+    return false;
+}
+
+/* The full stack's depth: one entry per level of the current path at most,
+ * and no builder goes deeper (the GPU builder's limit is 100, the CPU
+ * oracle's and the exact builder's RT_KD_MAX_DEPTH = 64). */
+#define TRACE_FULL_STACK 100
+
+/* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax] with a
+ * full stack (RT_TRAV_STACK): the classic front-to-back walk (Wald's, as
+ * on the CPU: kd_traverse_cpu.c), one entry pushed per node where the ray
+ * needs both children, never dropped, so no restart and none of the short
+ * stack's bookkeeping (t_done, entry levels, starving rounds). Exactness is
+ * by construction: a pending entry is skipped only when it starts beyond
+ * the best hit (+ eps), so every leaf that could hold a hit no farther than
+ * the best is searched, in whatever order (a popped entry need not start
+ * after the ones below it: the plane's flat cell is pushed with the ray's
+ * own entry point). In packet mode the warp walks one node at a time with
+ * one stack of node indices; every ray keeps its own intervals, the warp
+ * goes where most of its rays would go first, and an entry is pushed when
+ * any ray needs it. Nothing is ever dropped, so a packet ray searched out
+ * of order loses no hit either. */
+template <int kIsect, bool kPacket, class Prims>
+RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, const TraceCfg &cfg, RtVec3 o,
+                                         RtVec3 d, float tmin, float tmax, bool live, bool any, uint32_t *steps)
+{
+    RtHit best = no_hit(tmax);
+    float eps, r0, r1;
+    RtVec3 inv;
+    live = kd_ray_start(tr, o, d, tmin, tmax, live, &eps, &inv, &r0, &r1);
+    if (!warp_any<kPacket>(pr, live)) return best;
+
+    uint32_t stk_node[TRACE_FULL_STACK];
+    float2 stk_t[TRACE_FULL_STACK]; /* the entry's [lo, hi], one 8-byte load */
+    int sp = 0;
+    uint32_t node = 0, visits = 0;
+    float lo = live ? r0 : INFINITY, hi = live ? r1 : -INFINITY;
+    bool done = !live; /* an any-hit ray that has its hit */
+    for (;;) {
+        /* --- descend to a leaf, or to a node no ray of the warp is in --- */
+        RtKdNode n;
+        bool at_leaf;
+        for (;;) {
+            n = pr.node(&tr.nodes[node]);
+            visits++;
+            at_leaf = kd_is_leaf(n);
+            if (at_leaf) break;
+            const bool active = !done && lo <= hi && lo <= best.t + eps;
+            const int a = kd_axis(n);
+            KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
+            if (active) c = kd_children(kd_split(n), v3_get(o, a), v3_get(d, a), v3_get(inv, a), lo, hi, eps);
+            const bool any_l = warp_any<kPacket>(pr, c.need_l), any_r = warp_any<kPacket>(pr, c.need_r);
+            if (!any_l && !any_r) break;
+            bool go_l;
+            if (kPacket) {
+                /* where most of the active rays would go first */
+                unsigned voters = pr.ballot(c.need_l || c.need_r);
+                unsigned for_l = pr.ballot((c.need_l || c.need_r) && c.pref_l);
+                go_l = any_l && (!any_r || 2 * popcount(for_l) >= popcount(voters));
+            } else {
+                go_l = c.pref_l;
+            }
+            const uint32_t left = kd_left(n);
+            if (warp_any<kPacket>(pr, go_l ? c.need_r : c.need_l) && sp < TRACE_FULL_STACK) {
+                stk_node[sp] = go_l ? left + 1u : left;
+                stk_t[sp] = go_l ? make_float2(c.lo_r, c.hi_r) : make_float2(c.lo_l, c.hi_l);
+                sp++;
+            }
+            node = go_l ? left : left + 1u;
+            lo = go_l ? c.lo_l : c.lo_r;
+            hi = go_l ? c.hi_l : c.hi_r;
+            if (visits > TRACE_MAX_VISITS) break;
+        }
+        if (at_leaf && !done && kd_leaf_count(n) && lo <= hi && lo <= best.t + eps &&
+            kd_search_leaf<kIsect>(pr, tr, cfg, n, o, d, inv, tmin, lo, hi, eps, any, best))
+            done = true;
+        if (visits > TRACE_MAX_VISITS) done = true;
+        /* --- the top entry some ray still needs; none: the walk is over --- */
+        bool popped = false;
+        while (sp > 0) {
+            sp--;
+            const float2 t = stk_t[sp];
+            const bool want = !done && t.x <= t.y && t.x <= best.t + eps;
+            if (warp_any<kPacket>(pr, want)) {
+                node = stk_node[sp];
+                lo = want ? t.x : INFINITY;
+                hi = want ? t.y : -INFINITY;
+                popped = true;
+                break;
+            }
+        }
+        if (!popped) break;
+    }
+    if (steps) *steps += visits;
+    return best;
+}
+
+/* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax]. In packet
+ * mode every lane of the warp must call this together (a lane without a ray
+ * passes live = false). steps (may be NULL) += nodes visited. */
+template <int kTrav, int kIsect, bool kPacket, class Prims>
+RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const TraceCfg &cfg,
+                                   RtVec3 o, RtVec3 d, float tmin, float tmax, bool live,
+                                   bool any, uint32_t *steps)
+{
+    if (kTrav == RT_TRAV_STACK) return trace_ray_stack<kIsect, kPacket>(pr, tr, cfg, o, d, tmin, tmax, live, any, steps);
+    RtHit best = no_hit(tmax);
+
+    /* --- clip to the scene's box; eps as kd_traverse_cpu.c --- */
+    float eps, r0, r1;
+    RtVec3 inv;
+    live = kd_ray_start(tr, o, d, tmin, tmax, live, &eps, &inv, &r0, &r1);
     bool finished = !live;
     if (!warp_any<kPacket>(pr, !finished)) return best;
 
@@ -239,48 +436,10 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
             uint32_t left = kd_left(n);
             /* which children this ray needs, with its interval in each,
              * and the one it would visit first (the tie rules of kd_layout.h) */
-            bool need_l = false, need_r = false, pref_l = true;
-            float lo_l = INFINITY, hi_l = -INFINITY, lo_r = INFINITY, hi_r = -INFINITY;
-            if (active) {
-                if (da == 0.0f) {
-                    /* parallel: the origin's side, both when it lies on the plane */
-                    need_l = oa <= p;
-                    need_r = oa >= p;
-                    lo_l = lo_r = lo;
-                    hi_l = hi_r = hi;
-                } else {
-                    float ts = (p - oa) * v3_get(inv, a);
-                    bool first_l = da > 0.0f;
-                    float lo_f = INFINITY, hi_f = -INFINITY, lo_s = INFINITY, hi_s = -INFINITY;
-                    bool pref_first = true;
-                    if (ts > hi + eps) {
-                        lo_f = lo; hi_f = hi;
-                    } else if (ts < lo - eps) {
-                        lo_s = lo; hi_s = hi;
-                    } else if (ts <= lo) {
-                        /* The ray is at the plane on entry (its origin, or a
-                         * restart at this plane): the far side first, then
-                         * the plane itself from the near side ([lo, lo]: a
-                         * flat cell holding triangles in the plane), as
-                         * kd_traverse_cpu.c does. */
-                        lo_f = lo; hi_f = lo;
-                        lo_s = lo; hi_s = hi;
-                        pref_first = false;
-                    } else {
-                        lo_f = lo; hi_f = fminf(ts, hi);
-                        lo_s = ts; hi_s = hi;
-                    }
-                    lo_l = first_l ? lo_f : lo_s;
-                    hi_l = first_l ? hi_f : hi_s;
-                    lo_r = first_l ? lo_s : lo_f;
-                    hi_r = first_l ? hi_s : hi_f;
-                    need_l = lo_l <= hi_l;
-                    need_r = lo_r <= hi_r;
-                    pref_l = pref_first == first_l;
-                }
-                if (!need_l) pref_l = false;
-                if (!need_r) pref_l = true;
-            }
+            KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
+            if (active) c = kd_children(p, oa, da, v3_get(inv, a), lo, hi, eps);
+            const bool need_l = c.need_l, need_r = c.need_r, pref_l = c.pref_l;
+            const float lo_l = c.lo_l, hi_l = c.hi_l, lo_r = c.lo_r, hi_r = c.hi_r;
             bool any_l = warp_any<kPacket>(pr, need_l), any_r = warp_any<kPacket>(pr, need_r);
             if (!any_l && !any_r) {
                 at_leaf = false; /* nobody is in this node: next pending one */
@@ -379,22 +538,8 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
             bool active = !finished && lo <= hi && lo <= best.t + eps;
             RtKdNode n = pr.node(&tr.nodes[node]);
             uint32_t count = kd_leaf_count(n);
-            if (active && count) {
-                uint32_t leaf = kd_leaf_id(n);
-                float b0 = lo - eps, b1 = hi + eps;
-                bool skip = cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, inv, eps, &b0, &b1);
-                if (!skip) {
-                    RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
-                    for (uint32_t i = 0; i < lf.count; i++) {
-                        uint32_t id = pr.index(&tr.index[lf.first + i]);
-                        float t, u, v;
-                        float tcap = fminf(best.t, hi + eps);
-                        if (!pr.isect(kIsect, id, o, d, tmin, tcap, &t, &u, &v)) continue;
-                        if (t < lo - eps) continue;
-                        if (take_hit(pr, best, id, t, u, v) && any) break;
-                    }
-                }
-            }
+            if (active && count && kd_search_leaf<kIsect>(pr, tr, cfg, n, o, d, inv, tmin, lo, hi, eps, any, best))
+                finished = true;
             if (active && lo <= t_done) t_done = fmaxf(t_done, hi);
             if (any && best.tri != RT_NO_HIT) finished = true;
         }

@@ -89,6 +89,7 @@ static const RtVariantValue kFlow[] = {
 static const RtVariantValue kTraversal[] = {
     {"restart", RT_TRAV_RESTART, "kd-restart (Foley and Sugerman 2005): every leaf by a descent from the root"},
     {"shortstack", RT_TRAV_SHORT_STACK, "circular short stack, kd-restart on underflow (Horn et al. 2007)"},
+    {"stack", RT_TRAV_STACK, "a full stack, one entry per level (Wald's front-to-back walk)"},
     {NULL, 0, NULL},
 };
 static const RtVariantValue kStack[] = {
@@ -225,7 +226,7 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                           "deepest level of the GPU tree, 0 = by the triangle count"},
     [RT_VAR_TIMED] = {"timed", "timed", RT_SCOPE_BUILD, RT_VK_INT, BUILD(timed), 1, 0, 1, NULL, 0, 1,
                       "CUDA events around every kernel (per-kernel times in the stats)"},
-    [RT_VAR_TRAVERSAL] = {"traversal", "traversal", RT_SCOPE_TRACE, RT_VK_INT, TRACE(traversal), 1, 0, 1, kTraversal, '7', 1,
+    [RT_VAR_TRAVERSAL] = {"traversal", "traversal", RT_SCOPE_TRACE, RT_VK_INT, TRACE(traversal), 1, 0, RT_TRAV_STACK, kTraversal, '7', 1,
                           "how a ray walks the kd-tree"},
     [RT_VAR_STACK_SIZE] = {"stack", "stack", RT_SCOPE_TRACE, RT_VK_INT, TRACE(stack_size), 1, 1, RT_TRACE_STACK_MAX, kStack,
                            '8', 1, "short-stack entries", .numeric = 1},
