@@ -49,20 +49,6 @@ RT_TRACE_FN static uint32_t bvh_entry(uint32_t child, uint32_t count)
     return RT_BVH_ENTRY_LEAF | (((count & ~RT_BVH_LEAF) - 1u) << RT_BVH_ENTRY_FIRST_BITS) | child;
 }
 
-/* A stack slot: the entry and its entry distance's bits, one 8-byte store. */
-RT_TRACE_FN static uint32_t bvh_f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-}
-RT_TRACE_FN static float bvh_u2f(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
-}
-
 /* Slab test of both children of node n: in0/in1 when the ray's [tmin, tmax]
  * meets the child's box grown by delta on every side, t0/t1 its entry
  * distance. The box is grown in space, not the interval in t: a ray lying
@@ -104,7 +90,7 @@ RT_TRACE_FN static uint32_t bvh_pop(const uint32_t (*stk)[2], int &sp, float t)
 {
     while (sp > 0) {
         sp--;
-        if (bvh_u2f(stk[sp][1]) <= t) return stk[sp][0];
+        if (trace_u2f(stk[sp][1]) <= t) return stk[sp][0];
     }
     return RT_BVH_POS_DONE;
 }
@@ -153,7 +139,7 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
     float r0 = tmin, r1 = tmax;
     if (!clip_box(bounds, o, d, inv, eps, &r0, &r1)) return best;
 
-    /* (entry, bits of its entry distance) */
+    /* (entry, bits of its entry distance: trace_f2u), one 8-byte store */
     uint32_t stk[RT_BVH_MAX_DEPTH][2];
     int sp = 0;
     uint32_t pos = 0, visits = 0;
@@ -192,7 +178,7 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                 const bool near1 = t1 < t0;
                 if (sp < RT_BVH_MAX_DEPTH) {
                     stk[sp][0] = near1 ? e0 : e1;
-                    stk[sp][1] = bvh_f2u(near1 ? t0 : t1);
+                    stk[sp][1] = trace_f2u(near1 ? t0 : t1);
                     sp++;
                 }
                 pos = near1 ? e1 : e0;

@@ -170,6 +170,21 @@ RT_TRACE_FN static bool take_hit(const Prims &pr, RtHit &best, uint32_t id, floa
     return true;
 }
 
+/* A float's bits and back: stack entries that hold a node index beside
+ * distances (memcpy: the host emulation compiles this too). */
+RT_TRACE_FN static uint32_t trace_f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+RT_TRACE_FN static float trace_u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
 /* No hit yet: the best so far is at the ray's end. */
 RT_TRACE_FN static RtHit no_hit(float tmax)
 {
@@ -316,9 +331,15 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
     live = kd_ray_start(tr, o, d, tmin, tmax, live, &eps, &inv, &r0, &r1);
     if (!warp_any<kPacket>(pr, live)) return best;
 
-    uint32_t stk_node[TRACE_FULL_STACK];
-    float2 stk_t[TRACE_FULL_STACK]; /* the entry's [lo, hi], one 8-byte load */
+    /* An entry: its interval, the least start of the entries below it, and
+     * its node (bits), one 16-byte store and load. m_top is the least start
+     * of all entries: once it lies beyond the best hit, none is needed and
+     * the walk ends without reading them (entries are not sorted by start:
+     * the flat cell [lo, lo] and the plane's other side are pushed below
+     * entries that start later). */
+    float4 stk[TRACE_FULL_STACK];
     int sp = 0;
+    float m_top = INFINITY;
     uint32_t node = 0, visits = 0;
     float lo = live ? r0 : INFINITY, hi = live ? r1 : -INFINITY;
     bool done = !live; /* an any-hit ray that has its hit */
@@ -348,8 +369,9 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
             }
             const uint32_t left = kd_left(n);
             if (warp_any<kPacket>(pr, go_l ? c.need_r : c.need_l) && sp < TRACE_FULL_STACK) {
-                stk_node[sp] = go_l ? left + 1u : left;
-                stk_t[sp] = go_l ? make_float2(c.lo_r, c.hi_r) : make_float2(c.lo_l, c.hi_l);
+                const float lo_o = go_l ? c.lo_r : c.lo_l; /* INFINITY for a ray that does not need it */
+                stk[sp] = make_float4(lo_o, go_l ? c.hi_r : c.hi_l, m_top, trace_u2f(go_l ? left + 1u : left));
+                m_top = fminf(m_top, lo_o);
                 sp++;
             }
             node = go_l ? left : left + 1u;
@@ -363,14 +385,15 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
         if (visits > TRACE_MAX_VISITS) done = true;
         /* --- the top entry some ray still needs; none: the walk is over --- */
         bool popped = false;
-        while (sp > 0) {
+        while (sp > 0 && warp_any<kPacket>(pr, !done && m_top <= best.t + eps)) {
             sp--;
-            const float2 t = stk_t[sp];
-            const bool want = !done && t.x <= t.y && t.x <= best.t + eps;
+            const float4 e = stk[sp];
+            m_top = e.z;
+            const bool want = !done && e.x <= e.y && e.x <= best.t + eps;
             if (warp_any<kPacket>(pr, want)) {
-                node = stk_node[sp];
-                lo = want ? t.x : INFINITY;
-                hi = want ? t.y : -INFINITY;
+                node = trace_f2u(e.w);
+                lo = want ? e.x : INFINITY;
+                hi = want ? e.y : -INFINITY;
                 popped = true;
                 break;
             }
