@@ -9,7 +9,8 @@
  * usable.
  *
  * RT_GPU_BENCH=1 adds the benchmark of docs/benchmarks.md (Mrays/s per ray
- * type at 1920x1080 on the default scene and Sponza, every variant). */
+ * type at 1920x1080 on the default scene and Sponza, every variant);
+ * RT_GPU_BENCH_SCENES=sponza,bunny,... runs it alone on the scenes named. */
 #include "trace_check.h"
 #include "scene/load.h"
 #include "app/pipeline.h"
@@ -533,8 +534,11 @@ static void gpu_trace_benchmark(void **state)
     }
     const char *gpu_name = rt_gpu_info((RtGpu *)*state)->name;
     const int bvh_only = atoi(b) == 2;
+    /* RT_GPU_BENCH_SCENES: the scenes to bench (names, e.g. "sponza,bunny"; the
+     * built-in scene is "default"), for profiler runs of one scene's casts */
+    const char *only = getenv("RT_GPU_BENCH_SCENES");
     Fixture f;
-    if (!bvh_only) {
+    if (!bvh_only && (!only || strstr(only, "default"))) {
         default_fixture(&f, 1);
         bench_scene(&f, &f.s.camera, gpu_name, 0);
         fixture_free(&f);
@@ -549,7 +553,9 @@ static void gpu_trace_benchmark(void **state)
     };
     for (size_t k = 0; k < sizeof scenes / sizeof scenes[0]; k++) {
         char buf[1024];
-        if (!rt_test_asset(scenes[k].asset, buf) || (bvh_only && strcmp(scenes[k].name, "kitchen") == 0)) continue;
+        if (!rt_test_asset(scenes[k].asset, buf) || (bvh_only && strcmp(scenes[k].name, "kitchen") == 0) ||
+            (only && !strstr(only, scenes[k].name)))
+            continue;
         RtError err = {0};
         memset(&f, 0, sizeof f);
         f.name = scenes[k].name;
@@ -614,10 +620,11 @@ int main(void)
         cmocka_unit_test(gpu_trace_default_scene_image_matches_cpu),
         cmocka_unit_test(gpu_trace_benchmark), /* with RT_GPU_BENCH=1 only */
     };
-    /* RT_GPU_BENCH=2: the BVH walk's benchmark rows alone (profiler runs) */
+    /* RT_GPU_BENCH=2 (the BVH walk's rows) or RT_GPU_BENCH_SCENES: the
+     * benchmark alone (profiler runs) */
     const struct CMUnitTest bench_only[] = {cmocka_unit_test(gpu_trace_benchmark)};
     const char *b = getenv("RT_GPU_BENCH");
-    if (b && atoi(b) == 2)
+    if (b && (atoi(b) == 2 || getenv("RT_GPU_BENCH_SCENES")))
         return cmocka_run_group_tests_name("gpu_trace_bench", bench_only, gpu_setup, gpu_teardown);
     const char *q = getenv("RT_GPU_QUICK");
     if (q && atoi(q) == 1)
