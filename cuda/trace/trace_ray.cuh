@@ -352,31 +352,57 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
             visits++;
             at_leaf = kd_is_leaf(n);
             if (at_leaf) break;
-            const bool active = !done && lo <= hi && lo <= best.t + eps;
             const int a = kd_axis(n);
-            KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
-            if (active) c = kd_children(kd_split(n), v3_get(o, a), v3_get(d, a), v3_get(inv, a), lo, hi, eps);
-            const bool any_l = warp_any<kPacket>(pr, c.need_l), any_r = warp_any<kPacket>(pr, c.need_r);
-            if (!any_l && !any_r) break;
-            bool go_l;
-            if (kPacket) {
-                /* where most of the active rays would go first */
-                unsigned voters = pr.ballot(c.need_l || c.need_r);
-                unsigned for_l = pr.ballot((c.need_l || c.need_r) && c.pref_l);
-                go_l = any_l && (!any_r || 2 * popcount(for_l) >= popcount(voters));
-            } else {
-                go_l = c.pref_l;
-            }
+            const float da = v3_get(d, a);
             const uint32_t left = kd_left(n);
-            if (warp_any<kPacket>(pr, go_l ? c.need_r : c.need_l) && sp < TRACE_FULL_STACK) {
-                const float lo_o = go_l ? c.lo_r : c.lo_l; /* INFINITY for a ray that does not need it */
-                stk[sp] = make_float4(lo_o, go_l ? c.hi_r : c.hi_l, m_top, trace_u2f(go_l ? left + 1u : left));
+            uint32_t go, other;
+            bool push;
+            float lo_o, hi_o;
+            if (!kPacket && da != 0.0f) {
+                /* A lone ray crossing the plane at ts: kd_children's four
+                 * cases without their branches. It starts every child at
+                 * its own lo (a ray whose plane lies behind it enters the
+                 * far side at lo; the far side first when it is at the
+                 * plane on entry, ts <= lo, with the flat cell [lo, lo] on
+                 * the near side pushed), so lo never changes on the way
+                 * down, and the interval was checked against the best hit
+                 * when it was popped. */
+                const float ts = (kd_split(n) - v3_get(o, a)) * v3_get(inv, a);
+                const bool go_near = ts > lo;
+                go = left + (go_near == (da > 0.0f) ? 0u : 1u); /* the near side is left when d points up */
+                other = 2u * left + 1u - go;
+                push = go_near ? ts <= hi : ts >= lo - eps;
+                lo_o = go_near ? ts : lo;
+                hi_o = go_near ? hi : lo;
+                hi = go_near ? fminf(ts, hi) : hi;
+            } else {
+                /* packets, and a ray parallel to the plane */
+                const bool active = !done && lo <= hi && lo <= best.t + eps;
+                KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
+                if (active) c = kd_children(kd_split(n), v3_get(o, a), da, v3_get(inv, a), lo, hi, eps);
+                const bool any_l = warp_any<kPacket>(pr, c.need_l), any_r = warp_any<kPacket>(pr, c.need_r);
+                if (!any_l && !any_r) break;
+                bool go_l = c.pref_l;
+                if (kPacket) {
+                    /* where most of the active rays would go first */
+                    unsigned voters = pr.ballot(c.need_l || c.need_r);
+                    unsigned for_l = pr.ballot((c.need_l || c.need_r) && c.pref_l);
+                    go_l = any_l && (!any_r || 2 * popcount(for_l) >= popcount(voters));
+                }
+                go = go_l ? left : left + 1u;
+                other = go_l ? left + 1u : left;
+                push = warp_any<kPacket>(pr, go_l ? c.need_r : c.need_l);
+                lo_o = go_l ? c.lo_r : c.lo_l; /* INFINITY for a ray that does not need it */
+                hi_o = go_l ? c.hi_r : c.hi_l;
+                lo = go_l ? c.lo_l : c.lo_r;
+                hi = go_l ? c.hi_l : c.hi_r;
+            }
+            if (push && sp < TRACE_FULL_STACK) {
+                stk[sp] = make_float4(lo_o, hi_o, m_top, trace_u2f(other));
                 m_top = fminf(m_top, lo_o);
                 sp++;
             }
-            node = go_l ? left : left + 1u;
-            lo = go_l ? c.lo_l : c.lo_r;
-            hi = go_l ? c.hi_l : c.hi_r;
+            node = go;
             if (visits > TRACE_MAX_VISITS) break;
         }
         if (at_leaf && !done && kd_leaf_count(n) && lo <= hi && lo <= best.t + eps &&
