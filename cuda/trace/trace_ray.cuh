@@ -353,33 +353,36 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
             at_leaf = kd_is_leaf(n);
             if (at_leaf) break;
             const int a = kd_axis(n);
-            const float da = v3_get(d, a);
+            const float ia = v3_get(inv, a);
             const uint32_t left = kd_left(n);
             uint32_t go, other;
             bool push;
             float lo_o, hi_o;
-            if (!kPacket && da != 0.0f) {
-                /* A lone ray crossing the plane at ts: kd_children's four
+            if (!kPacket && fabsf(ia) < INFINITY) {
+                /* A lone ray crossing the plane at ts (1/d finite: not
+                 * parallel to it, and its sign is d's): kd_children's four
                  * cases without their branches. It starts every child at
                  * its own lo (a ray whose plane lies behind it enters the
                  * far side at lo; the far side first when it is at the
                  * plane on entry, ts <= lo, with the flat cell [lo, lo] on
                  * the near side pushed), so lo never changes on the way
                  * down, and the interval was checked against the best hit
-                 * when it was popped. */
-                const float ts = (kd_split(n) - v3_get(o, a)) * v3_get(inv, a);
+                 * when it was popped. The other side is pushed when the
+                 * plane lies inside [lo - eps, hi]. */
+                const float ts = (kd_split(n) - v3_get(o, a)) * ia;
                 const bool go_near = ts > lo;
-                go = left + (go_near == (da > 0.0f) ? 0u : 1u); /* the near side is left when d points up */
-                other = 2u * left + 1u - go;
-                push = go_near ? ts <= hi : ts >= lo - eps;
+                const uint32_t off = go_near == (ia > 0.0f) ? 0u : 1u; /* the near side is left when d points up */
+                go = left + off;
+                other = left + 1u - off;
+                push = ts >= lo - eps && ts <= hi;
                 lo_o = go_near ? ts : lo;
                 hi_o = go_near ? hi : lo;
                 hi = go_near ? fminf(ts, hi) : hi;
             } else {
-                /* packets, and a ray parallel to the plane */
+                /* packets, and a ray parallel to the plane (or nearly: 1/d overflows) */
                 const bool active = !done && lo <= hi && lo <= best.t + eps;
                 KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
-                if (active) c = kd_children(kd_split(n), v3_get(o, a), da, v3_get(inv, a), lo, hi, eps);
+                if (active) c = kd_children(kd_split(n), v3_get(o, a), v3_get(d, a), ia, lo, hi, eps);
                 const bool any_l = warp_any<kPacket>(pr, c.need_l), any_r = warp_any<kPacket>(pr, c.need_r);
                 if (!any_l && !any_r) break;
                 bool go_l = c.pref_l;
