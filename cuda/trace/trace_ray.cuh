@@ -378,8 +378,36 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                 lo_o = go_near ? ts : lo;
                 hi_o = go_near ? hi : lo;
                 hi = go_near ? fminf(ts, hi) : hi;
+            } else if (kPacket && !pr.any(!(fabsf(ia) < INFINITY))) {
+                /* A packet whose rays all cross the plane: the same two
+                 * intervals per ray (near [lo, ts] clamped to [lo, hi], the
+                 * flat cell [lo, lo] when at the plane on entry; far
+                 * [max(ts, lo), hi]), three votes, and each ray's intervals
+                 * taken straight for the side the packet goes to and the
+                 * one it pushes: kd_children's decisions (a lone needed side
+                 * is also the preferred one) at half the work. */
+                const float ts = (kd_split(n) - v3_get(o, a)) * ia;
+                const bool act = !done && lo <= hi && lo <= best.t + eps;
+                const bool near_l = ia > 0.0f; /* the near side is left when d points up */
+                const bool need_n = act && ts >= lo - eps, need_f = act && ts <= hi;
+                const unsigned bl = pr.ballot(near_l ? need_n : need_f), br = pr.ballot(near_l ? need_f : need_n);
+                if (!(bl | br)) break;
+                const unsigned bp = pr.ballot((need_n || need_f) && (ts > lo) == near_l);
+                const bool go_l = bl && (!br || 2 * popcount(bp) >= popcount(bl | br));
+                go = go_l ? left : left + 1u;
+                other = go_l ? left + 1u : left;
+                push = (go_l ? br : bl) != 0u;
+                const bool g_near = go_l == near_l; /* the packet goes to this ray's near side */
+                const float hi_n = fmaxf(lo, fminf(ts, hi)), lo_f = fmaxf(ts, lo);
+                const bool need_go = g_near ? need_n : need_f, need_ot = g_near ? need_f : need_n;
+                lo_o = need_ot ? (g_near ? lo_f : lo) : INFINITY;
+                hi_o = need_ot ? (g_near ? hi : hi_n) : -INFINITY;
+                const float lo_g = g_near ? lo : lo_f, hi_g = g_near ? hi_n : hi;
+                lo = need_go ? lo_g : INFINITY;
+                hi = need_go ? hi_g : -INFINITY;
             } else {
-                /* packets, and a ray parallel to the plane (or nearly: 1/d overflows) */
+                /* packets with a ray parallel to the plane (or nearly: 1/d
+                 * overflows), and such a lone ray */
                 const bool active = !done && lo <= hi && lo <= best.t + eps;
                 KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
                 if (active) c = kd_children(kd_split(n), v3_get(o, a), v3_get(d, a), ia, lo, hi, eps);
