@@ -37,6 +37,7 @@ GPU_CHECK(axis_rays_on_split_planes)
 GPU_CHECK(default_scene_hits_match_brute_force)
 GPU_CHECK(cornell_hits_match_brute_force)
 GPU_CHECK(one_triangle_and_empty_batches)
+GPU_CHECK(deepest_tree_keeps_every_entry)
 GPU_CHECK(parallel_rays_never_hit_at_infinity)
 
 /* Crytek Sponza (../shared/assets; skipped when absent), from the atrium:
@@ -596,6 +597,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(gpu_trace_one_triangle_and_empty_batches),
+        cmocka_unit_test(gpu_trace_deepest_tree_keeps_every_entry),
         cmocka_unit_test(gpu_trace_parallel_rays_never_hit_at_infinity),
         cmocka_unit_test(gpu_trace_rejects_bad_params),
         cmocka_unit_test(gpu_trace_soup_hits_match_brute_force),
@@ -614,6 +616,7 @@ int main(void)
      * for slow runs such as compute-sanitizer (docs/trace_gpu.md). */
     const struct CMUnitTest quick[] = {
         cmocka_unit_test(gpu_trace_one_triangle_and_empty_batches),
+        cmocka_unit_test(gpu_trace_deepest_tree_keeps_every_entry),
         cmocka_unit_test(gpu_trace_parallel_rays_never_hit_at_infinity),
         cmocka_unit_test(gpu_trace_soup_hits_match_brute_force),
         cmocka_unit_test(gpu_trace_textured_image_matches_cpu),

@@ -22,6 +22,7 @@ static void emu_ready(void)
         check_##name(state);                   \
     }
 EMU_CHECK(one_triangle_and_empty_batches)
+EMU_CHECK(deepest_tree_keeps_every_entry)
 EMU_CHECK(parallel_rays_never_hit_at_infinity)
 EMU_CHECK(soup_hits_match_brute_force)
 EMU_CHECK(grid_hits_match_brute_force)
@@ -33,6 +34,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(emu_trace_one_triangle_and_empty_batches),
+        cmocka_unit_test(emu_trace_deepest_tree_keeps_every_entry),
         cmocka_unit_test(emu_trace_parallel_rays_never_hit_at_infinity),
         cmocka_unit_test(emu_trace_soup_hits_match_brute_force),
         cmocka_unit_test(emu_trace_grid_hits_match_brute_force),

@@ -598,15 +598,20 @@ static void check_cornell_hits_match_brute_force(void **state)
     fixture_free(&f);
 }
 
+/* A hand-made scene's fixture before its triangles: empty, one object. */
+static void small_fixture_begin(Fixture *f, void **state, const char *name)
+{
+    f->name = name;
+    f->gpu = *state != NULL;
+    rt_scene_init(&f->s);
+    assert_true(rt_scene_add_object(&f->s, name) >= 0);
+}
+
 /* One triangle (size 1), and a ray set of size 0 and 1. */
 static void check_one_triangle_and_empty_batches(void **state)
 {
-    int gpu = *state != NULL;
     Fixture f;
-    f.name = "one";
-    f.gpu = gpu;
-    rt_scene_init(&f.s);
-    assert_true(rt_scene_add_object(&f.s, "one") >= 0);
+    small_fixture_begin(&f, state, "one");
     add_tri(&f.s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0), -1);
     fixture_finish(&f);
     RtError err = {0};
@@ -633,6 +638,81 @@ static void check_one_triangle_and_empty_batches(void **state)
     fixture_free(&f);
 }
 
+/* A chain of `levels` interior nodes: node k splits x at levels - k, its
+ * left child is the next node (the last one's a leaf: x in [0, 1]), its
+ * right child a leaf; one triangle, lying in the right leaf of the deepest
+ * node (x in [1, 2]) with its part of that cell `box`. Children sit at
+ * 1 + 2k and 2 + 2k; leaf k is node k's right child, leaf `levels` the
+ * last left one. */
+static void kd_chain(RtKdTree *t, int levels, RtAabb box)
+{
+    memset(t, 0, sizeof *t);
+    t->node_count = t->node_cap = 1u + 2u * (uint32_t)levels;
+    t->leaf_count = t->leaf_cap = (uint32_t)levels + 1u;
+    t->index_count = t->index_cap = 1;
+    t->nodes = calloc(t->node_count, sizeof *t->nodes);
+    t->leaves = calloc(t->leaf_count, sizeof *t->leaves);
+    t->leaf_boxes = calloc(t->leaf_count, sizeof *t->leaf_boxes);
+    t->tri_index = calloc(1, sizeof *t->tri_index);
+    assert_true(t->nodes && t->leaves && t->leaf_boxes && t->tri_index);
+    t->bounds = (RtAabb){{0, -1, -1}, {2.0f * (float)levels, 2, 2}};
+    for (int k = 0; k < levels; k++) {
+        const uint32_t node = k == 0 ? 0u : 2u * (uint32_t)k - 1u, left = 1u + 2u * (uint32_t)k;
+        const uint32_t count = k == levels - 1;
+        t->nodes[node] = kd_make_interior(0, (float)(levels - k), left);
+        t->nodes[left + 1] = kd_make_leaf((uint32_t)k, count);
+        t->leaves[k] = (RtKdLeaf){0, count};
+        t->leaf_boxes[k] = count ? box : aabb_empty();
+    }
+    t->nodes[2u * (uint32_t)levels - 1u] = kd_make_leaf((uint32_t)levels, 0);
+    t->leaves[levels] = (RtKdLeaf){0, 0};
+    t->leaf_boxes[levels] = aabb_empty();
+}
+
+/* A tree exactly as deep as the layout allows (kd_layout.h's
+ * RT_KD_MAX_DEPTH), which the full stack's size follows: a ray along +x
+ * from x = 0.25 needs both children at every level of the chain, so it
+ * stacks an entry at each, and the last one stacked holds the hit (t =
+ * 1.25). Every variant finds it; the validator accepts the chain and
+ * rejects it one level deeper. */
+static void check_deepest_tree_keeps_every_entry(void **state)
+{
+    Fixture f;
+    small_fixture_begin(&f, state, "chain");
+    add_tri(&f.s, v3(1.5f, -1, -1), v3(1.5f, 2, -1), v3(1.5f, -1, 2), -1);
+    fixture_finish(&f);
+    const RtAabb box = {{1.5f, -1, -1}, {1.5f, 2, 2}};
+    RtError err = {0};
+    RtKdTree deeper;
+    kd_chain(&deeper, RT_KD_MAX_DEPTH + 1, box);
+    assert_int_equal(rt_kd_validate(&deeper, &f.tris, &err), RT_ERR_PARSE);
+    assert_non_null(strstr(err.msg, "deeper than"));
+    rt_kd_tree_free(&deeper);
+    rt_kd_tree_free(&f.tree);
+    kd_chain(&f.tree, RT_KD_MAX_DEPTH, box);
+    RtStatus st = rt_kd_validate(&f.tree, &f.tris, &err);
+    if (st != RT_OK) print_message("%s\n", err.msg);
+    assert_int_equal(st, RT_OK);
+    if (f.gpu) {
+        rt_kd_tree_free_device(&f.dtree);
+        assert_int_equal(rt_kd_tree_upload(&f.tree, &f.dtree, &err), RT_OK);
+    }
+    RaySet r = {0};
+    for (int i = 0; i < 32; i++) /* a warp: packets walk the chain together */
+        rays_push(&r, v3(0.25f, -0.5f + 0.03f * (float)i, -0.5f + 0.02f * (float)i), v3(1, 0, 0), 0.0f, INFINITY);
+    RtHit got[32];
+    RtTraceParams p = rt_trace_params_default();
+    for (int v = 0; variant(v, &p, &f.walk_bvh); v++) {
+        gpu_cast(&f, &p, &r, 0, got);
+        for (int i = 0; i < 32; i++) {
+            assert_int_equal(got[i].tri, 0);
+            assert_true(fabsf(got[i].t - 1.25f) < 1e-5f);
+        }
+    }
+    free(r.rays);
+    fixture_free(&f);
+}
+
 /* A ray parallel to a triangle's plane, with an infinite tmax (a shadow ray
  * toward a directional light), never hits it: -oz/0 is an infinite t, which
  * an infinite tmax would let through with NaN barycentrics. The wall is
@@ -641,12 +721,8 @@ static void check_one_triangle_and_empty_batches(void **state)
  * both sides of the plane. */
 static void check_parallel_rays_never_hit_at_infinity(void **state)
 {
-    int gpu = *state != NULL;
     Fixture f;
-    f.name = "parallel";
-    f.gpu = gpu;
-    rt_scene_init(&f.s);
-    assert_true(rt_scene_add_object(&f.s, "walls") >= 0);
+    small_fixture_begin(&f, state, "parallel");
     add_tri(&f.s, v3(0, 0, 0), v3(4, 4, 0), v3(0, 0, 4), -1);
     add_tri(&f.s, v3(4, 4, 0), v3(4, 4, 4), v3(0, 0, 4), -1);
     fixture_finish(&f);

@@ -494,7 +494,7 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
     c->chunk_refs = c->split_at_route ? chunk : KD_CHUNK;
 
     int md = p.max_depth > 0 ? p.max_depth : (int)(16.0 + 1.3 * log2((double)(tri_count ? tri_count : 1)));
-    c->max_depth = md > 100 ? 100 : (md < 2 ? 2 : md);
+    c->max_depth = md > RT_KD_MAX_DEPTH ? RT_KD_MAX_DEPTH : (md < 2 ? 2 : md);
     return RT_OK;
 }
 

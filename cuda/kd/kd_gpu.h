@@ -64,7 +64,7 @@ typedef struct RtKdGpuParams {
                                     children and leaves one it misses (no leaf lists a triangle
                                     outside its cell); 0 = Kolodzey's split-axis clipping only */
     int max_depth;               /* depth guard (triangles sharing a point never fall below the
-                                    small threshold): 0 = 16 + 1.3 log2(N); clamped to 2..100 */
+                                    small threshold): 0 = 16 + 1.3 log2(N); clamped to 2..RT_KD_MAX_DEPTH */
     int timed;                   /* 1: CUDA events around every kernel (per-kernel ms in stats) */
     int large_blocks_per_sm;     /* Impl. II's persistent large stage: resident blocks per
                                     multiprocessor (0 = 8, 6 with 4 ways; capped by the occupancy) */

@@ -303,9 +303,9 @@ RT_TRACE_FN static bool kd_search_leaf(const Prims &pr, const TraceTree &tr, con
 }
 
 /* The full stack's depth: one entry per level of the current path at most,
- * and no builder goes deeper (the GPU builder's limit is 100, the CPU
- * oracle's and the exact builder's RT_KD_MAX_DEPTH = 64). */
-#define TRACE_FULL_STACK 100
+ * and no tree goes deeper than the layout's RT_KD_MAX_DEPTH (kd_layout.h;
+ * rt_kd_validate checks it). */
+#define TRACE_FULL_STACK RT_KD_MAX_DEPTH
 
 /* Closest (any = false) or any hit of ray (o, d) in [tmin, tmax] with a
  * full stack (RT_TRAV_STACK): the classic front-to-back walk (Wald's, as

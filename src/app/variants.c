@@ -222,7 +222,7 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
     [RT_VAR_CHUNK] = {"chunk", "chunk", RT_SCOPE_BUILD, RT_VK_UINT, BUILD(large_chunk), 1, 0, 2048, NULL, 0, 1,
                       "refs per large-stage chunk: 0 (auto) or a multiple of 128 (a block sorts 128 at a time)",
                       .step = 128},
-    [RT_VAR_MAX_DEPTH] = {"depth", "max depth", RT_SCOPE_BUILD, RT_VK_INT, BUILD(max_depth), 1, 0, 100, NULL, 0, 1,
+    [RT_VAR_MAX_DEPTH] = {"depth", "max depth", RT_SCOPE_BUILD, RT_VK_INT, BUILD(max_depth), 1, 0, RT_KD_MAX_DEPTH, NULL, 0, 1,
                           "deepest level of the GPU tree, 0 = by the triangle count"},
     [RT_VAR_TIMED] = {"timed", "timed", RT_SCOPE_BUILD, RT_VK_INT, BUILD(timed), 1, 0, 1, NULL, 0, 1,
                       "CUDA events around every kernel (per-kernel times in the stats)"},

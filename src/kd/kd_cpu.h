@@ -31,8 +31,9 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *p, const RtTriArrays *tris, RtKdTr
 void rt_kd_tree_free(RtKdTree *tree);
 
 /* Deepest tree the CPU traversal's stack (kd_traverse_cpu.c: 128 entries)
- * holds: rt_kd_validate rejects deeper trees, rt_kd_tree_stats walks no
- * deeper. */
+ * holds, and rt_kd_tree_stats walks: above the layout's RT_KD_MAX_DEPTH
+ * (kd_layout.h), which rt_kd_validate enforces, so an unvalidated deeper
+ * tree is still walked safely. */
 #define RT_KD_CPU_MAX_DEPTH 127
 
 /* Fills the stats that depend on the tree alone (nodes, leaves, empty leaves,

@@ -41,6 +41,13 @@ extern "C" {
 #define RT_KD_LEAF_TAG 3u
 /* Largest child/leaf index the 30 remaining bits hold. */
 #define RT_KD_MAX_INDEX ((1u << 30) - 1u)
+/* The deepest level of a tree (the root is level 0): every builder stays
+ * within it (the SAH builders through rt_kd_max_depth, the Chang pipeline
+ * through its depth guard), rt_kd_validate rejects deeper trees, and the
+ * GPU tracer's full stack holds one entry per level of it (its local memory,
+ * reserved for every resident thread, grows with it). Trees of millions of
+ * triangles stay below 50 levels. */
+#define RT_KD_MAX_DEPTH 64
 
 typedef struct RtKdNode {
     uint32_t bits;  /* interior: axis | (left_child << 2); leaf: 3 | (leaf_id << 2) */

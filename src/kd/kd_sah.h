@@ -11,6 +11,7 @@
 #define RT_KD_SAH_H
 
 #include "core/rt_base.h"
+#include "kd/kd_layout.h"
 
 /* The default costs of both builders (the CPU oracle's and the GPU's, so
  * their trees' SAH costs compare): a traversal step against one ray/triangle
@@ -39,13 +40,8 @@ RT_HD int rt_kd_depth_limit(uint32_t valid, int cap)
     return d > cap ? cap : d;
 }
 
-/* The deepest level the SAH builders (the CPU oracle, the exact GPU
- * builder) may reach: the CPU traversal's stack and the oracle's layout
- * pass hold one entry per level; W&H trees of millions of triangles stay
- * below 40 levels. */
-#define RT_KD_MAX_DEPTH 64
-
-/* Their depth limit: the one asked for (> 0), at most RT_KD_MAX_DEPTH, or
+/* The SAH builders' depth limit: the one asked for (> 0), at most the
+ * layout's RT_KD_MAX_DEPTH (kd_layout.h), or
  * rt_kd_depth_limit's for the valid triangles. */
 RT_HD int rt_kd_max_depth(int requested, uint32_t valid)
 {

@@ -414,9 +414,9 @@ static RtStatus check_structure(const KdCheck *c, RtError *err)
                     f.node, axis_name[a], s, v3_get(f.cell.lo, a), v3_get(f.cell.hi, a));
             break;
         }
-        if (f.depth + 1 > RT_KD_CPU_MAX_DEPTH) {
-            rt_fail(&walk, RT_ERR_PARSE, "KD: node %u: deeper than %d levels (the tracers' stack)",
-                    f.node, RT_KD_CPU_MAX_DEPTH);
+        if (f.depth + 1 > RT_KD_MAX_DEPTH) {
+            rt_fail(&walk, RT_ERR_PARSE, "KD: node %u: deeper than %d levels (the layout's limit: the GPU tracer's stack)",
+                    f.node, RT_KD_MAX_DEPTH);
             break;
         }
         RtAabb lc, rc;
