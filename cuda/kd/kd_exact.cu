@@ -307,10 +307,9 @@ __global__ void ex_best(ExLevel L)
         n = L.rnode[rt_kd_event_id(L.ev[0][i])];
         const uint32_t count = L.nd_count[n];
         const RtAabb cell = L.nd_cell[n];
-        const double ext[3] = {(double)cell.hi.x - cell.lo.x, (double)cell.hi.y - cell.lo.y,
-                               (double)cell.hi.z - cell.lo.z};
-        const double half = ext[0] * ext[1] + ext[1] * ext[2] + ext[2] * ext[0];
-        if (count > L.k.max_leaf && L.level < L.k.max_depth && half > 0.0 && isfinite(half)) {
+        double ext[3];
+        const double half = rt_kd_half_area(cell, ext);
+        if (rt_kd_may_split(count, L.k.max_leaf, L.level, L.k.max_depth, half)) {
             const uint32_t s0 = 2 * L.nd_first[n], k = i - s0, last = 2 * count - 1;
             const double inv = 1.0 / half;
             for (int a = 0; a < 3; a++) {
@@ -358,7 +357,7 @@ __global__ void ex_decide(ExLevel L)
     const u64 key = L.best[n];
     /* the oracle's termination: a split must beat the leaf's C_i * N */
     int split = key != ~0ull && count > L.k.max_leaf && L.level < L.k.max_depth &&
-                (double)__uint_as_float((uint32_t)(key >> 32)) < L.k.c_isect * (double)count;
+                rt_kd_split_pays((double)__uint_as_float((uint32_t)(key >> 32)), L.k.c_isect, count);
     ExDec d = {0.0f, 0, -1};
     if (split) {
         d.axis = (int32_t)((key >> 30) & 3u);

@@ -374,14 +374,12 @@ static void sweep_axis(const KdBuilder *b, const KdSet *s, int k, const double e
  * termination: cost of the best split < C_i * N). */
 static int find_split(const KdBuilder *b, const KdSet *s, KdSplit *best)
 {
-    if (s->tris <= b->max_leaf || s->depth >= b->max_depth) return 0;
     double ext[3];
-    for (int a = 0; a < 3; a++) ext[a] = (double)v3_get(s->cell.hi, a) - v3_get(s->cell.lo, a);
-    double half_area = ext[0] * ext[1] + ext[1] * ext[2] + ext[2] * ext[0];
-    if (!(half_area > 0.0) || !isfinite(half_area)) return 0;
+    const double half_area = rt_kd_half_area(s->cell, ext);
+    if (!rt_kd_may_split(s->tris, b->max_leaf, s->depth, b->max_depth, half_area)) return 0;
     best->cost = INFINITY;
     for (int k = 0; k < 3; k++) sweep_axis(b, s, k, ext, 1.0 / half_area, best);
-    return best->cost < b->c_isect * (double)s->tris;
+    return rt_kd_split_pays(best->cost, b->c_isect, s->tris);
 }
 
 /* ---- split and merge (W&H section 5.2) ----------------------------------- */

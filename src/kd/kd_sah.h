@@ -49,6 +49,30 @@ RT_HD int rt_kd_max_depth(int requested, uint32_t valid)
     return rt_kd_depth_limit(valid, RT_KD_MAX_DEPTH);
 }
 
+/* A cell's extents (double) and half its surface area, the SAH's
+ * normaliser. */
+RT_HD double rt_kd_half_area(RtAabb cell, double ext[3])
+{
+    ext[0] = (double)cell.hi.x - cell.lo.x;
+    ext[1] = (double)cell.hi.y - cell.lo.y;
+    ext[2] = (double)cell.hi.z - cell.lo.z;
+    return ext[0] * ext[1] + ext[1] * ext[2] + ext[2] * ext[0];
+}
+
+/* Whether a node is a candidate for a split at all: more triangles than a
+ * leaf must hold, above the depth limit, a cell of positive finite area. */
+RT_HD int rt_kd_may_split(uint32_t count, uint32_t max_leaf, int depth, int max_depth, double half_area)
+{
+    return count > max_leaf && depth < max_depth && half_area > 0.0 && isfinite(half_area);
+}
+
+/* Wald & Havran's termination: the best split must cost less than the
+ * leaf, C_i * N. */
+RT_HD int rt_kd_split_pays(double cost, double c_isect, uint32_t count)
+{
+    return cost < c_isect * (double)count;
+}
+
 /* The cost of splitting a node into children with relative areas pl, pr
  * holding nl and nr triangles; lambda (1 - the empty bonus) rewards cutting
  * off empty space. */
