@@ -518,7 +518,7 @@ static int structure_frame(const RtScene *s, RtBackend backend, int structure, f
     if (rt_pipeline_frame(p, &pp, t, NULL, &target, st, &err) != RT_OK) fail_msg("%s", err.msg);
     assert_int_equal(st->structure, structure);
     const char *what = NULL;
-    if (rt_pipeline_validate(p, &what, &err) != RT_OK) fail_msg("%s: %s", what, err.msg);
+    if (rt_pipeline_validate(p, &what, NULL, &err) != RT_OK) fail_msg("%s: %s", what, err.msg);
     if (rt_pipeline_tree_stats(p, &pp, st, &err) != RT_OK) fail_msg("%s", err.msg);
     rt_pipeline_destroy(p);
     return 1;

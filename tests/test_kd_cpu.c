@@ -753,6 +753,17 @@ static void kd_validate_loose_references(void **state)
     assert_int_equal(rt_kd_validate(&t, &s.t, &err), RT_ERR_PARSE);
     assert_non_null(strstr(err.msg, "does not overlap"));
     assert_int_equal(rt_kd_validate_flags(&t, &s.t, RT_KD_VALIDATE_LOOSE_REFS, &err), RT_OK);
+    /* ... and counted: one of the three references is loose */
+    uint64_t loose = 7;
+    assert_int_equal(rt_kd_validate_count(&t, &s.t, RT_KD_VALIDATE_LOOSE_REFS, &loose, &err), RT_OK);
+    assert_int_equal(loose, 1);
+    /* the oracle's own tree of the triangle has none */
+    RtKdTree own = {0};
+    RtKdCpuParams kp = rt_kd_cpu_params_default();
+    assert_int_equal(rt_kd_build_cpu(&kp, &s.t, &own, NULL, &err), RT_OK);
+    assert_int_equal(rt_kd_validate_count(&own, &s.t, RT_KD_VALIDATE_LOOSE_REFS, &loose, &err), RT_OK);
+    assert_int_equal(loose, 0);
+    rt_kd_tree_free(&own);
     /* Dropping the right-hand leaf's reference loses part of the triangle. */
     nodes[4] = kd_make_leaf(2, 0);
     leaves[2].count = 0;

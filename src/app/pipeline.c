@@ -1037,8 +1037,9 @@ RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFra
     return RT_OK;
 }
 
-RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err)
+RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, uint64_t *loose_refs, RtError *err)
 {
+    if (loose_refs) *loose_refs = 0;
     RtStatus s = need_tree(p, err);
     if (s != RT_OK) return s;
     const int gpu = p->backend == RT_BACKEND_GPU;
@@ -1060,7 +1061,7 @@ RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err)
         return rt_kd_validate(&h, tris, err);
     }
     if (what) *what = "rt_kd_validate_flags(LOOSE_REFS) on the downloaded tree and triangles";
-    s = rt_kd_validate_flags(&h, tris, RT_KD_VALIDATE_LOOSE_REFS, err);
+    s = rt_kd_validate_count(&h, tris, RT_KD_VALIDATE_LOOSE_REFS, loose_refs, err);
     rt_kd_tree_free(&h);
     return s;
 }

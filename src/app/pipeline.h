@@ -178,8 +178,9 @@ RtStatus rt_pipeline_tree_stats(RtPipeline *p, const RtPipelineParams *pp, RtFra
 /* The validator (kd_cpu.h's, or bvh_cpu.h's for a BVH) over the last
  * frame's tree and the triangles it was built from (downloaded from the GPU). The GPU builder may reference a
  * triangle whose box, not the triangle itself, meets a leaf's cell, so its
- * tree is checked with RT_KD_VALIDATE_LOOSE_REFS. *what (optional) names
- * the check that ran. */
-RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, RtError *err);
+ * tree is checked with RT_KD_VALIDATE_LOOSE_REFS, and *loose_refs (optional;
+ * 0 for other trees) counts such references (rt_kd_validate_count). *what
+ * (optional) names the check that ran. */
+RtStatus rt_pipeline_validate(RtPipeline *p, const char **what, uint64_t *loose_refs, RtError *err);
 
 #endif

@@ -104,6 +104,13 @@ int rt_tri_box_overlap(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box);
 #define RT_KD_VALIDATE_LOOSE_REFS 1u
 RtStatus rt_kd_validate_flags(const RtKdTree *tree, const RtTriArrays *tris, unsigned flags,
                               RtError *err);
+/* rt_kd_validate_flags that also counts, under RT_KD_VALIDATE_LOOSE_REFS, the
+ * loose references: triangles a leaf lists whose box meets its cell while
+ * the triangle misses it (*loose; 0 without the flag). They cost the tracer
+ * triangle tests and the builder references; counting them takes the exact
+ * overlap test per reference that the flag otherwise skips. */
+RtStatus rt_kd_validate_count(const RtKdTree *tree, const RtTriArrays *tris, unsigned flags, uint64_t *loose,
+                              RtError *err);
 
 #ifdef __cplusplus
 }

@@ -111,6 +111,7 @@ typedef struct KdCheck {
     double tol;
     int threads;
     uint8_t *leaf_sorted; /* per leaf: its triangle ids ascend (binary search) */
+    uint64_t *loose;      /* NULL, or the loose references counted (rt_kd_validate_count) */
 } KdCheck;
 
 /* A triangle in double, with its box, for the overlap tests. */
@@ -302,6 +303,7 @@ static RtStatus check_leaf(const KdCheck *c, RtError *err, uint32_t node, RtAabb
                        id, box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z, cell.lo.x,
                        cell.lo.y, cell.lo.z, cell.hi.x, cell.hi.y, cell.hi.z);
     uint8_t sorted = 1;
+    uint64_t loose = 0;
     for (uint32_t i = 0; i < lf.count; i++) {
         uint32_t tri = t->tri_index[lf.first + i];
         if (tri >= c->tris->count)
@@ -312,6 +314,7 @@ static RtStatus check_leaf(const KdCheck *c, RtError *err, uint32_t node, RtAabb
         KdTri tr = kd_tri(c->tris, tri);
         int meets = (c->flags & RT_KD_VALIDATE_LOOSE_REFS) ? boxes_meet(tr.box, cell, c->tol)
                                                            : tri_meets(&tr, cell, c->tol);
+        if (meets && c->loose && (c->flags & RT_KD_VALIDATE_LOOSE_REFS) && !tri_meets(&tr, cell, c->tol)) loose++;
         if (!meets)
             return rt_fail(err, RT_ERR_PARSE,
                            "KD: leaf %u lists triangle %u, which does not overlap its cell", id,
@@ -326,6 +329,7 @@ static RtStatus check_leaf(const KdCheck *c, RtError *err, uint32_t node, RtAabb
         if (i > 0 && tri < t->tri_index[lf.first + i - 1]) sorted = 0;
     }
     c->leaf_sorted[id] = sorted;
+    if (loose) __atomic_fetch_add(c->loose, loose, __ATOMIC_RELAXED); /* leaves are checked in parallel */
     return RT_OK;
 }
 
@@ -556,9 +560,10 @@ static void samples_task(KdWorker *w, size_t task)
     }
 }
 
-RtStatus rt_kd_validate_flags(const RtKdTree *tree, const RtTriArrays *tris, unsigned flags,
+RtStatus rt_kd_validate_count(const RtKdTree *tree, const RtTriArrays *tris, unsigned flags, uint64_t *loose,
                               RtError *err)
 {
+    if (loose) *loose = 0;
     if (!tree || !tris)
         return rt_fail(err, RT_ERR_ARG, "KD: validate needs a tree and its triangles");
     if (tree->node_count == 0 || !tree->nodes)
@@ -571,7 +576,7 @@ RtStatus rt_kd_validate_flags(const RtKdTree *tree, const RtTriArrays *tris, uns
     if (!aabb_is_empty(b) && !(isfinite(b.lo.x + b.lo.y + b.lo.z + b.hi.x + b.hi.y + b.hi.z)))
         return rt_fail(err, RT_ERR_PARSE, "KD: the tree's bounds are not finite");
 
-    KdCheck c = {.t = tree, .tris = tris, .flags = flags};
+    KdCheck c = {.t = tree, .tris = tris, .flags = flags, .loose = loose};
     c.threads = rt_thread_count();
     if (c.threads > KD_MAX_THREADS) c.threads = KD_MAX_THREADS;
     if (!aabb_is_empty(b)) {
@@ -588,6 +593,12 @@ RtStatus rt_kd_validate_flags(const RtKdTree *tree, const RtTriArrays *tris, uns
     if (st == RT_OK) st = run_tasks(&c, samples_task, NULL, tri_tasks(&c), err);
     free(c.leaf_sorted);
     return st;
+}
+
+RtStatus rt_kd_validate_flags(const RtKdTree *tree, const RtTriArrays *tris, unsigned flags,
+                              RtError *err)
+{
+    return rt_kd_validate_count(tree, tris, flags, NULL, err);
 }
 
 RtStatus rt_kd_validate(const RtKdTree *tree, const RtTriArrays *tris, RtError *err)
