@@ -565,7 +565,7 @@ __global__ void ex_events_scatter(ExLevel L)
     const uint32_t first = L.nd_first[n], k = x.i - 2 * first;
     const u64 rank = ex_kept_before(L, x.a, x.i, first);
     const uint2 slot = L.slot[x.r];
-    const uint32_t type = rt_kd_event_type(x.e), snapped = rt_kd_pos_key(d.x), plane = (uint32_t)(x.e >> 32);
+    const uint32_t type = rt_kd_event_type(x.e), snapped = rt_kd_pos_key(d.x), plane = rt_kd_event_key(x.e);
     if (s & 1u) {
         const uint32_t pos = 2 * ex_child(L, n, 0).first + lo32(rank);
         L.ev_out[x.a][pos] = rt_kd_event(x.a == d.axis && k >= d.cut ? snapped : plane, type, slot.x);
