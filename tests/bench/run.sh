@@ -98,20 +98,8 @@ bench() {
     grep -E "^median" "$OUT/$name.log"
 }
 
-# med NAME COLUMN (results.sh)
+# med, js, jo, fmt (results.sh)
 . "$(dirname "$0")/results.sh"
-# js NAME KEY: a top-level scalar of NAME's JSON (one key per line there)
-js() {
-    [ -f "$OUT/$1.json" ] || { echo "-"; return; }
-    sed -n "s/^  \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$OUT/$1.json" | head -1
-}
-# jt NAME KEY: a field of NAME's "tree" object (the validated first frame)
-jt() {
-    [ -f "$OUT/$1.json" ] || { echo "-"; return; }
-    sed -n "s/^  \"tree\": {.*\"$2\": \([^,}]*\).*/\1/p" "$OUT/$1.json" | head -1
-}
-# fmt X: two decimals, "-" stays
-fmt() { case $1 in -|"") echo "-" ;; *) printf "%.2f" "$1" ;; esac; }
 sname() { case $1 in default) echo default ;; *) basename "$1" | sed 's/\.[^.]*$//' ;; esac; }
 
 # ---- the matrix ----------------------------------------------------------------
@@ -167,7 +155,7 @@ echo
 echo "| scene | triangles | animate | build | primary | shadow | reflection | diffuse | frame | Mrays/s | diffuse Mrays/s | nodes | depth | SAH | peak GPU MiB |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for s in $SCENES; do n=scene_$(sname "$s")
-    echo "| $(sname "$s") | $(js $n triangles) | $(fmt $(med $n animate_ms)) | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $(fmt $(med $n frame_ms)) | $(fmt $(med $n mrays_per_s)) | $(fmt $(med $n diffuse_mrays_per_s)) | $(med $n nodes) | $(jt $n depth) | $(fmt $(jt $n sah_cost)) | $(js $n peak_gpu_mem_mb | sed s/null/-/) |"
+    echo "| $(sname "$s") | $(js $n triangles) | $(fmt $(med $n animate_ms)) | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $(fmt $(med $n frame_ms)) | $(fmt $(med $n mrays_per_s)) | $(fmt $(med $n diffuse_mrays_per_s)) | $(med $n nodes) | $(jo $n tree depth) | $(fmt $(jo $n tree sah_cost)) | $(js $n peak_gpu_mem_mb) |"
 done
 echo
 echo "### Structures per scene (default parameters)"
@@ -194,7 +182,7 @@ for s in $SCENES; do
     while read -r st n tot; do
         [ -n "$st" ] || continue
         [ "$st" = "$best" ] && tot="**$tot**"
-        echo "| $(sname "$s") | $st | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $tot | $(med $n nodes) | $(fmt $(jt $n sah_cost)) |"
+        echo "| $(sname "$s") | $st | $(fmt $(med $n build_ms)) | $(fmt $(med $n trace_primary_ms)) | $(fmt $(med $n trace_shadow_ms)) | $(fmt $(med $n trace_reflection_ms)) | $(fmt $(med $n trace_diffuse_ms)) | $tot | $(med $n nodes) | $(fmt $(jo $n tree sah_cost)) |"
     done <<<"$rows"
 done
 echo
@@ -213,7 +201,7 @@ echo
 echo "| row | variant | build | large | small | launches | round trips | SAH |"
 echo "|---|---|---|---|---|---|---|---|"
 for k in 0 1 2 3 4 5; do n=ladder_$k
-    echo "| $k | ${names[$k]} | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(jt $n sah_cost)) |"
+    echo "| $k | ${names[$k]} | $(fmt $(med $n build_ms)) | $(fmt $(med $n build_large_ms)) | $(fmt $(med $n build_small_ms)) | $(med $n launches) | $(med $n round_trips) | $(fmt $(jo $n tree sah_cost)) |"
 done
 echo
 echo "### Build + trace per frame by construction variant ($(sname "$MAIN"); Hoedt's total rendering time)"
@@ -223,7 +211,7 @@ echo "|---|---|---|---|---|---|---|---|"
 for v in $CONSTRUCT; do n=build_${v%%:*}
     b=$(med $n build_ms); t=$(med $n trace_ms)
     bt=$(awk -v b="$b" -v t="$t" 'BEGIN { if (b == "-" || t == "-") print "-"; else printf "%.2f", b + t }')
-    echo "| ${v%%:*} | \`${v#*:}\` | $(fmt $b) | $(fmt $t) | $bt | $(med $n nodes) | $(med $n references) | $(fmt $(jt $n sah_cost)) |"
+    echo "| ${v%%:*} | \`${v#*:}\` | $(fmt $b) | $(fmt $t) | $bt | $(med $n nodes) | $(med $n references) | $(fmt $(jo $n tree sah_cost)) |"
 done
 echo
 echo "### Trace variants ($(sname "$MAIN"), default build)"

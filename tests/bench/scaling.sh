@@ -143,23 +143,10 @@ fi
 [ -n "$BENCH_REUSE" ] || echo "scaling: runs took $(($(date +%s) - T0)) s" | tee "$OUT/elapsed.txt"
 
 # ---- results -------------------------------------------------------------------
-# med NAME COLUMN (results.sh)
+# med, js, jo, fmt (results.sh)
 . "$HERE/results.sh"
-# js NAME KEY: a top-level scalar of NAME's JSON (one key per line there)
-js() {
-    [ -f "$OUT/$1.json" ] || { echo "-"; return; }
-    local v=$(sed -n "s/^  \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}$/\1/p" "$OUT/$1.json" | head -1)
-    case $v in "" | null) echo "-" ;; *) echo "$v" ;; esac
-}
 # jstr NAME KEY: a top-level string of NAME's JSON, commas and all (the driver's)
 jstr() { [ -f "$OUT/$1.json" ] && sed -n "s/^  \"$2\": \"\(.*\)\",\{0,1\}$/\1/p" "$OUT/$1.json" | head -1; }
-# jo NAME OBJECT KEY: a field of a one-line object of NAME's JSON ("tree": the
-# validated first frame's; "validation")
-jo() {
-    [ -f "$OUT/$1.json" ] || { echo "-"; return; }
-    local v=$(sed -n "s/^  \"$2\": {.*\"$3\": \([^,}]*\).*/\1/p" "$OUT/$1.json" | head -1)
-    case $v in "" | null) echo "-" ;; *) echo "$v" ;; esac
-}
 # peer N FIELD: a field of the peer's summary lines, by the name its "# nexus"
 # or "# nexus_detail" header gives the column
 peer() {
@@ -168,7 +155,6 @@ peer() {
                    $1 == "nexus" || $1 == "nexus_detail" { for (i = 2; i <= NF; i++) if (col[$1, i] == f) v = $i }
                    END { print v == "" ? "-" : v }' "$OUT/peer_grid_$1.log"
 }
-fmt() { case $1 in - | "") echo "-" ;; *) printf "%.${2:-2}f" "$1" ;; esac; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "-"; else printf "%.3f", a / b }'; }
 
 DAT="$OUT/scaling.dat"
