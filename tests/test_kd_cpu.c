@@ -720,6 +720,22 @@ static void kd_validate_rejects_broken_trees(void **state)
         expect_invalid(&b, &s.t, "a cycle");
     }
     RESET();
+    /* A child marked empty that is not: the GPU walk would skip its triangles. */
+    assert_int_equal(rt_kd_marks_missing(&b), 0);
+    uint32_t marked = 0, open_child = 0;
+    for (uint32_t i = 0; i < b.node_count && (!marked || !open_child); i++) {
+        if (kd_is_leaf(b.nodes[i])) continue;
+        if (kd_empty_children(b.nodes[i])) marked = i;
+        else if (!open_child) open_child = i + 1; /* + 1: node 0 counts too */
+    }
+    assert_true(marked && open_child); /* a SAH tree of a soup has both */
+    b.nodes[open_child - 1].bits |= RT_KD_EMPTY_RIGHT;
+    expect_invalid(&b, &s.t, "a non-empty child marked empty");
+    RESET();
+    b.nodes[marked].bits &= ~(RT_KD_EMPTY_LEFT | RT_KD_EMPTY_RIGHT);
+    expect_valid(&b, &s.t); /* a mark left out costs a visit, nothing else */
+    assert_int_equal(rt_kd_marks_missing(&b), 1);
+    RESET();
     b.tri_index[b.leaves[lid].first] = 0; /* probably far from this leaf */
     {
         RtError err = {0};

@@ -1086,6 +1086,7 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         N = N2;
         R = (uint32_t)R2;
     }
+    if ((st = kd_mark_empty_queue(log, ARR(x, X_NODES, RtKdNode), NULL, node_total, err)) != RT_OK) return st;
     CUDA_CHECK(err, cudaEventRecord(x->ev[1], stream));
     CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
     s.round_trips++;

@@ -340,6 +340,29 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, const KdConf *c
     return RT_OK;
 }
 
+/* ---- empty-child marks (kd_mark_empty_queue) ------------------------------ */
+
+/* A thread per node (grid-stride). A node's marks change only its own bits
+ * word, and what a thread reads of a child (its leaf tag and count) is the
+ * same before and after that child's own marks, so the order does not matter. */
+__global__ void kd_mark_empty_kernel(RtKdNode *nodes, const uint32_t *d_count, uint32_t cap)
+{
+    const uint32_t count = d_count ? min(*d_count, cap) : cap;
+    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
+        const RtKdNode n = nodes[i];
+        if (kd_is_leaf(n) || kd_right(n) >= count) continue;
+        const uint32_t marks = kd_empty_marks(nodes[kd_left(n)], nodes[kd_right(n)]);
+        if (marks) nodes[i].bits = n.bits | marks;
+    }
+}
+
+RtStatus kd_mark_empty_queue(RtLaunchLog *log, RtKdNode *nodes, const uint32_t *d_count, uint32_t cap, RtError *err)
+{
+    const uint32_t block = 256, blocks = cap / block + 1;
+    return rt_launch(log, "kd_mark_empty", dim3(blocks < 2048 ? blocks : 2048), dim3(block), 0, kd_mark_empty_kernel,
+                     err, nodes, d_count, cap);
+}
+
 /* The one host round trip per level: the counters that bound the next launches. */
 static RtStatus kd_read_counters(RtKdGpu *g, uint32_t *trips, RtError *err)
 {
@@ -406,6 +429,7 @@ static RtStatus kd_build_once(RtKdGpu *g, const RtKdGpuParams *p, const KdBufs &
         }
     }
     s->small_levels = (uint32_t)slevel;
+    if ((st = kd_mark_empty_queue(log, b.nodes, &b.ctr->nodes, b.node_cap, err)) != RT_OK) return st;
     /* the output arrays are dense already (bounded atomic allocation):
      * nothing to compact, the small stage's end is the build's */
     CUDA_CHECK(err, cudaEventRecord(g->ev[2], g->stream));
@@ -449,7 +473,7 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
         return rt_fail(err, RT_ERR_ARG, "KD: SAH costs C_trav %g, C_i %g: expected C_trav >= 0 and C_i > 0",
                        p.c_trav, p.c_isect);
     if ((uint64_t)tri_count * 6 > RT_KD_MAX_INDEX)
-        return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: %u triangles: more than the layout's 30-bit indices allow", tri_count);
+        return rt_fail(err, RT_ERR_UNSUPPORTED, "KD: %u triangles: more than the layout's 28-bit indices allow", tri_count);
     c->empty_cut = p.empty_cut;
     c->c_trav = p.c_trav;
     c->c_isect = p.c_isect;

@@ -365,9 +365,10 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                  * its own lo (a ray whose plane lies behind it enters the
                  * far side at lo; the far side first when it is at the
                  * plane on entry, ts <= lo, with the flat cell [lo, lo] on
-                 * the near side pushed), so lo never changes on the way
-                 * down, and the interval was checked against the best hit
-                 * when it was popped. The other side is pushed when the
+                 * the near side pushed), so lo changes on the way down
+                 * only where an empty child hands the walk to the other
+                 * side (below), and the interval was checked against the
+                 * best hit when it was popped. The other side is pushed when the
                  * plane lies inside [lo - eps, hi]. */
                 const float ts = (kd_split(n) - v3_get(o, a)) * ia;
                 const bool go_near = ts > lo;
@@ -389,7 +390,10 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                 const float ts = (kd_split(n) - v3_get(o, a)) * ia;
                 const bool act = !done && lo <= hi && lo <= best.t + eps;
                 const bool near_l = ia > 0.0f; /* the near side is left when d points up */
-                const bool need_n = act && ts >= lo - eps, need_f = act && ts <= hi;
+                const uint32_t empty = kd_empty_children(n); /* an empty child is needed by none */
+                const bool e_n = empty & (near_l ? RT_KD_EMPTY_LEFT : RT_KD_EMPTY_RIGHT);
+                const bool e_f = empty & (near_l ? RT_KD_EMPTY_RIGHT : RT_KD_EMPTY_LEFT);
+                const bool need_n = act && !e_n && ts >= lo - eps, need_f = act && !e_f && ts <= hi;
                 const unsigned bl = pr.ballot(near_l ? need_n : need_f), br = pr.ballot(near_l ? need_f : need_n);
                 if (!(bl | br)) break;
                 const unsigned bp = pr.ballot((need_n || need_f) && (ts > lo) == near_l);
@@ -411,6 +415,10 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                 const bool active = !done && lo <= hi && lo <= best.t + eps;
                 KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
                 if (active) c = kd_children(kd_split(n), v3_get(o, a), v3_get(d, a), ia, lo, hi, eps);
+                if (kPacket) { /* an empty child is needed by none */
+                    c.need_l = c.need_l && !(kd_empty_children(n) & RT_KD_EMPTY_LEFT);
+                    c.need_r = c.need_r && !(kd_empty_children(n) & RT_KD_EMPTY_RIGHT);
+                }
                 const bool any_l = warp_any<kPacket>(pr, c.need_l), any_r = warp_any<kPacket>(pr, c.need_r);
                 if (!any_l && !any_r) break;
                 bool go_l = c.pref_l;
@@ -427,6 +435,28 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                 hi_o = go_l ? c.hi_r : c.hi_l;
                 lo = go_l ? c.lo_l : c.lo_r;
                 hi = go_l ? c.hi_l : c.hi_r;
+            }
+            if (!kPacket) {
+                /* An empty child (kd_layout.h's marks) is skipped unread:
+                 * never pushed, and when it is the side taken, the other
+                 * side is taken instead (if the ray needs it and it starts
+                 * no later than the best hit), else the walk pops. Both
+                 * marks are tested at once first: tested one by one, their
+                 * instructions cost the walk more than the visits they save
+                 * where empty leaves are few (node loads a primary ray in
+                 * the host emulation: Sponza 58.3 -> 49.6, the kitchen
+                 * 25.0 -> 22.9, the bunny 6.3 -> 5.4). */
+                const uint32_t e = kd_empty_children(n) >> 2, side = go == left ? 0u : 1u;
+                if (e) {
+                    push = push && !((e >> (side ^ 1u)) & 1u);
+                    if ((e >> side) & 1u) {
+                        if (!push || lo_o > best.t + eps) break;
+                        go = other;
+                        lo = lo_o;
+                        hi = hi_o;
+                        push = false;
+                    }
+                }
             }
             if (push && sp < TRACE_FULL_STACK) {
                 stk[sp] = make_float4(lo_o, hi_o, m_top, trace_u2f(other));

@@ -30,6 +30,14 @@ RtStatus rt_kd_build_cpu(const RtKdCpuParams *p, const RtTriArrays *tris, RtKdTr
                          RtKdStats *stats, RtError *err);
 void rt_kd_tree_free(RtKdTree *tree);
 
+/* Sets every interior node's empty-child marks (kd_layout.h's
+ * kd_empty_marks) from its children as they are now: the host builder's
+ * last step, and the tests' for trees they make by hand. */
+void rt_kd_mark_empty(RtKdTree *tree);
+/* Interior nodes (host memory) that lack a mark their children call for:
+ * 0 for every builder's tree (the tests check it). */
+uint32_t rt_kd_marks_missing(const RtKdTree *tree);
+
 /* Deepest tree the CPU traversal's stack (kd_traverse_cpu.c: 128 entries)
  * holds, and rt_kd_tree_stats walks: above the layout's RT_KD_MAX_DEPTH
  * (kd_layout.h), which rt_kd_validate enforces, so an unvalidated deeper

@@ -39,8 +39,16 @@ extern "C" {
 
 /* bits[1:0] = axis (0,1,2) for interior nodes, 3 for a leaf. */
 #define RT_KD_LEAF_TAG 3u
-/* Largest child/leaf index the 30 remaining bits hold. */
-#define RT_KD_MAX_INDEX ((1u << 30) - 1u)
+/* An interior node's bits 2 and 3 mark its left and right child as an empty
+ * leaf (kd_mark_empty), so a walk skips such a child without loading it:
+ * most leaves a ray meets in a SAH tree are empty (the cuts that carve off
+ * empty space), and each would cost a node load, and a stack entry when it
+ * is the far side. Bits 4..31 hold the left child's index. */
+#define RT_KD_EMPTY_LEFT 4u
+#define RT_KD_EMPTY_RIGHT 8u
+#define RT_KD_CHILD_SHIFT 4
+/* Largest node index (an interior node's 28 high bits) and leaf id. */
+#define RT_KD_MAX_INDEX ((1u << 28) - 1u)
 /* The deepest level of a tree (the root is level 0): every builder stays
  * within it (the SAH builders through rt_kd_max_depth, the Chang pipeline
  * through its depth guard), rt_kd_validate rejects deeper trees, and the
@@ -50,7 +58,7 @@ extern "C" {
 #define RT_KD_MAX_DEPTH 64
 
 typedef struct RtKdNode {
-    uint32_t bits;  /* interior: axis | (left_child << 2); leaf: 3 | (leaf_id << 2) */
+    uint32_t bits;  /* interior: axis | empty-child marks | (left_child << 4); leaf: 3 | (leaf_id << 2) */
     union {
         float split;       /* interior: split position on `axis` */
         uint32_t count;    /* leaf: number of triangles (copy of leaves[id].count,
@@ -76,17 +84,29 @@ _Static_assert(sizeof(RtFloat4) == 16, "RtFloat4 must match float4");
 RT_HD int kd_is_leaf(RtKdNode n) { return (n.bits & 3u) == RT_KD_LEAF_TAG; }
 RT_HD int kd_axis(RtKdNode n) { return (int)(n.bits & 3u); }
 RT_HD float kd_split(RtKdNode n) { return n.u.split; }
-RT_HD uint32_t kd_left(RtKdNode n) { return n.bits >> 2; }
-RT_HD uint32_t kd_right(RtKdNode n) { return (n.bits >> 2) + 1u; }
+RT_HD uint32_t kd_left(RtKdNode n) { return n.bits >> RT_KD_CHILD_SHIFT; }
+RT_HD uint32_t kd_right(RtKdNode n) { return (n.bits >> RT_KD_CHILD_SHIFT) + 1u; }
+/* Interior node n's empty-child marks: RT_KD_EMPTY_LEFT | RT_KD_EMPTY_RIGHT. */
+RT_HD uint32_t kd_empty_children(RtKdNode n) { return n.bits & (RT_KD_EMPTY_LEFT | RT_KD_EMPTY_RIGHT); }
 RT_HD uint32_t kd_leaf_id(RtKdNode n) { return n.bits >> 2; }
 RT_HD uint32_t kd_leaf_count(RtKdNode n) { return n.u.count; }
 
 RT_HD RtKdNode kd_make_interior(int axis, float split, uint32_t left_child)
 {
     RtKdNode n;
-    n.bits = (uint32_t)axis | (left_child << 2);
+    n.bits = (uint32_t)axis | (left_child << RT_KD_CHILD_SHIFT);
     n.u.split = split;
     return n;
+}
+/* The marks an interior node carries for its children l and r (every
+ * builder applies them once the children are written: rt_kd_mark_empty on
+ * the host, the GPU builders' last launch). rt_kd_validate rejects a mark on
+ * a child that is not an empty leaf (the walk would miss its triangles); a
+ * mark left out only costs the walk a visit. */
+RT_HD uint32_t kd_empty_marks(RtKdNode l, RtKdNode r)
+{
+    return (kd_is_leaf(l) && kd_leaf_count(l) == 0u ? RT_KD_EMPTY_LEFT : 0u) |
+           (kd_is_leaf(r) && kd_leaf_count(r) == 0u ? RT_KD_EMPTY_RIGHT : 0u);
 }
 RT_HD RtKdNode kd_make_leaf(uint32_t leaf_id, uint32_t count)
 {

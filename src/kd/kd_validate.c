@@ -413,6 +413,15 @@ static RtStatus check_structure(const KdCheck *c, RtError *err)
                     f.node, l, l + 1, t->node_count);
             break;
         }
+        const uint32_t marks = kd_empty_children(n), empty = kd_empty_marks(t->nodes[l], t->nodes[l + 1]);
+        if (marks & ~empty) {
+            /* a wrong mark hides triangles from the GPU walk (a missing one
+             * costs it a visit: the builders' completeness is tested apart) */
+            rt_fail(&walk, RT_ERR_PARSE, "KD: node %u marks its %s child %u empty, and it is not",
+                    f.node, (marks & ~empty) & RT_KD_EMPTY_LEFT ? "left" : "right",
+                    (marks & ~empty) & RT_KD_EMPTY_LEFT ? l : l + 1);
+            break;
+        }
         if (!isfinite(s) || s < v3_get(f.cell.lo, a) || s > v3_get(f.cell.hi, a)) {
             rt_fail(&walk, RT_ERR_PARSE, "KD: node %u: split %c = %g outside its cell [%g, %g]",
                     f.node, axis_name[a], s, v3_get(f.cell.lo, a), v3_get(f.cell.hi, a));

@@ -36,7 +36,7 @@ void rt_scene_free(RtScene *s)
 }
 
 /* Makes room for one more element (rt_grow_array's doubling) and returns
- * its index; -1 when the count would pass 2^31 (the tree's 30-bit indices
+ * its index; -1 when the count would pass 2^31 (the tree's 28-bit indices
  * and every loader's limit are far below) or the allocation fails. */
 static int64_t grow(void **arr, uint32_t *count, uint32_t *cap, size_t elem)
 {
