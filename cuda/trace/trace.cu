@@ -407,10 +407,9 @@ template <class Walk>
 __global__ void __launch_bounds__(kBlock, kCastMinBlocks) cast_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
                                                       TraceCfg cfg, const RtGpuRay *rays,
                                                       RtHit *hits, uint32_t *steps_out, uint32_t n,
-                                                      int width, int ray_map, int any)
+                                                      int width, int height, int ray_map, int any)
 {
     uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
-    int height = (int)((n + (uint32_t)width - 1) / (uint32_t)width);
     int px, py;
     bool valid = pixel_of(ray_map, tid, width, height, &px, &py);
     uint32_t i = (uint32_t)py * (uint32_t)width + (uint32_t)px;
@@ -585,11 +584,11 @@ extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel,
     if (accel->kind == RT_ACCEL_BVH)
         st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0, RT_BVH_DISPATCH(cast_kernel, &params), err,
                        rt_gpu_scene_view(gs), trace_bvh_of(accel->bvh), trace_cfg(&params), d_rays, d_hits,
-                       d_steps, n, width, ray_map, any_hit);
+                       d_steps, n, width, height, ray_map, any_hit);
     else
         st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0, RT_KD_DISPATCH(cast_kernel, &params), err,
                        rt_gpu_scene_view(gs), trace_tree(accel->kd), trace_cfg(&params), d_rays, d_hits,
-                       d_steps, n, width, ray_map, any_hit);
+                       d_steps, n, width, height, ray_map, any_hit);
     if (st != RT_OK || !ms) return st;
     return kernel_ms(log, "trace_cast", ms, err);
 }

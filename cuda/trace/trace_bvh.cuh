@@ -117,8 +117,8 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
 {
     RtHit best = no_hit(tmax);
     const RtAabb bounds = bv.d_bounds ? *bv.d_bounds : bv.bounds;
-    float dlen = v3_len(d);
-    if (!live || !(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) ||
+    const float dd = v3_dot(d, d);
+    if (!live || !(dd > 0.0f) || !isfinite(dd) || !isfinite(o.x + o.y + o.z) ||
         !(tmin <= tmax) || bv.node_count == 0 || aabb_is_empty(bounds))
         return best;
     float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
@@ -126,13 +126,13 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                                     fabsf(bounds.lo.z)),
                               fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
                                     fabsf(bounds.hi.z))));
-    const float delta = TRACE_EPS_SCALE * scale, eps = delta / dlen;
+    const float delta = TRACE_EPS_SCALE * scale, eps = delta * trace_rsqrt(dd); /* kd_ray_start's */
     /* A zero direction component would make 0 * inf = NaN; a tiny one keeps
      * the slab test's signs (with the grown boxes, never a 0 numerator). */
     const float tiny = 1e-30f;
-    const RtVec3 inv = v3(1.0f / (fabsf(d.x) > tiny ? d.x : copysignf(tiny, d.x)),
-                          1.0f / (fabsf(d.y) > tiny ? d.y : copysignf(tiny, d.y)),
-                          1.0f / (fabsf(d.z) > tiny ? d.z : copysignf(tiny, d.z)));
+    const RtVec3 inv = v3(trace_rcp(fabsf(d.x) > tiny ? d.x : copysignf(tiny, d.x)),
+                          trace_rcp(fabsf(d.y) > tiny ? d.y : copysignf(tiny, d.y)),
+                          trace_rcp(fabsf(d.z) > tiny ? d.z : copysignf(tiny, d.z)));
     const RtVec3 lo_inv = v3((o.x + delta) * inv.x, (o.y + delta) * inv.y, (o.z + delta) * inv.z);
     const RtVec3 hi_inv = v3((o.x - delta) * inv.x, (o.y - delta) * inv.y, (o.z - delta) * inv.z);
     /* the scene box first: most rays that miss everything stop here */

@@ -186,6 +186,27 @@ RT_TRACE_FN static float trace_u2f(uint32_t u)
 }
 
 /* No hit yet: the best so far is at the ray's end. */
+/* 1/x and 1/sqrt(x), the GPU's approximate instructions (within 1 and 2
+ * ulps; 1/+-0 = +-inf), exactly rounded on the host */
+RT_TRACE_FN static float trace_rcp(float x)
+{
+#ifdef __CUDA_ARCH__
+    float r;
+    asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+    return r;
+#else
+    return 1.0f / x;
+#endif
+}
+RT_TRACE_FN static float trace_rsqrt(float x)
+{
+#ifdef __CUDA_ARCH__
+    return rsqrtf(x);
+#else
+    return 1.0f / sqrtf(x);
+#endif
+}
+
 RT_TRACE_FN static RtHit no_hit(float tmax)
 {
     RtHit h;
@@ -202,8 +223,8 @@ RT_TRACE_FN static bool kd_ray_start(const TraceTree &tr, RtVec3 o, RtVec3 d, fl
                                      float *eps, RtVec3 *inv, float *r0, float *r1)
 {
     const RtAabb bounds = tr.d_bounds ? *tr.d_bounds : tr.bounds;
-    float dlen = v3_len(d);
-    if (!(dlen > 0.0f) || !isfinite(dlen) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
+    const float dd = v3_dot(d, d);
+    if (!(dd > 0.0f) || !isfinite(dd) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
         tr.node_count == 0 || aabb_is_empty(bounds))
         live = false;
     float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
@@ -211,13 +232,17 @@ RT_TRACE_FN static bool kd_ray_start(const TraceTree &tr, RtVec3 o, RtVec3 d, fl
                                     fabsf(bounds.lo.z)),
                               fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
                                     fabsf(bounds.hi.z))));
-    *eps = TRACE_EPS_SCALE * scale / dlen;
+    /* eps is a tolerance, and 1/d's rounding (an ulp of t) lies far below it;
+     * every decision is widened by eps: the hardware's approximate square
+     * root and reciprocal do (the rounded ones cost a rare-case branch each,
+     * a tenth of the setup of a ray that misses the scene box) */
+    *eps = TRACE_EPS_SCALE * scale * trace_rsqrt(dd);
     *r0 = tmin;
     *r1 = tmax;
     /* Plane crossings multiply by 1/d: a division per node visit was the
-     * loop's most expensive instruction, and the rounding difference (an
-     * ulp of t) is far below eps, which every decision is widened by. */
-    *inv = v3(1.0f / d.x, 1.0f / d.y, 1.0f / d.z);
+     * loop's most expensive instruction. 1/0 is +-inf (a ray parallel to
+     * an axis), which the walk tests for. */
+    *inv = v3(trace_rcp(d.x), trace_rcp(d.y), trace_rcp(d.z));
     return live && clip_box(bounds, o, d, *inv, *eps, r0, r1);
 }
 
