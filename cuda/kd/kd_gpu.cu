@@ -340,29 +340,6 @@ static RtStatus kd_alloc_all(RtKdGpu *g, const RtKdGpuParams *p, const KdConf *c
     return RT_OK;
 }
 
-/* ---- empty-child marks (kd_mark_empty_queue) ------------------------------ */
-
-/* A thread per node (grid-stride). A node's marks change only its own bits
- * word, and what a thread reads of a child (its leaf tag and count) is the
- * same before and after that child's own marks, so the order does not matter. */
-__global__ void kd_mark_empty_kernel(RtKdNode *nodes, const uint32_t *d_count, uint32_t cap)
-{
-    const uint32_t count = d_count ? min(*d_count, cap) : cap;
-    for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-        const RtKdNode n = nodes[i];
-        if (kd_is_leaf(n) || kd_right(n) >= count) continue;
-        const uint32_t marks = kd_empty_marks(nodes[kd_left(n)], nodes[kd_right(n)]);
-        if (marks) nodes[i].bits = n.bits | marks;
-    }
-}
-
-RtStatus kd_mark_empty_queue(RtLaunchLog *log, RtKdNode *nodes, const uint32_t *d_count, uint32_t cap, RtError *err)
-{
-    const uint32_t block = 256, blocks = cap / block + 1;
-    return rt_launch(log, "kd_mark_empty", dim3(blocks < 2048 ? blocks : 2048), dim3(block), 0, kd_mark_empty_kernel,
-                     err, nodes, d_count, cap);
-}
-
 /* The one host round trip per level: the counters that bound the next launches. */
 static RtStatus kd_read_counters(RtKdGpu *g, uint32_t *trips, RtError *err)
 {

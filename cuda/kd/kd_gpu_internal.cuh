@@ -560,7 +560,7 @@ RtStatus kd_small_fused(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int 
 RtStatus kd_small_level(RtLaunchLog *log, const KdBufs &b, const KdConf &c, int popc, int level,
                         uint32_t active, RtError *err);
 
-/* kd_gpu.cu: every interior node's empty-child marks (kd_layout.h's
+/* kd_mark.cu: every interior node's empty-child marks (kd_layout.h's
  * kd_empty_marks), the last launch of both GPU builders, once every node is
  * written. The node count is read on the device from *d_count when that is
  * given (at most cap nodes are read), else it is cap. */
