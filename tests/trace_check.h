@@ -643,7 +643,9 @@ static void check_one_triangle_and_empty_batches(void **state)
  * right child a leaf; one triangle, lying in the right leaf of the deepest
  * node (x in [1, 2]) with its part of that cell `box`. Children sit at
  * 1 + 2k and 2 + 2k; leaf k is node k's right child, leaf `levels` the
- * last left one. */
+ * last left one. Its empty leaves carry no empty-child marks (kd_layout.h;
+ * rt_kd_mark_empty is not run), so the full stack pushes an entry at every
+ * level, as the test below needs. */
 static void kd_chain(RtKdTree *t, int levels, RtAabb box)
 {
     memset(t, 0, sizeof *t);

@@ -702,12 +702,16 @@ enum {
 };
 
 /* The host's side of the round trips: the root's valid count and bounds
- * (and its box going back), each level's totals, read back once per level. */
+ * (and its first node going back: the list's start, count and tree node,
+ * and its cell), each level's totals, read back once per level. Pinned, so
+ * a copy from it runs behind the host, which rewrites it only in the next
+ * build (each build waits for its end). */
 typedef struct ExPinned {
     ExNodeScan nscan;
     ExRefScan refs;
     uint32_t valid;
     int bounds[6];
+    uint32_t root_first, root_count, root_tree;
     RtAabb box;
 } ExPinned;
 
@@ -886,18 +890,13 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
                          err)) != RT_OK)
             return st;
     }
-    {
-        const uint32_t zero = 0, count = R;
-        x->h->box = bounds;
-        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NFIRST].p, &zero, 4, cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCOUNT].p, &count, 4, cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NTREE].p, &zero, 4, cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCELL].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_ROOT_BOX].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice,
-                                        stream));
-        /* the copies read pageable stack memory: finish them before it goes */
-        CUDA_CHECK(err, cudaStreamSynchronize(stream));
-    }
+    x->h->root_first = 0, x->h->root_count = R, x->h->root_tree = 0;
+    x->h->box = bounds;
+    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NFIRST].p, &x->h->root_first, 4, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCOUNT].p, &x->h->root_count, 4, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NTREE].p, &x->h->root_tree, 4, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCELL].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_ROOT_BOX].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice, stream));
 
     /* ---- the levels ---- */
     uint32_t node_total = 1, leaf_total = 0, index_total = 0;

@@ -11,10 +11,8 @@ __global__ void kd_mark_empty_kernel(RtKdNode *nodes, const uint32_t *d_count, u
 {
     const uint32_t count = d_count ? min(*d_count, cap) : cap;
     for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += gridDim.x * blockDim.x) {
-        const RtKdNode n = nodes[i];
-        if (kd_is_leaf(n) || kd_right(n) >= count) continue;
-        const uint32_t marks = kd_empty_marks(nodes[kd_left(n)], nodes[kd_right(n)]);
-        if (marks) nodes[i].bits = n.bits | marks;
+        const RtKdNode m = kd_with_marks(nodes, count, i);
+        if (m.bits != nodes[i].bits) nodes[i].bits = m.bits;
     }
 }
 

@@ -117,16 +117,8 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
 {
     RtHit best = no_hit(tmax);
     const RtAabb bounds = bv.d_bounds ? *bv.d_bounds : bv.bounds;
-    const float dd = v3_dot(d, d);
-    if (!live || !(dd > 0.0f) || !isfinite(dd) || !isfinite(o.x + o.y + o.z) ||
-        !(tmin <= tmax) || bv.node_count == 0 || aabb_is_empty(bounds))
-        return best;
-    float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
-                        fmaxf(fmaxf(fmaxf(fabsf(bounds.lo.x), fabsf(bounds.lo.y)),
-                                    fabsf(bounds.lo.z)),
-                              fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
-                                    fabsf(bounds.hi.z))));
-    const float delta = TRACE_EPS_SCALE * scale, eps = delta * trace_rsqrt(dd); /* kd_ray_start's */
+    float delta, eps;
+    if (!live || !trace_ray_tolerance(bounds, bv.node_count, o, d, tmin, tmax, &delta, &eps)) return best;
     /* A zero direction component would make 0 * inf = NaN; a tiny one keeps
      * the slab test's signs (with the grown boxes, never a 0 numerator). */
     const float tiny = 1e-30f;

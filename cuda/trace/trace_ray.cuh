@@ -185,7 +185,6 @@ RT_TRACE_FN static float trace_u2f(uint32_t u)
     return f;
 }
 
-/* No hit yet: the best so far is at the ray's end. */
 /* 1/x and 1/sqrt(x), the GPU's approximate instructions (within 1 and 2
  * ulps; 1/+-0 = +-inf), exactly rounded on the host */
 RT_TRACE_FN static float trace_rcp(float x)
@@ -207,6 +206,7 @@ RT_TRACE_FN static float trace_rsqrt(float x)
 #endif
 }
 
+/* No hit yet: the best so far is at the ray's end. */
 RT_TRACE_FN static RtHit no_hit(float tmax)
 {
     RtHit h;
@@ -216,27 +216,37 @@ RT_TRACE_FN static RtHit no_hit(float tmax)
     return h;
 }
 
-/* The ray's start in the tree, both loops': whether it is live (a valid ray
- * that meets the scene's box), its widening eps (TRACE_EPS_SCALE of the
- * largest coordinate, in t), 1/d and its interval [r0, r1] in the box. */
+/* Both trees' walks (kd: kd_ray_start, BVH: trace_bvh): whether ray (o, d)
+ * in [tmin, tmax] can meet a tree of node_count nodes in bounds (a finite
+ * origin, a direction of finite non-zero length, a non-empty tree), and its
+ * widening: delta = TRACE_EPS_SCALE of the largest coordinate of the origin
+ * and the box, in space, and eps = delta / |d| in t. eps is a tolerance and
+ * 1/d's rounding (an ulp of t) lies far below it, so the hardware's
+ * approximate square root and reciprocal serve (the rounded ones cost a
+ * rare-case branch each, a tenth of the setup of a ray that misses the
+ * scene box). */
+RT_TRACE_FN static bool trace_ray_tolerance(RtAabb bounds, uint32_t node_count, RtVec3 o, RtVec3 d, float tmin,
+                                            float tmax, float *delta, float *eps)
+{
+    const float dd = v3_dot(d, d);
+    const float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
+                              fmaxf(fmaxf(fmaxf(fabsf(bounds.lo.x), fabsf(bounds.lo.y)), fabsf(bounds.lo.z)),
+                                    fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)), fabsf(bounds.hi.z))));
+    *delta = TRACE_EPS_SCALE * scale;
+    *eps = *delta * trace_rsqrt(dd);
+    return dd > 0.0f && isfinite(dd) && isfinite(o.x + o.y + o.z) && tmin <= tmax && node_count != 0 &&
+           !aabb_is_empty(bounds);
+}
+
+/* The ray's start in the tree, both kd loops': whether it is live (a valid
+ * ray that meets the scene's box), its widening eps
+ * (trace_ray_tolerance), 1/d and its interval [r0, r1] in the box. */
 RT_TRACE_FN static bool kd_ray_start(const TraceTree &tr, RtVec3 o, RtVec3 d, float tmin, float tmax, bool live,
                                      float *eps, RtVec3 *inv, float *r0, float *r1)
 {
     const RtAabb bounds = tr.d_bounds ? *tr.d_bounds : tr.bounds;
-    const float dd = v3_dot(d, d);
-    if (!(dd > 0.0f) || !isfinite(dd) || !isfinite(o.x + o.y + o.z) || !(tmin <= tmax) ||
-        tr.node_count == 0 || aabb_is_empty(bounds))
-        live = false;
-    float scale = fmaxf(fmaxf(fmaxf(fabsf(o.x), fabsf(o.y)), fabsf(o.z)),
-                        fmaxf(fmaxf(fmaxf(fabsf(bounds.lo.x), fabsf(bounds.lo.y)),
-                                    fabsf(bounds.lo.z)),
-                              fmaxf(fmaxf(fabsf(bounds.hi.x), fabsf(bounds.hi.y)),
-                                    fabsf(bounds.hi.z))));
-    /* eps is a tolerance, and 1/d's rounding (an ulp of t) lies far below it;
-     * every decision is widened by eps: the hardware's approximate square
-     * root and reciprocal do (the rounded ones cost a rare-case branch each,
-     * a tenth of the setup of a ray that misses the scene box) */
-    *eps = TRACE_EPS_SCALE * scale * trace_rsqrt(dd);
+    float delta;
+    live = trace_ray_tolerance(bounds, tr.node_count, o, d, tmin, tmax, &delta, eps) && live;
     *r0 = tmin;
     *r1 = tmax;
     /* Plane crossings multiply by 1/d: a division per node visit was the

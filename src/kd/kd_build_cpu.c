@@ -929,22 +929,15 @@ static RtStatus lay_out(const KdBuilder *b, const KdWorker *ws, int nw, RtKdTree
 uint32_t rt_kd_marks_missing(const RtKdTree *tree)
 {
     uint32_t missing = 0;
-    for (uint32_t i = 0; i < tree->node_count; i++) {
-        const RtKdNode n = tree->nodes[i];
-        if (kd_is_leaf(n) || kd_right(n) >= tree->node_count) continue;
-        missing += (kd_empty_marks(tree->nodes[kd_left(n)], tree->nodes[kd_right(n)]) & ~kd_empty_children(n)) != 0;
-    }
+    for (uint32_t i = 0; i < tree->node_count; i++)
+        missing += (kd_with_marks(tree->nodes, tree->node_count, i).bits & ~tree->nodes[i].bits) != 0;
     return missing;
 }
 
 void rt_kd_mark_empty(RtKdTree *tree)
 {
-    for (uint32_t i = 0; i < tree->node_count; i++) {
-        RtKdNode *n = &tree->nodes[i];
-        if (kd_is_leaf(*n) || kd_right(*n) >= tree->node_count) continue;
-        n->bits = (n->bits & ~(RT_KD_EMPTY_LEFT | RT_KD_EMPTY_RIGHT)) |
-                  kd_empty_marks(tree->nodes[kd_left(*n)], tree->nodes[kd_right(*n)]);
-    }
+    /* in place: a node's marks change none of what its parent reads of it */
+    for (uint32_t i = 0; i < tree->node_count; i++) tree->nodes[i] = kd_with_marks(tree->nodes, tree->node_count, i);
 }
 
 /* Room for a worker's share of the output, so that it rarely grows (a grown

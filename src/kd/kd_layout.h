@@ -108,6 +108,18 @@ RT_HD uint32_t kd_empty_marks(RtKdNode l, RtKdNode r)
     return (kd_is_leaf(l) && kd_leaf_count(l) == 0u ? RT_KD_EMPTY_LEFT : 0u) |
            (kd_is_leaf(r) && kd_leaf_count(r) == 0u ? RT_KD_EMPTY_RIGHT : 0u);
 }
+/* Node i of nodes[0, count) with exactly the marks its children call for
+ * (a leaf, or a node whose children lie past count, as it is): the one
+ * step of rt_kd_mark_empty, the GPU builders' kd_mark_empty launch and
+ * rt_kd_marks_missing. */
+RT_HD RtKdNode kd_with_marks(const RtKdNode *nodes, uint32_t count, uint32_t i)
+{
+    RtKdNode n = nodes[i];
+    if (kd_is_leaf(n) || kd_right(n) >= count) return n;
+    n.bits = (n.bits & ~(RT_KD_EMPTY_LEFT | RT_KD_EMPTY_RIGHT)) |
+             kd_empty_marks(nodes[kd_left(n)], nodes[kd_right(n)]);
+    return n;
+}
 RT_HD RtKdNode kd_make_leaf(uint32_t leaf_id, uint32_t count)
 {
     RtKdNode n;
