@@ -295,11 +295,17 @@ static void gpu_kdp_bad_arguments_refused(void **state)
     uint32_t *counts = NULL;
     assert_int_equal(rt_gpu_malloc((void **)&hits, 64 * sizeof *hits, &err), RT_OK);
     assert_int_equal(rt_gpu_malloc((void **)&counts, sizeof *counts, &err), RT_OK);
-    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &t, d, 1, 0, INFINITY, hits, counts, NULL, &err), RT_ERR_ARG);
-    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &t, d, 1, 65, INFINITY, hits, counts, NULL, &err), RT_ERR_ARG);
+    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &t, d, 1, 0, INFINITY, RT_KDP_WALK_LANE, hits, counts, NULL, &err),
+                     RT_ERR_ARG);
+    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &t, d, 1, 65, INFINITY, RT_KDP_WALK_WARP, hits, counts, NULL, &err),
+                     RT_ERR_ARG);
+    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &t, d, 1, 8, INFINITY, (RtKdpWalk)2, hits, counts, NULL, &err),
+                     RT_ERR_ARG);
+    rt_test_assert_contains(err.msg, "walk");
     assert_int_equal(rt_kdp_gpu_radius(g_fx.b[B_AUTO], &t, d, 1, 1.0f, 0, hits, counts, NULL, &err), RT_ERR_ARG);
     uint32_t c = 0;
-    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &t, d, 1, 64, INFINITY, hits, counts, NULL, &err), RT_OK);
+    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &t, d, 1, 64, INFINITY, RT_KDP_WALK_WARP, hits, counts, NULL, &err),
+                     RT_OK);
     assert_int_equal(rt_gpu_memcpy(&c, counts, sizeof c, RT_COPY_TO_HOST, &err), RT_OK);
     assert_int_equal(c, 1);
     rt_gpu_free(hits);
@@ -481,17 +487,38 @@ static float *queries(const float *p, uint32_t n, uint32_t dim, uint32_t nq, uin
     return q;
 }
 
+/* nq queries in groups of 32 (a warp's) near one point each, as a
+ * frame's neighbouring pixels ask: offsets up to `spread` per coordinate;
+ * one lane of every third group NaN, every fifth group spread 10x wider
+ * (a warp across an edge). */
+static float *coherent_queries(const float *p, uint32_t n, uint32_t dim, uint32_t nq, float spread, uint64_t seed)
+{
+    RtTestRng r = {seed};
+    float *q = malloc(((size_t)nq * dim + 1) * sizeof *q);
+    assert_non_null(q);
+    for (uint32_t g = 0; g * 32 < nq; g++) {
+        const uint32_t on = n ? rt_test_rand(&r) % n : 0;
+        const float s = g % 5 == 4 ? spread * 10.0f : spread;
+        for (uint32_t i = g * 32; i < nq && i < g * 32 + 32; i++)
+            for (uint32_t c = 0; c < dim; c++) {
+                float base = n ? p[(size_t)on * dim + c] : 0.0f;
+                q[(size_t)i * dim + c] = g % 3 == 1 && i % 32 == 13 && c == 0 ? NAN
+                                                                             : base + (rt_test_randf(&r) * 2.0f - 1.0f) * s;
+            }
+    }
+    return q;
+}
+
 /* kNN with kn, plain (r2 = INFINITY) or within the radius of the
- * brute-force rank `rank` per query, against the brute force. */
+ * brute-force rank kn / 2 of query 0, by both walks, against the brute
+ * force (a query with a NaN coordinate finds nothing). */
 static void check_knn(const RtKdpTree *dev, const RtKdpTree *h, const float *q, const float *dq, uint32_t nq,
                       uint32_t kn, int within, const char *what)
 {
     RtError err = {0};
     const uint32_t dim = h->dim;
-    RtKdpHit *dh = NULL, *got = malloc((size_t)nq * kn * sizeof *got), best[RT_KDP_MAX_KNN];
-    uint32_t *dc = NULL, *counts = malloc(nq * sizeof *counts);
-    assert_non_null(got);
-    assert_non_null(counts);
+    RtKdpHit *dh = NULL, *got[2], best[RT_KDP_MAX_KNN];
+    uint32_t *dc = NULL, *counts[2];
     assert_int_equal(rt_gpu_malloc((void **)&dh, (size_t)nq * kn * sizeof *dh, &err), RT_OK);
     assert_int_equal(rt_gpu_malloc((void **)&dc, nq * sizeof *dc, &err), RT_OK);
     /* within: one radius for all queries, from query 0's brute-force rank
@@ -501,21 +528,33 @@ static void check_knn(const RtKdpTree *dev, const RtKdpTree *h, const float *q, 
         uint32_t m = brute_best(h, q, kn, best);
         r2 = best[(m - 1) / 2].d2;
     }
-    if (rt_kdp_gpu_knn(g_fx.b[B_AUTO], dev, dq, nq, kn, r2, dh, dc, NULL, &err) != RT_OK) fail_msg("%s", err.msg);
-    assert_int_equal(rt_gpu_memcpy(got, dh, (size_t)nq * kn * sizeof *got, RT_COPY_TO_HOST, &err), RT_OK);
-    assert_int_equal(rt_gpu_memcpy(counts, dc, nq * sizeof *counts, RT_COPY_TO_HOST, &err), RT_OK);
-    char name[96];
-    snprintf(name, sizeof name, "%s: kNN k = %u%s", what, kn, within ? " within r" : "");
+    for (int w = 0; w < 2; w++) {
+        got[w] = malloc((size_t)nq * kn * sizeof *got[w]);
+        counts[w] = malloc(nq * sizeof *counts[w]);
+        assert_non_null(got[w]);
+        assert_non_null(counts[w]);
+        if (rt_kdp_gpu_knn(g_fx.b[B_AUTO], dev, dq, nq, kn, r2, w ? RT_KDP_WALK_WARP : RT_KDP_WALK_LANE, dh, dc, NULL,
+                           &err) != RT_OK)
+            fail_msg("%s", err.msg);
+        assert_int_equal(rt_gpu_memcpy(got[w], dh, (size_t)nq * kn * sizeof *got[w], RT_COPY_TO_HOST, &err), RT_OK);
+        assert_int_equal(rt_gpu_memcpy(counts[w], dc, nq * sizeof *counts[w], RT_COPY_TO_HOST, &err), RT_OK);
+    }
+    char name[2][112];
+    for (int w = 0; w < 2; w++)
+        snprintf(name[w], sizeof name[w], "%s: kNN k = %u%s, %s walk", what, kn, within ? " within r" : "",
+                 w ? "warp" : "lane");
     for (uint32_t i = 0; i < nq; i++) {
         const float *qi = q + (size_t)i * dim;
-        uint32_t m = brute_best(h, qi, kn, best);
+        uint32_t m = kdp_finite(qi, dim) ? brute_best(h, qi, kn, best) : 0;
         while (m > 0 && !(best[m - 1].d2 <= r2)) m--;
-        expect_hits(got + (size_t)i * kn, counts[i], best, m, i, qi, dim, name);
+        for (int w = 0; w < 2; w++) expect_hits(got[w] + (size_t)i * kn, counts[w][i], best, m, i, qi, dim, name[w]);
     }
     rt_gpu_free(dh);
     rt_gpu_free(dc);
-    free(got);
-    free(counts);
+    for (int w = 0; w < 2; w++) {
+        free(got[w]);
+        free(counts[w]);
+    }
 }
 
 /* Radius queries, r2 from query 0's brute-force rank `rank`, room for
@@ -603,6 +642,16 @@ static void gpu_kdp_knn_and_radius_match_brute_force(void **state)
             check_knn(&dev, &h, q, dq, nq, ks[k], 0, what);
             check_knn(&dev, &h, q, dq, nq, ks[k], 1, what);
         }
+        /* warps of nearby queries: the warp walk's own case */
+        float *cq = coherent_queries(p, n, dim, nq, 0.01f, 97 + s), *dcq = upload(cq, (size_t)nq * dim);
+        char cwhat[112];
+        snprintf(cwhat, sizeof cwhat, "%s, coherent queries", what);
+        for (size_t k = 1; k < 3; k++) {
+            check_knn(&dev, &h, cq, dcq, nq, ks[k], 0, cwhat);
+            check_knn(&dev, &h, cq, dcq, nq, ks[k], 1, cwhat);
+        }
+        rt_gpu_free(dcq);
+        free(cq);
         check_radius(&dev, &h, q, dq, nq, 30, 2048, what);
         check_radius(&dev, &h, q, dq, nq, 63, 16, what); /* truncated near query 0 */
         rt_gpu_free(dq);
@@ -621,9 +670,13 @@ static void gpu_kdp_knn_and_radius_match_brute_force(void **state)
     RtError err = {0};
     assert_int_equal(rt_gpu_malloc((void **)&dh, 8 * sizeof *dh, &err), RT_OK);
     assert_int_equal(rt_gpu_malloc((void **)&dc, sizeof *dc, &err), RT_OK);
-    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &dev, dq, 1, 8, INFINITY, dh, dc, NULL, &err), RT_OK);
-    assert_int_equal(rt_gpu_memcpy(&c, dc, sizeof c, RT_COPY_TO_HOST, &err), RT_OK);
-    assert_int_equal(c, 0);
+    for (int w = 0; w < 2; w++) {
+        c = 7;
+        assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &dev, dq, 1, 8, INFINITY, (RtKdpWalk)w, dh, dc, NULL, &err),
+                         RT_OK);
+        assert_int_equal(rt_gpu_memcpy(&c, dc, sizeof c, RT_COPY_TO_HOST, &err), RT_OK);
+        assert_int_equal(c, 0);
+    }
     rt_gpu_free(dh);
     rt_gpu_free(dc);
     rt_gpu_free(dq);
@@ -694,26 +747,36 @@ static void bench_one(uint32_t n, uint32_t dim, int cpu, uint32_t nq)
         print_message("bench: validated (%.0f ms)\n", t1 - t0);
     }
     if (nq) {
-        float *q = bench_points(nq, dim, 12345), *dq = upload(q, (size_t)nq * dim);
+        /* random queries, and warps of queries near one point each (a
+         * frame's pixels: 0.01 is about a third of the k = 50 radius) */
+        float *qs[2] = {bench_points(nq, dim, 12345), coherent_queries(p, n, dim, nq, 0.01f, 12346)};
         RtKdpHit *dh;
         uint32_t *dc, c0 = 0;
         assert_int_equal(rt_gpu_malloc((void **)&dh, (size_t)nq * 50 * sizeof *dh, &err), RT_OK);
         assert_int_equal(rt_gpu_malloc((void **)&dc, nq * sizeof *dc, &err), RT_OK);
-        double ms[5];
-        for (int i = 0; i < 5; i++) {
-            double t = rt_now_ms();
-            assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &dev, dq, nq, 50, INFINITY, dh, dc, NULL, &err), RT_OK);
-            assert_int_equal(rt_gpu_memcpy(&c0, dc, sizeof c0, RT_COPY_TO_HOST, &err), RT_OK); /* waits */
-            ms[i] = rt_now_ms() - t;
+        for (int set = 0; set < 2; set++) {
+            float *dq = upload(qs[set], (size_t)nq * dim);
+            for (int w = 0; w < 2; w++) {
+                double ms[5];
+                for (int i = 0; i < 5; i++) {
+                    double t = rt_now_ms();
+                    assert_int_equal(rt_kdp_gpu_knn(g_fx.b[B_AUTO], &dev, dq, nq, 50, INFINITY, (RtKdpWalk)w, dh, dc,
+                                                    NULL, &err),
+                                     RT_OK);
+                    assert_int_equal(rt_gpu_memcpy(&c0, dc, sizeof c0, RT_COPY_TO_HOST, &err), RT_OK); /* waits */
+                    ms[i] = rt_now_ms() - t;
+                }
+                assert_int_equal(c0, 50);
+                double m = median5(ms);
+                print_message("bench: %u %s kNN queries (k = 50) on the %u-point tree, %s walk: %.2f ms (median of "
+                              "5), %.1f M queries/s\n",
+                              nq, set ? "coherent" : "random", n, w ? "warp" : "lane", m, nq / m / 1000.0);
+            }
+            rt_gpu_free(dq);
+            free(qs[set]);
         }
-        assert_int_equal(c0, 50);
-        double m = median5(ms);
-        print_message("bench: %u kNN queries (k = 50) on the %u-point tree: %.2f ms (median of 5), %.1f M queries/s\n",
-                      nq, n, m, nq / m / 1000.0);
         rt_gpu_free(dh);
         rt_gpu_free(dc);
-        rt_gpu_free(dq);
-        free(q);
     }
     rt_kdp_free(&h);
     rt_gpu_free(dp);

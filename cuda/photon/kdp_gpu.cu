@@ -62,6 +62,7 @@
 #include "gpu/gpu.h"
 #include "gpu/launch.h"
 #include "photon/kdp_gpu.h"
+#include "photon/kdp_warp.cuh"
 
 /* Threads per block of every kernel: a multiple of the warp size, so no
  * warp is partial and every ballot sees 32 lanes. */
@@ -459,6 +460,8 @@ __global__ void kdp_nodes_kernel(const float *pts, uint32_t dim, uint32_t n, uin
 
 /* ==== queries =================================================================== */
 
+/* kWarp: the warp's queries walk together (kdp_warp.cuh). */
+template <bool kWarp>
 __global__ void kdp_knn_kernel(RtKdpTree t, const float *queries, uint32_t nq, uint32_t kn, float r2, RtKdpHit *hits,
                                uint32_t *counts)
 {
@@ -467,7 +470,13 @@ __global__ void kdp_knn_kernel(RtKdpTree t, const float *queries, uint32_t nq, u
     float q[RT_KDP_MAX_DIM];
     for (uint32_t c = 0; c < t.dim; c++) q[c] = queries[i * t.dim + c];
     RtKdpHit best[RT_KDP_MAX_KNN]; /* the sorted list, in registers / local memory */
-    const uint32_t count = kdp_knn_search(&t, q, kn, r2, best);
+    uint32_t count;
+    if (kWarp) {
+        count = kdp_knn_collect_warp(&t, q, kn, r2, best);
+        kdp_heap_sort(best, count);
+    } else {
+        count = kdp_knn_search(&t, q, kn, r2, best);
+    }
     for (uint32_t h = 0; h < count; h++) hits[i * kn + h] = best[h];
     counts[i] = count;
 }
@@ -1156,16 +1165,21 @@ static RtStatus check_queries(const RtKdpTree *tree, const float *d_queries, uin
 }
 
 extern "C" RtStatus rt_kdp_gpu_knn(RtKdpGpu *g, const RtKdpTree *tree, const float *d_queries, uint32_t nq,
-                                   uint32_t kn, float r2, RtKdpHit *d_hits, uint32_t *d_counts, void *stream,
-                                   RtError *err)
+                                   uint32_t kn, float r2, RtKdpWalk walk, RtKdpHit *d_hits, uint32_t *d_counts,
+                                   void *stream, RtError *err)
 {
     RtStatus st = check_queries(tree, d_queries, nq, d_hits, d_counts, err);
     if (st != RT_OK) return st;
     if (kn < 1 || kn > RT_KDP_MAX_KNN)
         return rt_fail(err, RT_ERR_ARG, "KDP: %u neighbours per query; expected 1..%d", kn, RT_KDP_MAX_KNN);
+    if (walk != RT_KDP_WALK_LANE && walk != RT_KDP_WALK_WARP)
+        return rt_fail(err, RT_ERR_ARG, "KDP: kNN walk %d; expected lane (0) or warp (1)", (int)walk);
     g->log.stream = (cudaStream_t)stream;
-    return rt_launch(&g->log, "kdp_knn", dim3(blocks_for(nq)), dim3(kBlock), 0, kdp_knn_kernel, err, *tree, d_queries,
-                     nq, kn, r2, d_hits, d_counts);
+    if (walk == RT_KDP_WALK_WARP)
+        return rt_launch(&g->log, "kdp_knn_warp", dim3(blocks_for(nq)), dim3(kBlock), 0, kdp_knn_kernel<true>, err,
+                         *tree, d_queries, nq, kn, r2, d_hits, d_counts);
+    return rt_launch(&g->log, "kdp_knn", dim3(blocks_for(nq)), dim3(kBlock), 0, kdp_knn_kernel<false>, err, *tree,
+                     d_queries, nq, kn, r2, d_hits, d_counts);
 }
 
 extern "C" RtStatus rt_kdp_gpu_radius(RtKdpGpu *g, const RtKdpTree *tree, const float *d_queries, uint32_t nq,

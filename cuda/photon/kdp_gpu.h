@@ -80,13 +80,21 @@ void rt_kdp_gpu_destroy(RtKdpGpu *g);
 RtStatus rt_kdp_gpu_build(RtKdpGpu *g, const float *d_pts, uint32_t n, uint32_t dim, void *stream,
                           RtKdpTree *tree, RtKdpStats *st, RtError *err);
 
+/* How a kNN batch walks the tree; both give the same neighbours. */
+typedef enum RtKdpWalk {
+    RT_KDP_WALK_LANE = 0, /* a walk per query (kdp_knn_search): for queries in any order */
+    RT_KDP_WALK_WARP = 1  /* each warp's 32 queries walk together (kdp_warp.cuh): for queries
+                           * ordered so that neighbours in the array are near in space */
+} RtKdpWalk;
+
 /* For each of the nq queries d_queries[i * dim ..] (device), the kn <= 64
  * nearest points with d2 <= r2 (r2 = INFINITY: plain kNN), sorted by (d2,
  * point): d_hits[i * kn ..] (device, nq * kn), d_counts[i] how many
  * (fewer when the tree or the radius holds fewer). tree: as the build
- * returned it (device pointers). Queued on stream; returns at once. */
+ * returned it (device pointers). Queued on stream; returns at once.
+ * RT_ERR_ARG: kn outside 1..64, walk not one of RtKdpWalk. */
 RtStatus rt_kdp_gpu_knn(RtKdpGpu *g, const RtKdpTree *tree, const float *d_queries, uint32_t nq, uint32_t kn,
-                        float r2, RtKdpHit *d_hits, uint32_t *d_counts, void *stream, RtError *err);
+                        float r2, RtKdpWalk walk, RtKdpHit *d_hits, uint32_t *d_counts, void *stream, RtError *err);
 
 /* For each query, every point with d2 <= r2, at most max_hits of them,
  * sorted by (d2, point), into d_hits[i * max_hits ..]; d_counts[i] is how

@@ -25,9 +25,9 @@ RtStatus rt_kdp_gpu_build(RtKdpGpu *g, const float *d_pts, uint32_t n, uint32_t 
     return no_cuda(err);
 }
 RtStatus rt_kdp_gpu_knn(RtKdpGpu *g, const RtKdpTree *tree, const float *d_queries, uint32_t nq, uint32_t kn,
-                        float r2, RtKdpHit *d_hits, uint32_t *d_counts, void *stream, RtError *err)
+                        float r2, RtKdpWalk walk, RtKdpHit *d_hits, uint32_t *d_counts, void *stream, RtError *err)
 {
-    (void)g, (void)tree, (void)d_queries, (void)nq, (void)kn, (void)r2, (void)d_hits, (void)d_counts, (void)stream;
+    (void)g, (void)tree, (void)d_queries, (void)nq, (void)kn, (void)r2, (void)walk, (void)d_hits, (void)d_counts, (void)stream;
     return no_cuda(err);
 }
 RtStatus rt_kdp_gpu_radius(RtKdpGpu *g, const RtKdpTree *tree, const float *d_queries, uint32_t nq, float r2,

@@ -18,6 +18,7 @@
 #define RT_TRACE_FN __device__
 #include "trace/trace_ray.cuh"
 #include "trace/trace_bvh.cuh"
+#include "photon/kdp_warp.cuh"
 
 /* ---- constants ------------------------------------------------------------ */
 
@@ -206,13 +207,21 @@ typedef struct RenderArgs {
     RtShadeEmitters emit; /* the emissive triangles (device; with shade.emitters) */
 } RenderArgs;
 
-/* The photon maps' radiance at sf (photon.h). Not inlined: its 64-entry
+/* The photon maps' radiance at sf (photon.h's rt_photon_radiance), each
+ * map's k nearest found by the calling lanes' joint walk (kdp_warp.cuh:
+ * a warp's pixels need nearly the same nodes). Not inlined: its 64-entry
  * neighbour list then lives in this call's frame, and the render kernel
  * keeps its own registers and stack when photon mapping is off. */
 __device__ __noinline__ static RtVec3 photon_gather(const RtPhotonMaps &maps, const RtShadeSurface &sf)
 {
     RtKdpHit scratch[RT_KDP_MAX_KNN];
-    return rt_photon_radiance(&maps, &sf, scratch);
+    const float q[3] = {sf.p.x, sf.p.y, sf.p.z};
+    RtVec3 sum = v3(0.0f, 0.0f, 0.0f);
+    for (int m = 0; m < RT_PHOTON_MAPS; m++) {
+        const uint32_t n = kdp_knn_collect_warp(&maps.map[m].tree, q, maps.k, maps.r2, scratch);
+        sum = v3_add(sum, rt_photon_estimate_hits(&maps.map[m], n, maps.k, maps.r2, &sf, scratch));
+    }
+    return sum;
 }
 
 /* Whether the ray (o, d) up to tmax escapes: the any-hit casts of ambient

@@ -262,19 +262,16 @@ RT_HD int rt_photon_gathers(const RtShadeParams *sp, const RtShadeMaterial *m)
     return rt_photon_specular_share(sp, m) < 1.0f && fmaxf(m->kd.x, fmaxf(m->kd.y, m->kd.z)) > 0.0f;
 }
 
-/* Radiance toward the viewer from map's photons around surface sf: the
- * density estimate of Jensen 1996, L = (albedo / pi) * sum(flux) /
- * (pi r^2), r the k-th neighbour's distance (the gather radius when fewer
- * are found), over photons that arrived on the viewer's side (travelling
- * against ng). scratch holds k hits. */
-RT_HD RtVec3 rt_photon_estimate(const RtPhotonMap *map, uint32_t k, float r2max, const RtShadeSurface *sf,
-                                RtKdpHit *scratch)
+/* Jensen 1996's density estimate from the n hits a kNN walk of map's tree
+ * found around sf (kdp_knn_collect's heap: scratch[0] the k-th when n ==
+ * k): L = (albedo / pi) * sum(flux) / (pi r^2), r the k-th neighbour's
+ * distance (the gather radius when fewer were found), over photons that
+ * arrived on the viewer's side (travelling against ng). Both backends' walks
+ * give the same set; this sums it. */
+RT_HD RtVec3 rt_photon_estimate_hits(const RtPhotonMap *map, uint32_t n, uint32_t k, float r2max,
+                                     const RtShadeSurface *sf, const RtKdpHit *scratch)
 {
     RtVec3 sum = v3(0.0f, 0.0f, 0.0f);
-    if (map->tree.count == 0) return sum;
-    float q[3] = {sf->p.x, sf->p.y, sf->p.z};
-    /* the set is all the estimate needs: no sort (scratch[0] is the k-th) */
-    uint32_t n = kdp_knn_collect(&map->tree, q, k, r2max, scratch);
     if (n == 0) return sum;
     float r2 = n == k ? scratch[0].d2 : r2max;
     for (uint32_t i = 0; i < n; i++) {
@@ -284,6 +281,18 @@ RT_HD RtVec3 rt_photon_estimate(const RtPhotonMap *map, uint32_t k, float r2max,
     /* k photons at one point: the radius of that point's float spacing */
     r2 = fmaxf(r2, 1e-30f);
     return v3_mul(sf->albedo, v3_scale(sum, 1.0f / (RT_PHOTON_PI * RT_PHOTON_PI * r2)));
+}
+
+/* Radiance toward the viewer from map's photons around surface sf
+ * (rt_photon_estimate_hits over a lone walk). scratch holds k hits. */
+RT_HD RtVec3 rt_photon_estimate(const RtPhotonMap *map, uint32_t k, float r2max, const RtShadeSurface *sf,
+                                RtKdpHit *scratch)
+{
+    if (map->tree.count == 0) return v3(0.0f, 0.0f, 0.0f);
+    float q[3] = {sf->p.x, sf->p.y, sf->p.z};
+    /* the set is all the estimate needs: no sort (scratch[0] is the k-th) */
+    uint32_t n = kdp_knn_collect(&map->tree, q, k, r2max, scratch);
+    return rt_photon_estimate_hits(map, n, k, r2max, sf, scratch);
 }
 
 /* Both maps' radiance at sf (0 without maps). */
