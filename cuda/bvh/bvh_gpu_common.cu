@@ -36,8 +36,8 @@ __global__ void bvh_boxes_kernel(const float4 *verts, uint32_t count, RtAabb *bo
         box = lbvh_tri_box(v, NULL);
         boxes[i] = box;
     }
-    int x[7] = {bvh_f2i(box.lo.x), bvh_f2i(box.lo.y), bvh_f2i(box.lo.z), bvh_f2i(box.hi.x),
-                bvh_f2i(box.hi.y), bvh_f2i(box.hi.z), !aabb_is_empty(box)};
+    int x[7] = {rt_f2ord(box.lo.x), rt_f2ord(box.lo.y), rt_f2ord(box.lo.z), rt_f2ord(box.hi.x),
+                rt_f2ord(box.hi.y), rt_f2ord(box.hi.z), !aabb_is_empty(box)};
     for (int k = 0; k < 7; k++) {
         const int r = k < 3 ? __reduce_min_sync(~0u, x[k]) : (k < 6 ? __reduce_max_sync(~0u, x[k])
                                                                       : __reduce_add_sync(~0u, x[k]));
@@ -68,8 +68,8 @@ __global__ void bvh_morton_kernel(const RtAabb *boxes, uint32_t count, const Bvh
     if (i >= count) return;
     if (free_slots && i + 1u < count) free_slots[i] = 0xffffffffu;
     RtAabb scene;
-    scene.lo = v3(bvh_i2f(ctr->scene[0]), bvh_i2f(ctr->scene[1]), bvh_i2f(ctr->scene[2]));
-    scene.hi = v3(bvh_i2f(ctr->scene[3]), bvh_i2f(ctr->scene[4]), bvh_i2f(ctr->scene[5]));
+    scene.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
+    scene.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
     codes[i] = lbvh_morton(boxes[i], scene, lbvh_scale(scene));
     ids[i] = i;
 }
@@ -107,8 +107,8 @@ RtStatus bvh_base_create(BvhGpuBase *b, const char *tag, RtError *err)
     CUDA_CHECK(err, cudaMallocHost((void **)&b->h_ctr, sizeof(BvhCounters)));
     memset(b->h_init, 0, sizeof(BvhCounters));
     for (int a = 0; a < 3; a++) {
-        b->h_init->scene[a] = bvh_f2i(INFINITY);
-        b->h_init->scene[3 + a] = bvh_f2i(-INFINITY);
+        b->h_init->scene[a] = rt_f2ord(INFINITY);
+        b->h_init->scene[3 + a] = rt_f2ord(-INFINITY);
     }
     b->h_init->root = aabb_empty();
     b->log.stream = b->stream;

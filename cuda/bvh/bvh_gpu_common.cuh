@@ -13,10 +13,11 @@
 #include "bvh/bvh_cpu.h"
 #include "gpu/coalesce.cuh"
 #include "gpu/launch.h"
+#include "gpu/ordered_float.cuh"
 
 /* What the kernels reduce and count; reset before every build (h_init). */
 typedef struct BvhCounters {
-    int scene[6];     /* the scene box, lo then hi, as order-preserving ints (bvh_f2i) */
+    int scene[6];     /* the scene box, lo then hi, as order-preserving ints (rt_f2ord) */
     uint32_t valid;   /* n: the non-degenerate triangles */
     uint32_t fallback; /* H-PLOC: 1 when the clustered tree was too deep (hploc.h, Depth) */
     RtAabb root;      /* the root's box, the tree's d_bounds: empty unless the build writes it */
@@ -49,16 +50,6 @@ typedef struct BvhGpuBase {
     uint32_t leaf_cap;             /* entries leaf_woop holds */
 } BvhGpuBase;
 
-/* Floats ordered as ints, for atomicMin / atomicMax on the scene box
- * (kd_gpu_internal.cuh's kd_f2i): exact, so the reduction's order does not
- * matter and the box equals the CPU's union of the triangle boxes. */
-__host__ __device__ __forceinline__ int bvh_f2i(float f)
-{
-    int i;
-    memcpy(&i, &f, sizeof i);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
-__device__ __forceinline__ float bvh_i2f(int i) { return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff); }
 
 /* Aila & Laine 2009's leaf layout (bvh_layout.h, leaf_woop): entry k =
  * blockIdx.x * B + threadIdx.x of count gets triangle tri_index[k]'s Woop

@@ -226,8 +226,8 @@ __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n
         const float r = a < 3 ? Reduce(tmp).Reduce(v, [](float x, float y) { return fminf(x, y); })
                               : Reduce(tmp).Reduce(v, [](float x, float y) { return fmaxf(x, y); });
         if (threadIdx.x == 0 && isfinite(r)) {
-            if (a < 3) atomicMin(&bounds[a], kd_f2i(r));
-            else atomicMax(&bounds[a], kd_f2i(r));
+            if (a < 3) atomicMin(&bounds[a], rt_f2ord(r));
+            else atomicMax(&bounds[a], rt_f2ord(r));
         }
         __syncthreads();
     }
@@ -825,8 +825,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         (st = ex_reserve(&x->arr[X_ROOT_BOX], sizeof(RtAabb), 0, stream, err)) != RT_OK)
         return st;
     for (int a = 0; a < 3; a++) {
-        x->h->bounds[a] = kd_f2i_host(INFINITY);
-        x->h->bounds[3 + a] = kd_f2i_host(-INFINITY);
+        x->h->bounds[a] = rt_f2ord(INFINITY);
+        x->h->bounds[3 + a] = rt_f2ord(-INFINITY);
     }
     int *d_bounds = ARR(x, X_BOUNDS, int);
     uint32_t *valid = ARR(x, X_VALID, uint32_t), *vscan = ARR(x, X_VSCAN, uint32_t);
@@ -843,8 +843,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     const uint32_t valid_n = x->h->valid;
     RtAabb bounds = aabb_empty();
     if (valid_n) {
-        bounds.lo = v3(kd_i2f_host(x->h->bounds[0]), kd_i2f_host(x->h->bounds[1]), kd_i2f_host(x->h->bounds[2]));
-        bounds.hi = v3(kd_i2f_host(x->h->bounds[3]), kd_i2f_host(x->h->bounds[4]), kd_i2f_host(x->h->bounds[5]));
+        bounds.lo = v3(rt_ord2f(x->h->bounds[0]), rt_ord2f(x->h->bounds[1]), rt_ord2f(x->h->bounds[2]));
+        bounds.hi = v3(rt_ord2f(x->h->bounds[3]), rt_ord2f(x->h->bounds[4]), rt_ord2f(x->h->bounds[5]));
     }
     if (valid_n >= (1u << (EX_CUT_BITS - 2)))
         return rt_fail(err, RT_ERR_ARG, "KD: exact builder: %u triangles are more than its events address",

@@ -110,8 +110,8 @@ extern "C" RtStatus rt_kd_gpu_create(RtKdGpu **out, RtError *err)
     memset(b->h_init, 0, sizeof(KdCounters));
     for (int l = 1; l <= KD_MAX_LEVELS; l++) b->h_init->level_pending[l] = 1; /* the level before: not complete */
     for (int a = 0; a < 3; a++) {
-        b->h_init->bounds[a] = kd_f2i_host(INFINITY);
-        b->h_init->bounds[3 + a] = kd_f2i_host(-INFINITY);
+        b->h_init->bounds[a] = rt_f2ord(INFINITY);
+        b->h_init->bounds[3 + a] = rt_f2ord(-INFINITY);
     }
     for (int i = 0; i < 3; i++) CUDA_CHECK(err, cudaEventCreate(&b->ev[i]));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_input, cudaEventDisableTiming));
@@ -634,8 +634,8 @@ extern "C" RtStatus rt_kd_gpu_build_finish(RtKdGpu *g, RtKdTree *d_tree, RtKdGpu
     d_tree->index_cap = b.index_cap;
     d_tree->d_bounds = b.tree_bounds;
     if (h->valid) {
-        d_tree->bounds.lo = v3(kd_i2f_host(h->bounds[0]), kd_i2f_host(h->bounds[1]), kd_i2f_host(h->bounds[2]));
-        d_tree->bounds.hi = v3(kd_i2f_host(h->bounds[3]), kd_i2f_host(h->bounds[4]), kd_i2f_host(h->bounds[5]));
+        d_tree->bounds.lo = v3(rt_ord2f(h->bounds[0]), rt_ord2f(h->bounds[1]), rt_ord2f(h->bounds[2]));
+        d_tree->bounds.hi = v3(rt_ord2f(h->bounds[3]), rt_ord2f(h->bounds[4]), rt_ord2f(h->bounds[5]));
     } else {
         d_tree->bounds = aabb_empty();
     }

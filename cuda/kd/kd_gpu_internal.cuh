@@ -11,6 +11,7 @@
 #include "kd/kd_clip.h"
 #include "kd/kd_gpu.h"
 #include "gpu/launch.h"
+#include "gpu/ordered_float.cuh"
 
 /* Threads of a large-stage block. Zhou et al. give each block a chunk of
  * 256 refs; 128-thread blocks (8 resident per multiprocessor, 64 registers
@@ -257,17 +258,7 @@ __device__ __forceinline__ void kd_root_list(const KdBufs &b, uint32_t slot, uin
     b.root_bucket[k * (size_t)b.sroot_cap + atomicAdd(&b.ctr->bucket_count[k], 1u)] = slot;
 }
 
-/* ---- order-preserving float <-> int for atomicMin/atomicMax ---------------- */
-__device__ __forceinline__ int kd_f2i(float f)
-{
-    int i = __float_as_int(f);
-    return i >= 0 ? i : i ^ 0x7fffffff;
-}
-__device__ __forceinline__ float kd_i2f(int i)
-{
-    return __int_as_float(i >= 0 ? i : i ^ 0x7fffffff);
-}
-/* Min (or max) of x over a full warp, every lane gets it (x: kd_f2i's ints). */
+/* Min (or max) of x over a full warp, every lane gets it (x: rt_f2ord's ints). */
 __device__ __forceinline__ int kd_warp_reduce_minmax(int x, bool is_max)
 {
 #if __CUDA_ARCH__ >= 800
@@ -280,24 +271,11 @@ __device__ __forceinline__ int kd_warp_reduce_minmax(int x, bool is_max)
     return x;
 #endif
 }
-__host__ __device__ __forceinline__ int kd_f2i_host(float f)
-{
-    union { float f; int i; } u;
-    u.f = f;
-    return u.i >= 0 ? u.i : u.i ^ 0x7fffffff;
-}
-__host__ __device__ __forceinline__ float kd_i2f_host(int i)
-{
-    union { int i; float f; } u;
-    u.i = i >= 0 ? i : i ^ 0x7fffffff;
-    return u.f;
-}
-
 __device__ __forceinline__ RtAabb kd_box_decode(const int b[6])
 {
     RtAabb r;
-    r.lo = v3(kd_i2f(b[0]), kd_i2f(b[1]), kd_i2f(b[2]));
-    r.hi = v3(kd_i2f(b[3]), kd_i2f(b[4]), kd_i2f(b[5]));
+    r.lo = v3(rt_ord2f(b[0]), rt_ord2f(b[1]), rt_ord2f(b[2]));
+    r.hi = v3(rt_ord2f(b[3]), rt_ord2f(b[4]), rt_ord2f(b[5]));
     return r;
 }
 

@@ -57,7 +57,7 @@ __global__ void kd_tri_box_kernel(KdBufs b, KdConf c)
     const float v[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
     int r[6];
 #pragma unroll
-    for (int k = 0; k < 6; k++) r[k] = kd_warp_reduce_minmax(kd_f2i(v[k]), k >= 3);
+    for (int k = 0; k < 6; k++) r[k] = kd_warp_reduce_minmax(rt_f2ord(v[k]), k >= 3);
     if (lane == 0) {
         s_warp[warp] = (uint32_t)__popc(m);
 #pragma unroll

@@ -29,8 +29,8 @@
 __device__ __forceinline__ void kd_box_init(int box[6])
 {
     for (int a = 0; a < 3; a++) {
-        box[a] = kd_f2i(INFINITY);
-        box[3 + a] = kd_f2i(-INFINITY);
+        box[a] = rt_f2ord(INFINITY);
+        box[3 + a] = rt_f2ord(-INFINITY);
     }
 }
 
@@ -72,8 +72,8 @@ __device__ void kd_bbox_chunk(const KdBufs &b, const KdConf &c, int level, uint3
     if (threadIdx.x != 0) return;
     if (ATOMIC) { /* Chang [C]: three pairs of atomic min/max per chunk */
         for (int k = 0; k < 3; k++) {
-            atomicMin(&nd->box[k], kd_f2i(v[k]));
-            atomicMax(&nd->box[3 + k], kd_f2i(v[3 + k]));
+            atomicMin(&nd->box[k], rt_f2ord(v[k]));
+            atomicMax(&nd->box[3 + k], rt_f2ord(v[3 + k]));
         }
     } else {
         RtAabb r;
@@ -98,7 +98,7 @@ __device__ void kd_segreduce_node(const KdBufs &b, int level, uint32_t node, flo
         v[3 + k] = kd_block_reduce<SHFL>(v[3 + k], KdMax(), sh);
     }
     if (threadIdx.x == 0)
-        for (int k = 0; k < 6; k++) nd->box[k] = kd_f2i(v[k]);
+        for (int k = 0; k < 6; k++) nd->box[k] = rt_f2ord(v[k]);
 }
 
 /* ==== step 2: empty-space cuts and the spatial median split ============== */
@@ -340,14 +340,14 @@ __device__ void kd_kid_boxes(const RtAabb kb[W], float *sh /* >= KD_CHUNK */, in
 #pragma unroll
         for (int k = 0; k < 6 * W; k++) {
 #if __CUDA_ARCH__ >= 800
-            const int x = kd_f2i(v[k]);
+            const int x = rt_f2ord(v[k]);
             iv[k] = (k % 6) < 3 ? __reduce_min_sync(0xffffffffu, x) : __reduce_max_sync(0xffffffffu, x);
 #else
             for (int o = 16; o > 0; o >>= 1) {
                 const float x = __shfl_down_sync(0xffffffffu, v[k], o);
                 v[k] = (k % 6) < 3 ? fminf(v[k], x) : fmaxf(v[k], x);
             }
-            iv[k] = kd_f2i(v[k]);
+            iv[k] = rt_f2ord(v[k]);
 #endif
         }
         if ((threadIdx.x & 31) == 0)
@@ -360,7 +360,7 @@ __device__ void kd_kid_boxes(const RtAabb kb[W], float *sh /* >= KD_CHUNK */, in
 #pragma unroll
         for (int k = 0; k < 6 * W; k++) {
             v[k] = (k % 6) < 3 ? kd_block_reduce<false>(v[k], KdMin(), sh) : kd_block_reduce<false>(v[k], KdMax(), sh);
-            if (threadIdx.x == 0) kid[k] = (k % 6) < 3 ? min(kid[k], kd_f2i(v[k])) : max(kid[k], kd_f2i(v[k]));
+            if (threadIdx.x == 0) kid[k] = (k % 6) < 3 ? min(kid[k], rt_f2ord(v[k])) : max(kid[k], rt_f2ord(v[k]));
         }
     }
 }
@@ -372,7 +372,7 @@ __device__ void kd_kid_flush(KdLargeNode *nd, const int *kid /* 6W */)
     __syncthreads();
     if (threadIdx.x < 6 * W) {
         const int k = threadIdx.x, r = kid[k];
-        if (isfinite(kd_i2f(r))) {
+        if (isfinite(rt_ord2f(r))) {
             if ((k % 6) < 3) atomicMin(&nd->kid_box[k / 6][k % 6], r);
             else atomicMax(&nd->kid_box[k / 6][k % 6], r);
         }
@@ -394,7 +394,7 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2
     KdLargeNode *nd = &b.active[src][ch.x];
     const uint32_t end = min(nd->count, ch.y + c.chunk_refs);
     int *kid = (int *)(shf + KD_CHUNK); /* the chunk's child boxes (kd_kid_boxes) */
-    if (KIDBOX && threadIdx.x < 6 * W) kid[threadIdx.x] = kd_f2i(threadIdx.x % 6 < 3 ? INFINITY : -INFINITY);
+    if (KIDBOX && threadIdx.x < 6 * W) kid[threadIdx.x] = rt_f2ord(threadIdx.x % 6 < 3 ? INFINITY : -INFINITY);
     bool ok = true;
     /* the chunk in rounds of KD_CHUNK refs (one per thread), each with its
      * own scan and cursor atomics (the bound is the same for the block) */
