@@ -1,6 +1,7 @@
 /* kdp_warp.cuh — kdtree_points.h's kNN walk taken by a warp's calling lanes
  * together: one walk over the union of the nodes their queries need, every
- * node's point tested by every lane against its own heap.
+ * node's point tested by every lane against its own heap (the packet
+ * traversal of ray tracers, Wald et al. 2001, applied to Brown's tree).
  *
  * Why. A lone walk per lane (kdp_knn_collect) is exact but, with k = 50
  * in a dense photon map, visits a few hundred nodes along a path of its
@@ -81,9 +82,8 @@ __device__ __forceinline__ bool kdp_warp_needs(const KdpWarpLane &l, float bound
  * one subtree read the same addresses): its heap starts full of near
  * points, so its bounds prune from the first vote. (A joint walk from
  * empty heaps filled each lane with the majority's points first, and a
- * lane whose heap holds far points needs nearly every subtree: 18x slower
- * than lone walks.) Then the joint walk from the root, skipping each
- * lane's own range. */
+ * lane whose heap holds far points needs nearly every subtree.) Then the
+ * joint walk from the root, skipping each lane's own range. */
 __device__ inline uint32_t kdp_knn_collect_warp(const RtKdpTree *t, const float *q, uint32_t kn, float r2,
                                                 RtKdpHit *out)
 {
