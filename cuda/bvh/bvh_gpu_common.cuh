@@ -13,7 +13,6 @@
 #include "bvh/bvh_cpu.h"
 #include "gpu/coalesce.cuh"
 #include "gpu/launch.h"
-#include "gpu/ordered_float.cuh"
 
 /* What the kernels reduce and count; reset before every build (h_init). */
 typedef struct BvhCounters {

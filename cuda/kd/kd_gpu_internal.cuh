@@ -11,7 +11,6 @@
 #include "kd/kd_clip.h"
 #include "kd/kd_gpu.h"
 #include "gpu/launch.h"
-#include "gpu/ordered_float.cuh"
 
 /* Threads of a large-stage block. Zhou et al. give each block a chunk of
  * 256 refs; 128-thread blocks (8 resident per multiprocessor, 64 registers

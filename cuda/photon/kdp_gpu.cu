@@ -470,13 +470,8 @@ __global__ void kdp_knn_kernel(RtKdpTree t, const float *queries, uint32_t nq, u
     float q[RT_KDP_MAX_DIM];
     for (uint32_t c = 0; c < t.dim; c++) q[c] = queries[i * t.dim + c];
     RtKdpHit best[RT_KDP_MAX_KNN]; /* the sorted list, in registers / local memory */
-    uint32_t count;
-    if (kWarp) {
-        count = kdp_knn_collect_warp(&t, q, kn, r2, best);
-        kdp_heap_sort(best, count);
-    } else {
-        count = kdp_knn_search(&t, q, kn, r2, best);
-    }
+    const uint32_t count = kWarp ? kdp_knn_collect_warp(&t, q, kn, r2, best) : kdp_knn_collect(&t, q, kn, r2, best);
+    kdp_heap_sort(best, count); /* kdp_knn_search's order */
     for (uint32_t h = 0; h < count; h++) hits[i * kn + h] = best[h];
     counts[i] = count;
 }
@@ -1175,11 +1170,10 @@ extern "C" RtStatus rt_kdp_gpu_knn(RtKdpGpu *g, const RtKdpTree *tree, const flo
     if (walk != RT_KDP_WALK_LANE && walk != RT_KDP_WALK_WARP)
         return rt_fail(err, RT_ERR_ARG, "KDP: kNN walk %d; expected lane (0) or warp (1)", (int)walk);
     g->log.stream = (cudaStream_t)stream;
-    if (walk == RT_KDP_WALK_WARP)
-        return rt_launch(&g->log, "kdp_knn_warp", dim3(blocks_for(nq)), dim3(kBlock), 0, kdp_knn_kernel<true>, err,
-                         *tree, d_queries, nq, kn, r2, d_hits, d_counts);
-    return rt_launch(&g->log, "kdp_knn", dim3(blocks_for(nq)), dim3(kBlock), 0, kdp_knn_kernel<false>, err, *tree,
-                     d_queries, nq, kn, r2, d_hits, d_counts);
+    const bool warp = walk == RT_KDP_WALK_WARP;
+    return rt_launch(&g->log, warp ? "kdp_knn_warp" : "kdp_knn", dim3(blocks_for(nq)), dim3(kBlock), 0,
+                     warp ? kdp_knn_kernel<true> : kdp_knn_kernel<false>, err, *tree, d_queries, nq, kn, r2, d_hits,
+                     d_counts);
 }
 
 extern "C" RtStatus rt_kdp_gpu_radius(RtKdpGpu *g, const RtKdpTree *tree, const float *d_queries, uint32_t nq,

@@ -105,8 +105,8 @@ __device__ inline uint32_t kdp_knn_collect_warp(const RtKdpTree *t, const float 
         int32_t lo = 0, hi = (int32_t)t->count - 1;
         for (uint32_t a = 0;; a = a + 1 == dim ? 0 : a + 1) {
             const uint32_t node = kdp_median((uint32_t)lo, (uint32_t)hi);
-            const bool left = RT_XSUB(q[a], t->coords[(size_t)node * dim + a]) < 0.0f;
-            const int32_t nlo = left ? lo : (int32_t)node + 1, nhi = left ? (int32_t)node - 1 : hi;
+            int32_t nlo, nhi;
+            kdp_child_range(lo, hi, node, RT_XSUB(q[a], t->coords[(size_t)node * dim + a]) < 0.0f, &nlo, &nhi);
             if (nhi - nlo + 1 < (int32_t)l.kn) break;
             lo = nlo;
             hi = nhi;
@@ -147,9 +147,9 @@ __device__ inline uint32_t kdp_knn_collect_warp(const RtKdpTree *t, const float 
              * must not need every subtree on its side of each plane) */
             const float across = fmaxf(bound, own);
             const float far_bound = left == go_left ? across : bound;
-            const int32_t far_lo = go_left ? (int32_t)node + 1 : lo, far_hi = go_left ? hi : (int32_t)node - 1;
-            if (go_left) hi = (int32_t)node - 1;
-            else lo = (int32_t)node + 1;
+            int32_t far_lo, far_hi;
+            kdp_child_range(lo, hi, node, !go_left, &far_lo, &far_hi);
+            kdp_child_range(lo, hi, node, go_left, &lo, &hi);
             bound = left == go_left ? bound : across;
             a = a + 1 == dim ? 0 : a + 1;
             if (far_lo <= far_hi && sp < RT_KDP_STACK && __any_sync(mask, kdp_warp_needs(l, far_bound, far_lo, far_hi))) {

@@ -55,8 +55,6 @@
 #ifndef RT_HPLOC_H
 #define RT_HPLOC_H
 
-#include <string.h>
-
 #include "bvh/lbvh.h"
 
 #ifdef __cplusplus
@@ -124,24 +122,13 @@ typedef struct RtHplocCluster {
  * lower place first (the union's zero signs then agree). */
 RT_HD float hploc_distance(RtAabb lower, RtAabb upper) { return lbvh_area(lbvh_union(lower, upper)); }
 
-RT_HD uint32_t hploc_float_bits(float f)
-{
-#ifdef __CUDA_ARCH__
-    return __float_as_uint(f);
-#else
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
-    return u;
-#endif
-}
-
 /* A neighbour candidate as one number, distance then place, so the least
  * is the nearest with ties to the lower place. A distance is >= 0 (a zero
  * of either sign, or NaN from an overflowed box, counts as 0): its bits
  * then order as the floats. */
 RT_HD uint64_t hploc_nn_key(float dist, uint32_t place)
 {
-    const uint32_t bits = dist > 0.0f ? hploc_float_bits(dist) : 0u;
+    const uint32_t bits = dist > 0.0f ? rt_float_bits(dist) : 0u;
     return ((uint64_t)bits << 32) | place;
 }
 

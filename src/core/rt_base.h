@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <math.h>
 
 #ifdef __CUDACC__
@@ -18,6 +19,42 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A float's bits and back, on host and device. */
+RT_HD uint32_t rt_float_bits(float f)
+{
+#ifdef __CUDA_ARCH__
+    return __float_as_uint(f);
+#else
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+#endif
+}
+
+RT_HD float rt_bits_float(uint32_t u)
+{
+#ifdef __CUDA_ARCH__
+    return __uint_as_float(u);
+#else
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+#endif
+}
+
+/* Floats as order-preserving ints, for atomicMin / atomicMax on boxes (the
+ * GPU builders' scene and node boxes): exact, so a reduction's order does
+ * not matter and a box equals the CPU's union of its members' boxes.
+ * Negative floats have their magnitude bits flipped, so int order is float
+ * order for every non-NaN value (-0 sorts just below +0). */
+RT_HD int rt_f2ord(float f)
+{
+    const int i = (int)rt_float_bits(f);
+    return i >= 0 ? i : i ^ 0x7fffffff;
+}
+
+RT_HD float rt_ord2f(int i) { return rt_bits_float((uint32_t)(i >= 0 ? i : i ^ 0x7fffffff)); }
 
 /* Every fallible function returns one of these; only main() exits. */
 typedef enum RtStatus {

@@ -12,8 +12,6 @@
 #ifndef RT_KD_CLIP_H
 #define RT_KD_CLIP_H
 
-#include <string.h>
-
 #include "kd/kd_layout.h"
 
 /* A triangle clipped by the six planes of a box has at most 3 + 6 vertices;
@@ -62,12 +60,10 @@ RT_HD float rt_kd_round_down(double d)
 #else
     float f = (float)d;
     if (!((double)f > d)) return f;
-    uint32_t u;
-    memcpy(&u, &f, sizeof u);
+    uint32_t u = rt_float_bits(f);
     if (f == 0.0f) u = 0x80000001u; /* -denorm_min */
     else u += f > 0.0f ? -1u : 1u;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return rt_bits_float(u);
 #endif
 }
 RT_HD float rt_kd_round_up(double d)
@@ -197,17 +193,13 @@ RT_HD int rt_tri_split_boxes(const RtFloat4 *v, RtAabb cell, int axis, float pos
  * equal keys. */
 RT_HD uint32_t rt_kd_pos_key(float f)
 {
-    uint32_t u;
     if (f == 0.0f) f = 0.0f;
-    memcpy(&u, &f, sizeof u);
+    const uint32_t u = rt_float_bits(f);
     return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
 }
 RT_HD float rt_kd_key_pos(uint32_t k)
 {
-    uint32_t u = (k & 0x80000000u) ? (k & 0x7fffffffu) : ~k;
-    float f;
-    memcpy(&f, &u, sizeof f);
-    return f;
+    return rt_bits_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 
 /* An event of the SAH builders' sweeps (the CPU oracle, kd_build_cpu.c,

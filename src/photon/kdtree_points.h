@@ -80,6 +80,14 @@ typedef struct RtKdpHit {
 
 RT_HD uint32_t kdp_median(uint32_t lo, uint32_t hi) { return lo + (hi - lo) / 2; }
 RT_HD uint32_t kdp_axis(uint32_t depth, uint32_t dim) { return depth % dim; }
+/* The range of the left (or right) child of the subtree over [lo, hi]
+ * whose root is node = kdp_median(lo, hi): [lo, node - 1] or [node + 1,
+ * hi] (empty when *clo > *chi). */
+RT_HD void kdp_child_range(int32_t lo, int32_t hi, uint32_t node, int left, int32_t *clo, int32_t *chi)
+{
+    *clo = left ? lo : (int32_t)node + 1;
+    *chi = left ? (int32_t)node - 1 : hi;
+}
 RT_HD int kdp_is_leaf(RtKdpNode n) { return n.child[0] == RT_KDP_NONE && n.child[1] == RT_KDP_NONE; }
 
 /* Levels of the balanced tree of n points: ceil(log2(n + 1)). */
@@ -246,9 +254,9 @@ RT_HD uint32_t kdp_knn_collect(const RtKdpTree *t, const float *q, uint32_t kn, 
             uint32_t a = kdp_axis(depth, t->dim);
             float diff = RT_XSUB(q[a], c[a]), bound = RT_XMUL(diff, diff);
             /* the query's side: the left range when diff < 0 (kdp_step) */
-            int32_t far_lo = diff < 0.0f ? (int32_t)node + 1 : lo, far_hi = diff < 0.0f ? hi : (int32_t)node - 1;
-            if (diff < 0.0f) hi = (int32_t)node - 1;
-            else lo = (int32_t)node + 1;
+            int32_t far_lo, far_hi;
+            kdp_child_range(lo, hi, node, !(diff < 0.0f), &far_lo, &far_hi);
+            kdp_child_range(lo, hi, node, diff < 0.0f, &lo, &hi);
             if (far_lo <= far_hi && bound <= r2 && (count < kn || bound <= out[0].d2) && sp < RT_KDP_STACK) {
                 stack[sp].lo = far_lo;
                 stack[sp].hi = far_hi;
