@@ -11,7 +11,9 @@
  * count, depth and SAH compared first so a failure says how far apart the
  * trees are) and passes rt_bvh_validate; H-PLOC's depth fallback happens
  * on the device as on the CPU; builds of other sizes on one
- * builder reuse or grow its buffers and stay right. Skips with a message
+ * builder reuse or grow its buffers and stay right, and so do the frame's
+ * builds (no statistics: one graph replayed) over new vertices, other
+ * parameters and sizes. Skips with a message
  * where no GPU is usable. */
 #include "test_util.h"
 
@@ -28,6 +30,9 @@ typedef struct GpuFixture {
     RtGpu *gpu;
     RtLbvhGpu *lbvh;
     RtHplocGpu *hploc;
+    /* builds without statistics (the frame's way: the launches replayed as
+     * one graph), the statistics read after them with _build_finish */
+    int untimed;
 } GpuFixture;
 
 static GpuFixture g_fx;
@@ -246,9 +251,13 @@ static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const R
     if (s != RT_OK) print_message("%s: CPU build failed: %s\n", what, err.msg);
     assert_int_equal(s, RT_OK);
     RtLbvhGpuStats st;
-    s = rt_lbvh_gpu_build(g_fx.lbvh, p, dv, dw, t->count, &dev, &st, &err);
+    s = rt_lbvh_gpu_build(g_fx.lbvh, p, dv, dw, t->count, &dev, g_fx.untimed ? NULL : &st, &err);
+    if (s == RT_OK && g_fx.untimed) s = rt_lbvh_gpu_build_finish(g_fx.lbvh, &st, &err);
     if (s != RT_OK) print_message("%s: GPU build failed: %s\n", what, err.msg);
     assert_int_equal(s, RT_OK);
+    /* the counters' reset, boxes, codes, the sort (counted once), the climb;
+     * without triangles the reset and the climb (the root) */
+    assert_int_equal(st.launches, t->count ? 5 : 2);
     const uint32_t n = valid_count(t);
     RtAabb db = expect_device_bvh(&dev, t);
     assert_int_equal(st.triangles, t->count);
@@ -257,10 +266,10 @@ static RtBvh gpu_equals_cpu(const RtLbvhParams *p, const RtTriArrays *t, const R
     assert_null(h.d_bounds);
     expect_same_tree(&h, &cpu, db, t, n, p->c_trav, p->c_isect, what);
     expect_leaf_rows(&dev, &h, t, dw, what);
-    print_message("%-30s lbvh  leaf %-2d n=%-7u valid %-7u nodes %-7u GPU %.3f ms (codes %.3f sort %.3f tree %.3f "
-                  "bottom-up %.3f), %u launches\n",
-                  what, p->max_leaf, t->count, n, h.node_count, st.ms, st.morton_ms, st.sort_ms, st.tree_ms,
-                  st.bottom_up_ms, st.launches);
+    print_message("%-30s lbvh  leaf %-2d n=%-7u valid %-7u nodes %-7u GPU %.3f ms (codes %.3f sort %.3f climb %.3f), "
+                  "%u launches\n",
+                  what, p->max_leaf, t->count, n, h.node_count, st.ms, st.morton_ms, st.sort_ms, st.climb_ms,
+                  st.launches);
     rt_bvh_free(&cpu);
     rt_bvh_free(&h);
     return dev;
@@ -280,9 +289,14 @@ static RtBvh hploc_gpu_equals_cpu(const RtHplocParams *p, const RtTriArrays *t, 
     if (s != RT_OK) print_message("%s: CPU build failed: %s\n", what, err.msg);
     assert_int_equal(s, RT_OK);
     RtHplocGpuStats st;
-    s = rt_hploc_gpu_build(g_fx.hploc, p, dv, dw, t->count, &dev, &st, &err);
+    s = rt_hploc_gpu_build(g_fx.hploc, p, dv, dw, t->count, &dev, g_fx.untimed ? NULL : &st, &err);
+    if (s == RT_OK && g_fx.untimed) s = rt_hploc_gpu_build_finish(g_fx.hploc, &st, &err);
     if (s != RT_OK) print_message("%s: GPU build failed: %s\n", what, err.msg);
     assert_int_equal(s, RT_OK);
+    /* the counters' reset, boxes, codes, the sort (counted once), clustering,
+     * fallback, output, and the leaf triangles when there are Woop rows;
+     * without triangles the reset and the output (the root) */
+    assert_int_equal(st.launches, t->count ? 7 + (dw != NULL) : 2);
     const uint32_t n = valid_count(t);
     print_message("%-30s H-PLOC r %-2d t %-2d leaf %-2d n=%-7u valid %-7u (GPU %u) GPU %.3f ms (codes %.3f sort "
                   "%.3f cluster %.3f fallback %.3f output %.3f), %u launches; clustered depth GPU %u CPU %u, "
@@ -481,6 +495,48 @@ static void gpu_bvh_rebuilds_reuse_and_grow_buffers(void **state)
     free_scene(&b);
 }
 
+/* The frame's builds (no statistics asked: each builder's launches replayed
+ * as one graph while sizes, arrays and parameters stay): a first build
+ * captures, the next ones over new vertices in the same arrays replay, a
+ * change of parameters or size captures anew; every tree equals the
+ * oracle's, for both builders. */
+static void gpu_bvh_frame_builds_replay_right(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtTriArrays a[3] = {make_scene(SC_SOUP, 20000, 70), make_scene(SC_SOUP, 20000, 71),
+                        make_scene(SC_NAN, 20000, 72)};
+    RtTriArrays small = make_scene(SC_SOUP, 3000, 73);
+    RtFloat4 *dv, *dw, *sv, *sw;
+    upload(&a[0], &dv, &dw);
+    upload(&small, &sv, &sw);
+    const size_t bytes = 3 * (size_t)a[0].count * sizeof(RtFloat4);
+    RtError err = {0};
+    g_fx.untimed = 1;
+    for (int round = 0; round < 2; round++) {
+        RtLbvhParams p = rt_lbvh_params_default();
+        RtHplocParams hp = rt_hploc_params_default();
+        if (round) p.max_leaf = hp.max_leaf = 1, hp.radius = 2;
+        for (int k = 0; k < 3; k++) {
+            char name[64];
+            snprintf(name, sizeof name, "frame build %d.%d", round, k);
+            assert_int_equal(rt_gpu_memcpy(dv, a[k].verts, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+            assert_int_equal(rt_gpu_memcpy(dw, a[k].woop, bytes, RT_COPY_TO_DEVICE, &err), RT_OK);
+            gpu_equals_cpu(&p, &a[k], dv, dw, name);
+            hploc_gpu_equals_cpu(&hp, &a[k], dv, dw, name);
+        }
+        gpu_equals_cpu(&p, &small, sv, sw, "frame build, fewer triangles");
+        hploc_gpu_equals_cpu(&hp, &small, sv, NULL, "frame build, fewer triangles, no Woop rows");
+    }
+    g_fx.untimed = 0;
+    rt_gpu_free(dv);
+    rt_gpu_free(dw);
+    rt_gpu_free(sv);
+    rt_gpu_free(sw);
+    for (int k = 0; k < 3; k++) free_scene(&a[k]);
+    free_scene(&small);
+}
+
 /* hploc.h's depth fallback on the GPU: equal triangles at x = 0.9^i
  * cluster into a chain deeper than the stacks (test_bvh_cpu.c's case); the
  * GPU decides the fallback on the device as the CPU does, and outputs the
@@ -564,6 +620,7 @@ int main(void)
         cmocka_unit_test(gpu_bvh_cornell_matches_cpu),
         cmocka_unit_test(gpu_bvh_sponza_matches_cpu),
         cmocka_unit_test(gpu_bvh_rebuilds_reuse_and_grow_buffers),
+        cmocka_unit_test(gpu_bvh_frame_builds_replay_right),
         cmocka_unit_test(gpu_hploc_chain_falls_back_as_the_cpu),
         cmocka_unit_test(gpu_hploc_rebuilds_reuse_and_grow_buffers),
         cmocka_unit_test(gpu_bvh_rejects_bad_params),

@@ -15,29 +15,50 @@
 
 /* Threads per block: a multiple of the warp size. */
 static constexpr int kBlock = 256;
+/* bvh_boxes's blocks per multiprocessor (its grid's bound: a block's
+ * atomics serialise with every other block's in L2) */
+static constexpr int kBoxBlocksPerSm = 4;
 
 /* ==== kernels: lbvh.h's steps 1 and 2 ========================================= */
 
-/* Step 1 (Karras 2012 §4: the codes are taken in the scene's box). Triangle
- * i's box (empty when degenerate: kd_clip.h's rule), and per block the
- * scene box and the valid count, added with one atomic per value and block
- * (same-address atomics serialise in L2: kd_tri_box). An empty box is the
- * identity of the min / max, so every lane takes part. The rule is applied
- * to the corners (rt_woop_rows, rounded alike everywhere, as the Woop rows
- * were made): cheaper than reading the 48 bytes of rows that mark it. */
-__global__ void bvh_boxes_kernel(const float4 *verts, uint32_t count, RtAabb *boxes, BvhCounters *ctr)
+/* Step 1 (Karras 2012 §4: the codes are taken in the scene's box).
+ * Triangle i's box (empty when degenerate: kd_clip.h's rule), and per block
+ * the scene box and the valid count, added with one atomic per value and
+ * block (same-address atomics serialise in L2: kd_tri_box). A block loops
+ * over tiles of kBlock triangles (the grid is bvh_boxes_grid's, a few
+ * blocks per multiprocessor: fewer atomics); corners come in and boxes go
+ * out through shared memory, consecutive threads moving consecutive words
+ * (coalesce.cuh). An empty box is the identity of the min / max, so every
+ * lane takes part. The rule is applied to the corners (rt_woop_rows,
+ * rounded alike everywhere, as the Woop rows were made): cheaper than
+ * reading the 48 bytes of rows that mark it. */
+__global__ void __launch_bounds__(kBlock) bvh_boxes_kernel(const float4 *verts, uint32_t count, RtAabb *boxes,
+                                                           BvhCounters *ctr)
 {
+    static_assert(sizeof(RtAabb) == 6 * sizeof(float), "a box is six words");
+    __shared__ RtFloat4 sh[3 * kBlock]; /* a tile's corners, then its boxes' words */
     __shared__ int s_part[7][kBlock / 32];
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    RtAabb box = aabb_empty();
-    if (i < count) {
+    const uint32_t lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int x[7] = {INT_MAX, INT_MAX, INT_MAX, INT_MIN, INT_MIN, INT_MIN, 0};
+    for (uint32_t base = blockIdx.x * kBlock; base < count; base += gridDim.x * kBlock) {
+        const uint32_t items = count - base < (uint32_t)kBlock ? count - base : (uint32_t)kBlock;
         RtFloat4 v[3];
-        for (int k = 0; k < 3; k++) v[k] = bvh_load_f4(verts + 3 * (size_t)i + k);
-        box = lbvh_tri_box(v, NULL);
-        boxes[i] = box;
+        rt_load3_at<kBlock>((const RtFloat4 *)verts, count, base, sh, v);
+        float *w = (float *)sh;
+        if (threadIdx.x < items) {
+            const RtAabb box = lbvh_tri_box(v, NULL);
+            const float f[6] = {box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z};
+            for (int k = 0; k < 6; k++) w[6 * threadIdx.x + k] = f[k];
+            if (!aabb_is_empty(box)) {
+                for (int k = 0; k < 3; k++) x[k] = min(x[k], rt_f2ord(f[k]));
+                for (int k = 3; k < 6; k++) x[k] = max(x[k], rt_f2ord(f[k]));
+                x[6]++;
+            }
+        }
+        __syncthreads();
+        for (uint32_t j = threadIdx.x; j < 6 * items; j += kBlock) ((float *)boxes)[6 * (size_t)base + j] = w[j];
+        __syncthreads();
     }
-    int x[7] = {rt_f2ord(box.lo.x), rt_f2ord(box.lo.y), rt_f2ord(box.lo.z), rt_f2ord(box.hi.x),
-                rt_f2ord(box.hi.y), rt_f2ord(box.hi.z), !aabb_is_empty(box)};
     for (int k = 0; k < 7; k++) {
         const int r = k < 3 ? __reduce_min_sync(~0u, x[k]) : (k < 6 ? __reduce_max_sync(~0u, x[k])
                                                                       : __reduce_add_sync(~0u, x[k]));
@@ -86,6 +107,19 @@ __global__ void __launch_bounds__(kBlock) bvh_leaf_woop_kernel(const uint32_t *t
     bvh_leaf_rows_store<kBlock>(tri_index, woop, count, leaf_woop, sh);
 }
 
+/* The counters' values before a build: the empty scene box, nothing
+ * counted, the empty root box. One block of 32 threads. */
+__global__ void bvh_reset_kernel(BvhCounters *ctr)
+{
+    const int t = threadIdx.x;
+    if (t < 3) ctr->scene[t] = rt_f2ord(INFINITY);
+    else if (t < 6) ctr->scene[t] = rt_f2ord(-INFINITY);
+    else if (t == 6) {
+        ctr->valid = ctr->fallback = ctr->tree_root = ctr->cluster_depth = 0;
+        ctr->root = aabb_empty();
+    }
+}
+
 /* ==== host side ================================================================ */
 
 RtStatus bvh_base_create(BvhGpuBase *b, const char *tag, RtError *err)
@@ -97,20 +131,18 @@ RtStatus bvh_base_create(BvhGpuBase *b, const char *tag, RtError *err)
         cudaGetLastError();
         return rt_fail(err, RT_ERR_NO_DEVICE, "%s: no CUDA device for the GPU builder", tag);
     }
+    int dev = 0;
+    CUDA_CHECK(err, cudaGetDevice(&dev));
+    CUDA_CHECK(err, cudaDeviceGetAttribute(&b->sms, cudaDevAttrMultiProcessorCount, dev));
     CUDA_CHECK(err, cudaStreamCreateWithFlags(&b->stream, cudaStreamNonBlocking));
     CUDA_CHECK(err, cudaEventCreate(&b->ev_start));
     CUDA_CHECK(err, cudaEventCreate(&b->ev_end));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_input, cudaEventDisableTiming));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_done, cudaEventDisableTiming));
+    CUDA_CHECK(err, cudaEventCreateWithFlags(&b->ev_copied, cudaEventDisableTiming));
     CUDA_CHECK(err, cudaMalloc((void **)&b->d_ctr, sizeof(BvhCounters)));
-    CUDA_CHECK(err, cudaMallocHost((void **)&b->h_init, sizeof(BvhCounters)));
     CUDA_CHECK(err, cudaMallocHost((void **)&b->h_ctr, sizeof(BvhCounters)));
-    memset(b->h_init, 0, sizeof(BvhCounters));
-    for (int a = 0; a < 3; a++) {
-        b->h_init->scene[a] = rt_f2ord(INFINITY);
-        b->h_init->scene[3 + a] = rt_f2ord(-INFINITY);
-    }
-    b->h_init->root = aabb_empty();
+    b->keys.sized = UINT32_MAX;
     b->log.stream = b->stream;
     return RT_OK;
 }
@@ -121,6 +153,7 @@ void bvh_keys_free(BvhKeysGpu *k)
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     memset(k, 0, sizeof *k);
+    k->sized = UINT32_MAX;
 }
 
 void bvh_base_destroy(BvhGpuBase *b)
@@ -128,11 +161,11 @@ void bvh_base_destroy(BvhGpuBase *b)
     bvh_keys_free(&b->keys);
     if (b->leaf_woop) cudaFree(b->leaf_woop);
     if (b->d_ctr) cudaFree(b->d_ctr);
-    if (b->h_init) cudaFreeHost(b->h_init);
     if (b->h_ctr) cudaFreeHost(b->h_ctr);
-    cudaEvent_t ev[] = {b->ev_start, b->ev_end, b->ev_input, b->ev_done};
-    for (int i = 0; i < 4; i++)
+    cudaEvent_t ev[] = {b->ev_start, b->ev_end, b->ev_input, b->ev_done, b->ev_copied};
+    for (size_t i = 0; i < sizeof ev / sizeof ev[0]; i++)
         if (ev[i]) cudaEventDestroy(ev[i]);
+    rt_launch_graph_destroy(&b->graph);
     rt_launch_log_destroy(&b->log);
     if (b->stream) cudaStreamDestroy(b->stream);
     memset(b, 0, sizeof *b);
@@ -174,6 +207,7 @@ RtStatus bvh_keys_reserve(BvhGpuBase *b, uint32_t n, RtError *err)
         }
         k->cap = n;
     }
+    if (k->sized == n) return RT_OK; /* CUB's need for n pairs, known */
     size_t bytes = 0;
     CUDA_CHECK(err, cub::DeviceRadixSort::SortPairs(NULL, bytes, k->codes[0], k->codes[1], k->ids[0], k->ids[1],
                                                     (int)(n ? n : 1), 0, 32, b->stream));
@@ -184,6 +218,7 @@ RtStatus bvh_keys_reserve(BvhGpuBase *b, uint32_t n, RtError *err)
             return st;
         k->cub_bytes = bytes;
     }
+    k->sized = n;
     return RT_OK;
 }
 
@@ -197,8 +232,46 @@ RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *
     /* the build reads what the caller's (legacy default) stream wrote (kd_gpu.cu's order) */
     CUDA_CHECK(err, cudaEventRecord(b->ev_input, cudaStreamLegacy));
     CUDA_CHECK(err, cudaStreamWaitEvent(b->stream, b->ev_input, 0));
+    return RT_OK;
+}
+
+void bvh_launch_key(const BvhGpuBase *b, const RtFloat4 *verts, const RtFloat4 *woop, uint32_t tri_count,
+                    BvhLaunchKey *key)
+{
+    memset(key, 0, sizeof *key);
+    key->verts = (const float4 *)verts;
+    key->woop = (const float4 *)woop;
+    key->tri_count = tri_count;
+    const BvhKeysGpu *k = &b->keys;
+    const void *arrays[] = {k->boxes, k->codes[0], k->codes[1], k->ids[0],
+                            k->ids[1], k->cub_tmp,  b->leaf_woop, b->d_ctr};
+    static_assert(sizeof arrays == sizeof key->arrays, "the key holds every array");
+    memcpy(key->arrays, arrays, sizeof arrays);
+    key->cub_bytes = k->cub_bytes;
+}
+
+typedef struct BvhQueue {
+    BvhGpuBase *b;
+    RtStatus (*queue)(void *ctx, RtError *err);
+    void *ctx;
+} BvhQueue;
+
+/* The counters' reset, then the builder's launches. */
+static RtStatus bvh_queue_all(void *ctx, RtError *err)
+{
+    const BvhQueue *q = (const BvhQueue *)ctx;
+    RtStatus st = rt_launch(&q->b->log, "bvh_reset", dim3(1), dim3(32), 0, bvh_reset_kernel, err, q->b->d_ctr);
+    return st != RT_OK ? st : q->queue(q->ctx, err);
+}
+
+RtStatus bvh_build_run(BvhGpuBase *b, const void *key, size_t key_bytes, RtStatus (*queue)(void *ctx, RtError *err),
+                       void *ctx, RtError *err)
+{
     CUDA_CHECK(err, cudaEventRecord(b->ev_start, b->stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(b->d_ctr, b->h_init, sizeof(BvhCounters), cudaMemcpyHostToDevice, b->stream));
+    BvhQueue q = {b, queue, ctx};
+    RtStatus st = rt_launch_graph_run(&b->graph, &b->log, key, key_bytes, bvh_queue_all, &q, err);
+    if (st != RT_OK) return st;
+    CUDA_CHECK(err, cudaEventRecord(b->ev_end, b->stream));
     return RT_OK;
 }
 
@@ -223,9 +296,13 @@ RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, uint32_t
 {
     BvhKeysGpu *k = &b->keys;
     const dim3 block(kBlock), tris((n + kBlock - 1) / kBlock);
+    /* bvh_boxes: kBoxBlocksPerSm blocks a multiprocessor at most, each
+     * looping over tiles */
+    const uint32_t tiles = (n + kBlock - 1) / kBlock, most = (uint32_t)b->sms * kBoxBlocksPerSm;
+    const dim3 box_grid(tiles < most ? tiles : most);
     RtStatus st;
     /* ---- 1. triangle boxes, scene box, valid count n ----------------------- */
-    if ((st = rt_launch(&b->log, "bvh_boxes", tris, block, 0, bvh_boxes_kernel, err, verts, n, k->boxes,
+    if ((st = rt_launch(&b->log, "bvh_boxes", box_grid, block, 0, bvh_boxes_kernel, err, verts, n, k->boxes,
                         b->d_ctr)) != RT_OK)
         return st;
     /* ---- 2. Morton codes of the box centres in the scene box, sorted ------- */
@@ -248,25 +325,23 @@ RtStatus bvh_leaf_woop_reserve(BvhGpuBase *b, uint32_t cap, uint32_t tri_count, 
     return RT_OK;
 }
 
-RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
-                       const float4 *woop, int leaves_copied, RtBvh *d_bvh, RtError *err)
+RtStatus bvh_leaf_woop_queue(BvhGpuBase *b, const uint32_t *tri_index, uint32_t tri_count, const float4 *woop,
+                             RtError *err)
 {
-    /* ---- the leaf triangles, in the tree's order ------------------------------ */
-    if (woop) {
-        RtStatus st = bvh_leaf_woop_reserve(b, cap, tri_count, err);
-        if (st != RT_OK) return st;
-    }
-    if (woop && tri_count && !leaves_copied) {
-        RtStatus st = rt_launch(&b->log, "bvh_leaf_woop", dim3((tri_count + kBlock - 1) / kBlock), dim3(kBlock), 0,
-                                bvh_leaf_woop_kernel, err, (const uint32_t *)tri_index, woop, tri_count,
-                                b->leaf_woop);
-        if (st != RT_OK) return st;
-    }
-    CUDA_CHECK(err, cudaEventRecord(b->ev_end, b->stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(b->h_ctr, b->d_ctr, sizeof(BvhCounters), cudaMemcpyDeviceToHost, b->stream));
-    /* ... and the caller's later work (the tracer) waits for the build */
+    if (!woop || !tri_count) return RT_OK;
+    return rt_launch(&b->log, "bvh_leaf_woop", dim3((tri_count + kBlock - 1) / kBlock), dim3(kBlock), 0,
+                     bvh_leaf_woop_kernel, err, tri_index, woop, tri_count, b->leaf_woop);
+}
+
+RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
+                       int has_woop, RtBvh *d_bvh, RtError *err)
+{
+    /* the caller's later work (the tracer) waits for the build, not for
+     * the counters' copy to the host behind it (read by bvh_build_finish) */
     CUDA_CHECK(err, cudaEventRecord(b->ev_done, b->stream));
     CUDA_CHECK(err, cudaStreamWaitEvent(cudaStreamLegacy, b->ev_done, 0));
+    CUDA_CHECK(err, cudaMemcpyAsync(b->h_ctr, b->d_ctr, sizeof(BvhCounters), cudaMemcpyDeviceToHost, b->stream));
+    CUDA_CHECK(err, cudaEventRecord(b->ev_copied, b->stream));
     memset(d_bvh, 0, sizeof *d_bvh);
     d_bvh->nodes = nodes;
     d_bvh->tri_index = tri_index;
@@ -276,15 +351,15 @@ RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uin
     d_bvh->index_cap = cap;
     d_bvh->bounds = aabb_empty(); /* known on the device only */
     d_bvh->d_bounds = &b->d_ctr->root;
-    d_bvh->leaf_woop = woop ? b->leaf_woop : NULL;
-    d_bvh->leaf_woop_cap = woop ? b->leaf_cap : 0;
+    d_bvh->leaf_woop = has_woop ? b->leaf_woop : NULL;
+    d_bvh->leaf_woop_cap = has_woop ? b->leaf_cap : 0;
     b->built_tris = tri_count;
     return RT_OK;
 }
 
 RtStatus bvh_build_finish(BvhGpuBase *b, double *ms, RtError *err)
 {
-    CUDA_CHECK(err, cudaEventSynchronize(b->ev_done));
+    CUDA_CHECK(err, cudaEventSynchronize(b->ev_copied));
     RtStatus st = rt_launch_log_resolve(&b->log, err);
     if (st != RT_OK) return st;
     float f = 0.0f;

@@ -14,7 +14,7 @@
 #include "gpu/coalesce.cuh"
 #include "gpu/launch.h"
 
-/* What the kernels reduce and count; reset before every build (h_init). */
+/* What the kernels reduce and count; reset before every build (bvh_reset). */
 typedef struct BvhCounters {
     int scene[6];     /* the scene box, lo then hi, as order-preserving ints (rt_f2ord) */
     uint32_t valid;   /* n: the non-degenerate triangles */
@@ -33,17 +33,21 @@ typedef struct BvhKeysGpu {
     uint32_t *ids[2];   /* triangle ids: 0 .. N-1, sorted */
     void *cub_tmp;
     size_t cub_bytes;
+    uint32_t sized;     /* the pair count cub_bytes was asked for (UINT32_MAX: none) */
 } BvhKeysGpu;
 
 /* A builder's fixed parts: created once, used by every build. */
 typedef struct BvhGpuBase {
     const char *tag;               /* "LBVH", "H-PLOC": error messages */
     cudaStream_t stream;
+    int sms;                       /* the device's multiprocessors (grid sizes) */
     RtLaunchLog log;
     cudaEvent_t ev_start, ev_end;  /* the build's GPU time (stats) */
     cudaEvent_t ev_input, ev_done; /* the caller's stream -> the build -> the caller's stream */
+    cudaEvent_t ev_copied;         /* the counters on the host (h_ctr) */
+    RtLaunchGraph graph;           /* the build's launches, replayed while its key holds */
     uint32_t built_tris;           /* the last build's input (_finish) */
-    BvhCounters *d_ctr, *h_init, *h_ctr;
+    BvhCounters *d_ctr, *h_ctr;
     BvhKeysGpu keys;
     RtFloat4 *leaf_woop;           /* the tree's leaf triangles (bvh_layout.h), 3 rows per entry */
     uint32_t leaf_cap;             /* entries leaf_woop holds */
@@ -147,9 +151,10 @@ RtStatus bvh_gpu_alloc_all(const BvhGpuBase *b, const BvhAlloc *want, size_t cou
  * CUB's temporary storage. */
 RtStatus bvh_keys_reserve(BvhGpuBase *b, uint32_t n, RtError *err);
 void bvh_keys_free(BvhKeysGpu *k);
-/* The start of a build: the argument check, the log reset, the stream
- * ordered after the caller's (legacy default) stream, the start event and
- * the counters' reset. timed: an event pair around every launch. */
+/* The start of a build: the argument check, the log reset (timed: an event
+ * pair around every launch) and the stream ordered after the caller's
+ * (legacy default) stream. The builder then reserves its arrays and runs
+ * its launches with bvh_build_run. */
 RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *err);
 /* Steps 1 and 2 (lbvh.h): boxes, scene box and valid count (kernel
  * bvh_boxes), Morton codes (bvh_morton), the stable sort (bvh_sort):
@@ -160,14 +165,36 @@ RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, uint32_t
 /* The leaf-triangle array (leaf_woop) for cap triangles, kept while it
  * holds tri_count. */
 RtStatus bvh_leaf_woop_reserve(BvhGpuBase *b, uint32_t cap, uint32_t tri_count, RtError *err);
-/* The end of a build: the leaf triangles copied in tri_index order from
- * woop (kernel bvh_leaf_woop; none when woop is NULL, or when the builder's
- * own kernels copied them: leaves_copied), the end event, the counters
- * copied back behind the build (read by bvh_build_finish, no wait here) and
- * the caller's stream ordered after it; d_bvh describes the device arrays
- * (node_count = index_count - 1 at least 1, as the LBVH documents). */
+/* The leaf triangles copied in tri_index order from woop (kernel
+ * bvh_leaf_woop; nothing when woop is NULL), for a builder whose own
+ * kernels do not copy them. */
+RtStatus bvh_leaf_woop_queue(BvhGpuBase *b, const uint32_t *tri_index, uint32_t tri_count, const float4 *woop,
+                             RtError *err);
+/* What every build's launches take, for the key of its graph: the input,
+ * the base's arrays (they move when they grow) and CUB's storage size. */
+typedef struct BvhLaunchKey {
+    const float4 *verts, *woop;
+    uint32_t tri_count;
+    const void *arrays[8];
+    size_t cub_bytes;
+} BvhLaunchKey;
+/* *key for a build over tri_count triangles (verts, woop: the build's
+ * input), padding zeroed so the key compares as bytes. */
+void bvh_launch_key(const BvhGpuBase *b, const RtFloat4 *verts, const RtFloat4 *woop, uint32_t tri_count,
+                    BvhLaunchKey *key);
+/* The build's launches between the start and end events: the counters'
+ * reset (bvh_reset), then queue(ctx), which launches the builder's kernels
+ * through the log; as one graph (launch.h: rt_launch_graph_run) captured
+ * again whenever key (every size, pointer and parameter the launches take)
+ * changes. */
+RtStatus bvh_build_run(BvhGpuBase *b, const void *key, size_t key_bytes, RtStatus (*queue)(void *ctx, RtError *err),
+                       void *ctx, RtError *err);
+/* The end of a build: the caller's stream ordered after it, the counters
+ * copied back behind it (read by bvh_build_finish, no wait here); d_bvh
+ * describes the device arrays (node_count = index_count - 1 at least 1, as
+ * the LBVH documents; has_woop: the leaf triangles were made). */
 RtStatus bvh_build_end(BvhGpuBase *b, RtBvhNode *nodes, uint32_t *tri_index, uint32_t cap, uint32_t tri_count,
-                       const float4 *woop, int leaves_copied, RtBvh *d_bvh, RtError *err);
+                       int has_woop, RtBvh *d_bvh, RtError *err);
 /* Waits for the last build: its GPU time (*ms), launches and valid count;
  * the log's per-kernel times are resolved when it was timed. */
 RtStatus bvh_build_finish(BvhGpuBase *b, double *ms, RtError *err);

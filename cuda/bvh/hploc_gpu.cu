@@ -19,11 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cuda/atomic>
-
 #include "bvh/bvh_gpu_common.cuh"
 #include "bvh/hploc_gpu.h"
 #include "gpu/cuda_check.h"
+#include "gpu/fence.cuh"
 
 /* Threads per block: a multiple of the warp size (the cluster kernel's
  * warps work as units). */
@@ -112,14 +111,6 @@ __device__ __forceinline__ HplocSub sub_load(const HplocArrays &a, uint32_t n, u
     box.lo = v3(__uint_as_float(r0.x), __uint_as_float(r0.y), __uint_as_float(r0.z));
     box.hi = v3(__uint_as_float(r0.w), __uint_as_float(r1.x), __uint_as_float(r1.y));
     return sub_make(id, r1.w, box, __uint_as_float(r1.z), inf.x, inf.y);
-}
-
-/* Release and acquire between warps of the launch: a device-scope
- * acquire-release fence, all the exchanges' pairs need (__threadfence's
- * is sequentially consistent, a stronger and slower barrier). */
-__device__ __forceinline__ void fence_acq_rel()
-{
-    cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device);
 }
 
 /* Clusters lower and upper (mutual nearest neighbours, or a radix node's
@@ -296,7 +287,7 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
     if (lane < k) a.cidx[lo + lane] = sh->id[slot];
     else if (lane < min(t, hi - lo + 1u)) a.cidx[lo + lane] = RT_HPLOC_NONE;
     /* every lane's writes reach L2 before any lane's next exchange publishes them */
-    fence_acq_rel();
+    rt_fence_acq_rel();
     __syncwarp();
     if (final && lane == 0) root_place(a, nodes, ctr, n, slot_get(sh, slot, box), true);
 }
@@ -327,10 +318,10 @@ __global__ void __launch_bounds__(kBlock, kClusterMinBlocks) hploc_cluster_kerne
         key.s = lbvh_leaf_sub(tri_boxes[ids[p]], p, &lp);
         rec_store(a.rec, key);
     }
-    fence_acq_rel();
+    rt_fence_acq_rel();
     while (__any_sync(kFull, active)) {
         if (active) {
-            const int left = hploc_is_left_child(codes, n, lo, hi);
+            const int left = lbvh_is_left_child(codes, n, lo, hi);
             const uint32_t prev = atomicExch(a.slots + (left ? hi : lo - 1u), left ? lo : hi);
             if (prev == RT_HPLOC_NONE) {
                 active = false; /* the sibling's walk goes on */
@@ -342,7 +333,7 @@ __global__ void __launch_bounds__(kBlock, kClusterMinBlocks) hploc_cluster_kerne
         }
         const bool final = active && lo == 0 && hi == n - 1u;
         uint32_t todo = __ballot_sync(kFull, active && (hi - lo + 1u > t || final));
-        if (todo) fence_acq_rel();
+        if (todo) rt_fence_acq_rel();
         while (todo) {
             const int src = __ffs((int)todo) - 1;
             todo &= todo - 1u;
@@ -371,19 +362,19 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
     HplocSub c = sub_load(a, n, p);
     uint32_t lo = p, hi = p;
     for (;;) {
-        const int left = hploc_is_left_child(codes, n, lo, hi);
+        const int left = lbvh_is_left_child(codes, n, lo, hi);
         const uint32_t s = left ? hi : lo - 1u;
         a.side[2 * (size_t)s + (left ? 0 : 1)] = c.id;
-        fence_acq_rel();
+        rt_fence_acq_rel();
         const uint32_t prev = atomicExch(a.slots + s, (left ? lo : hi) | kFallbackMark);
         if (!(prev & kFallbackMark)) return; /* the sibling's walk goes on */
-        fence_acq_rel();
+        rt_fence_acq_rel();
         const HplocSub other = sub_load(a, n, __ldcg(a.side + 2 * (size_t)s + (left ? 1 : 0)));
         c = left ? merge_create(a, nodes, n, c, other, lp) : merge_create(a, nodes, n, other, c, lp);
         if (left) hi = prev & ~kFallbackMark;
         else lo = prev & ~kFallbackMark;
         if (lo == 0 && hi == n - 1u) {
-            fence_acq_rel();
+            rt_fence_acq_rel();
             root_place(a, nodes, ctr, n, c, false);
             return;
         }
@@ -487,30 +478,35 @@ static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, RtError *err)
     return bvh_keys_reserve(&b->base, n, err);
 }
 
-extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, const RtFloat4 *d_verts,
-                                       const RtFloat4 *d_woop, uint32_t tri_count, RtBvh *d_bvh,
-                                       RtHplocGpuStats *stats, RtError *err)
+/* One build's launches (bvh_build_run's queue) and what they take: the
+ * key of its graph. */
+typedef struct HplocLaunches {
+    BvhLaunchKey in; /* the input, the base's arrays */
+    RtHplocGpu *b;
+    RtHplocParams p;
+    HplocArrays a;   /* the builder's own (moved when they grow) */
+    const void *arrays[2];
+} HplocLaunches;
+static_assert(sizeof(HplocLaunches) <= RT_LAUNCH_GRAPH_KEY, "the whole key fits the graph's");
+
+static RtStatus hploc_queue(void *ctx, RtError *err)
 {
-    if (!b || !d_bvh || (tri_count && !d_verts))
-        return rt_fail(err, RT_ERR_ARG, "H-PLOC: rt_hploc_gpu_build needs a builder, vertices and a BVH");
-    const RtHplocParams p = pp ? *pp : rt_hploc_params_default();
-    RtStatus st = rt_hploc_params_check(&p, err);
-    if (st != RT_OK) return st;
-    if ((st = bvh_build_begin(&b->base, tri_count, stats != NULL, err)) != RT_OK) return st;
-    if ((st = hploc_reserve(b, tri_count, err)) != RT_OK) return st;
+    const HplocLaunches *q = (const HplocLaunches *)ctx;
+    RtHplocGpu *b = q->b;
     RtLaunchLog *log = &b->base.log;
     BvhKeysGpu *k = &b->base.keys;
     BvhCounters *ctr = b->base.d_ctr;
+    const RtHplocParams &p = q->p;
     const RtLbvhParams lp = hploc_collapse_params(&p);
+    const uint32_t tri_count = q->in.tri_count;
     /* grids over every triangle (n is on the device); the output's thread 0
      * always runs: it writes the root of a tree without interior nodes */
     const dim3 block(kBlock), tris((tri_count + kBlock - 1) / kBlock), keys(tri_count ? tris.x : 1);
+    RtStatus st;
 
     /* ---- 1-2. boxes, codes, sorted (bvh_gpu_common.cu); the Morton kernel
      *      frees the split slots (a memset launch less) --------------------- */
-    if ((st = bvh_keys_queue(&b->base, (const float4 *)d_verts, tri_count, b->a.slots,
-                             err)) != RT_OK)
-        return st;
+    if ((st = bvh_keys_queue(&b->base, q->in.verts, tri_count, b->a.slots, err)) != RT_OK) return st;
 
     /* ---- 3-4. the clustering, subtrees and nodes: one walk -------------------- */
     if ((st = rt_launch(log, "hploc_cluster", tris, block, 0, hploc_cluster_kernel, err, k->codes[1], k->ids[1],
@@ -527,7 +523,35 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
                         (const uint2 *)b->a.up, tri_count, b->tri_index, b->nodes)) != RT_OK)
         return st;
 
-    if ((st = bvh_build_end(&b->base, b->nodes, b->tri_index, b->cap, tri_count, (const float4 *)d_woop, 0, d_bvh, err)) != RT_OK) return st;
+    /* ---- the leaf triangles in the output's order ----------------------------- */
+    return bvh_leaf_woop_queue(&b->base, b->tri_index, tri_count, q->in.woop, err);
+}
+
+extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, const RtFloat4 *d_verts,
+                                       const RtFloat4 *d_woop, uint32_t tri_count, RtBvh *d_bvh,
+                                       RtHplocGpuStats *stats, RtError *err)
+{
+    if (!b || !d_bvh || (tri_count && !d_verts))
+        return rt_fail(err, RT_ERR_ARG, "H-PLOC: rt_hploc_gpu_build needs a builder, vertices and a BVH");
+    const RtHplocParams p = pp ? *pp : rt_hploc_params_default();
+    RtStatus st = rt_hploc_params_check(&p, err);
+    if (st != RT_OK) return st;
+    if ((st = bvh_build_begin(&b->base, tri_count, stats != NULL, err)) != RT_OK) return st;
+    if ((st = hploc_reserve(b, tri_count, err)) != RT_OK) return st;
+    if (d_woop && (st = bvh_leaf_woop_reserve(&b->base, b->cap, tri_count, err)) != RT_OK) return st;
+    HplocLaunches q;
+    memset(&q, 0, sizeof q); /* the key's padding too */
+    bvh_launch_key(&b->base, d_verts, d_woop, tri_count, &q.in);
+    q.b = b;
+    q.p = p;
+    q.a = b->a;
+    const void *arrays[] = {b->tri_index, b->nodes};
+    static_assert(sizeof arrays == sizeof q.arrays, "the key holds every array");
+    memcpy(q.arrays, arrays, sizeof q.arrays);
+    if ((st = bvh_build_run(&b->base, &q, sizeof q, hploc_queue, &q, err)) != RT_OK) return st;
+    if ((st = bvh_build_end(&b->base, b->nodes, b->tri_index, b->cap, tri_count, d_woop != NULL, d_bvh, err)) !=
+        RT_OK)
+        return st;
     return stats ? rt_hploc_gpu_build_finish(b, stats, err) : RT_OK;
 }
 

@@ -1,8 +1,9 @@
 /* lbvh_gpu.h — the GPU LBVH builder (stage "build", structure lbvh):
  * Karras 2012 (seed 002) as src/bvh/lbvh.h writes it, every step a kernel
- * on the builder's stream, no host round trip: boxes and scene box, Morton
- * codes, CUB's radix sort of (code, id) pairs, the radix tree, bottom-up
- * boxes and SAH leaf collapse with atomic flags. The tree equals
+ * on the builder's stream, no host round trip, replayed as one CUDA graph
+ * frame after frame: boxes and scene box, Morton codes, CUB's radix sort of
+ * (code, id) pairs, and the radix tree climbed from its leaves (Apetrei
+ * 2014) with the boxes and the SAH leaf collapse. The tree equals
  * rt_lbvh_build_cpu's bit for bit (tests/test_gpu_bvh.c).
  *
  * Plain C, opaque handle, never exits; buffers are allocated at the first
@@ -24,8 +25,7 @@ typedef struct RtLbvhGpuStats {
     /* per step: only when the build was given stats (each launch timed), else 0 */
     double morton_ms;      /* boxes, scene box and codes */
     double sort_ms;        /* CUB radix sort */
-    double tree_ms;        /* radix tree (Karras Fig. 4) */
-    double bottom_up_ms;   /* boxes and leaf collapse */
+    double climb_ms;       /* the radix tree climbed: boxes, leaf collapse, nodes */
     uint32_t launches;
     uint32_t triangles, valid; /* input triangles; non-degenerate ones (read back) */
 } RtLbvhGpuStats;

@@ -15,16 +15,25 @@
 
 #include "core/rt_base.h"
 
-/* Item blockIdx.x * B + threadIdx.x of in[] (n items) into v. */
+/* Item base + threadIdx.x of in[] (n items, base < n) into v: a block's
+ * tile starting at base (a loop over tiles, a grid smaller than n / B). */
 template <int B>
-__device__ __forceinline__ void rt_load3(const RtFloat4 *in, uint32_t n, RtFloat4 (&sh)[3 * B], RtFloat4 v[3])
+__device__ __forceinline__ void rt_load3_at(const RtFloat4 *in, uint32_t n, uint32_t base, RtFloat4 (&sh)[3 * B],
+                                            RtFloat4 v[3])
 {
-    const uint32_t base = blockIdx.x * B, items = n - base < (uint32_t)B ? n - base : (uint32_t)B;
+    const uint32_t items = n - base < (uint32_t)B ? n - base : (uint32_t)B;
     for (uint32_t j = threadIdx.x; j < 3 * items; j += B) sh[j] = in[3 * (size_t)base + j];
     __syncthreads();
     if (threadIdx.x < items)
         for (int k = 0; k < 3; k++) v[k] = sh[3 * threadIdx.x + k];
     __syncthreads();
+}
+
+/* Item blockIdx.x * B + threadIdx.x of in[] (n items) into v. */
+template <int B>
+__device__ __forceinline__ void rt_load3(const RtFloat4 *in, uint32_t n, RtFloat4 (&sh)[3 * B], RtFloat4 v[3])
+{
+    rt_load3_at<B>(in, n, blockIdx.x * B, sh, v);
 }
 
 /* v into item blockIdx.x * B + threadIdx.x of out[] (n items). */

@@ -134,6 +134,77 @@ static inline RtStatus rt_launch_log_resolve(RtLaunchLog *log, RtError *err)
     return RT_OK;
 }
 
+/* A sequence of launches replayed as one CUDA graph. A per-frame build
+ * queues the same launches with the same arguments frame after frame, and
+ * queued one by one the GPU waits for the host between short kernels (CUB's
+ * sort alone is several launches and host calls); a graph is queued with
+ * one call. The key is every value the launches depend on (sizes, device
+ * pointers, parameters): a different key captures anew. */
+enum { RT_LAUNCH_GRAPH_KEY = 256 };
+typedef struct RtLaunchGraph {
+    cudaGraphExec_t exec; /* NULL: nothing captured */
+    unsigned char key[RT_LAUNCH_GRAPH_KEY];
+    size_t key_bytes;
+    /* the log as the captured launches left it, restored at each replay */
+    uint32_t launches;
+    int entry_count;
+    RtLaunchEntry entries[RT_LAUNCH_MAX_NAMES];
+} RtLaunchGraph;
+
+static inline void rt_launch_graph_destroy(RtLaunchGraph *g)
+{
+    if (g->exec) cudaGraphExecDestroy(g->exec);
+    memset(g, 0, sizeof *g);
+}
+
+/* queue(ctx, err) queues its launches on log->stream (through rt_launch and
+ * the log). Here they run as g's graph, captured first when g holds none
+ * for this key; with a timed log (an event pair around each launch) they
+ * are queued one by one instead. The log counts them either way. */
+static inline RtStatus rt_launch_graph_run(RtLaunchGraph *g, RtLaunchLog *log, const void *key, size_t key_bytes,
+                                           RtStatus (*queue)(void *ctx, RtError *err), void *ctx, RtError *err)
+{
+    if (log->timed || key_bytes > RT_LAUNCH_GRAPH_KEY) return queue(ctx, err);
+    if (g->exec && g->key_bytes == key_bytes && !memcmp(g->key, key, key_bytes)) {
+        log->launches += g->launches;
+        for (int i = 0; i < g->entry_count; i++) log->entries[rt_launch_entry(log, g->entries[i].name)].count += g->entries[i].count;
+    } else {
+        rt_launch_graph_destroy(g);
+        const uint32_t launches0 = log->launches;
+        RtLaunchEntry before[RT_LAUNCH_MAX_NAMES];
+        const int entries0 = log->entry_count;
+        memcpy(before, log->entries, sizeof before);
+        CUDA_CHECK(err, cudaStreamBeginCapture(log->stream, cudaStreamCaptureModeThreadLocal));
+        RtStatus st = queue(ctx, err);
+        cudaGraph_t graph = NULL;
+        cudaError_t e = cudaStreamEndCapture(log->stream, &graph);
+        if (st == RT_OK && e != cudaSuccess)
+            st = rt_fail(err, RT_ERR_CUDA, "CUDA: capturing a launch graph: %s", cudaGetErrorString(e));
+        if (st == RT_OK && (e = cudaGraphInstantiate(&g->exec, graph, 0)) != cudaSuccess) {
+            g->exec = NULL;
+            st = rt_fail(err, RT_ERR_CUDA, "CUDA: instantiating a launch graph: %s", cudaGetErrorString(e));
+        }
+        if (graph) cudaGraphDestroy(graph);
+        if (st != RT_OK) {
+            cudaGetLastError();
+            return st;
+        }
+        memcpy(g->key, key, key_bytes);
+        g->key_bytes = key_bytes;
+        /* what the capture added to the log */
+        g->launches = log->launches - launches0;
+        g->entry_count = 0;
+        for (int i = 0; i < log->entry_count; i++) {
+            const uint32_t was = i < entries0 ? before[i].count : 0u;
+            if (log->entries[i].count == was) continue;
+            g->entries[g->entry_count] = log->entries[i];
+            g->entries[g->entry_count++].count -= was;
+        }
+    }
+    CUDA_CHECK(err, cudaGraphLaunch(g->exec, log->stream));
+    return RT_OK;
+}
+
 static inline void rt_launch_log_destroy(RtLaunchLog *log)
 {
     for (int i = 0; i < log->ev_created; i++) cudaEventDestroy(log->ev[i]);

@@ -24,6 +24,7 @@
 #ifndef RT_KD_LARGE_INTERNAL_CUH
 #define RT_KD_LARGE_INTERNAL_CUH
 
+#include "gpu/fence.cuh"
 #include "kd/kd_gpu_internal.cuh"
 
 __device__ __forceinline__ void kd_box_init(int box[6])
@@ -436,9 +437,9 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2
          * this fence (cumulative, as in cooperative_groups' grid barrier);
          * one fence per block, not per warp (each fence invalidates the
          * SM's L1) */
-        __threadfence();
+        rt_fence_acq_rel();
         off[W] = atomicAdd(&nd->done, 1u) + 1 == nd->chunk_count;
-        if (off[W]) __threadfence(); /* acquire: the other blocks' writes before the routing reads */
+        if (off[W]) rt_fence_acq_rel(); /* acquire: the other blocks' writes before the routing reads */
     }
     __syncthreads();
     bool last = off[W] != 0;
@@ -586,7 +587,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
              * the warp's writes): the persistent stage's blocks start a
              * chunk as soon as its descriptor is set */
             __syncwarp();
-            __threadfence();
+            rt_fence_acq_rel();
             for (uint32_t j = lane; j < cc; j += 32) b.chunks[kd_list(b, level + 1)][cf + j] = make_uint2(slot, j * c.chunk_refs);
         }
     }

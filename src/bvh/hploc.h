@@ -93,21 +93,8 @@ RT_HD RtLbvhParams hploc_collapse_params(const RtHplocParams *p)
 
 /* ---- step 3: the radix tree, walked bottom-up --------------------------------- */
 
-/* Sorted keys i and i + 1 (0 <= i < n - 1) compared as augmented keys
- * (code, position), exclusive-or: the larger, the higher their first
- * differing bit (Apetrei 2014 compares these, not their leading zeros). */
-RT_HD uint64_t hploc_delta(const uint32_t *codes, uint32_t i)
-{
-    return ((uint64_t)(codes[i] ^ codes[i + 1]) << 32) | (uint64_t)(i ^ (i + 1u));
-}
-
-/* The radix node of keys [lo, hi] (not all n): 1 if it is its parent's left
- * child (the parent's split slot is hi), 0 if the right (slot lo - 1). The
- * parent is the side whose boundary keys share the longer prefix. */
-RT_HD int hploc_is_left_child(const uint32_t *codes, uint32_t n, uint32_t lo, uint32_t hi)
-{
-    return lo == 0 || (hi != n - 1 && hploc_delta(codes, hi) < hploc_delta(codes, lo - 1));
-}
+/* The radix tree's nodes bottom-up (Apetrei 2014): lbvh.h's
+ * lbvh_is_left_child and lbvh_boundary, the LBVH's GPU climb's rule. */
 
 /* ---- step 3: PLOC inside a radix node ----------------------------------------- */
 

@@ -158,7 +158,7 @@ static void walk_task(void *ctx, int worker, size_t task)
     for (; p < end; p++) {
         uint32_t lo = (uint32_t)p, hi = (uint32_t)p, node = (uint32_t)p;
         for (;;) {
-            const int left = hploc_is_left_child(b->code, n, lo, hi);
+            const int left = lbvh_is_left_child(b->code, n, lo, hi);
             const uint32_t s = left ? hi : lo - 1;
             hploc_link_radix(n, node, s, left, b->radix.child, b->radix.parent);
             const uint32_t prev = atomic_exchange_explicit(&b->slot[s], left ? lo : hi, memory_order_acq_rel);

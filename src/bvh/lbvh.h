@@ -168,6 +168,36 @@ RT_HD void lbvh_node_range(const uint32_t *codes, uint32_t n, uint32_t i, uint32
     *split = (uint32_t)gamma;
 }
 
+/* The same radix tree bottom-up (Apetrei 2014, "Fast and simple
+ * agglomerative LBVH construction"): a node knows only its key range, and
+ * its parent is on the side whose boundary keys share the longer prefix;
+ * the GPU builder climbs it this way (no per-node search), H-PLOC's
+ * clustering too (hploc.h). */
+
+/* Sorted keys i and i + 1 (0 <= i < n - 1) compared as augmented keys
+ * (code, position), exclusive-or: the larger, the higher their first
+ * differing bit (Apetrei compares these, not their leading zeros; the
+ * order is lbvh_delta's). */
+RT_HD uint64_t lbvh_boundary(const uint32_t *codes, uint32_t i)
+{
+    return ((uint64_t)(codes[i] ^ codes[i + 1]) << 32) | (uint64_t)(i ^ (i + 1u));
+}
+
+/* The radix node of keys [lo, hi] (not all n): 1 if it is its parent's left
+ * child (the parent's split is hi), 0 if the right (split lo - 1). */
+RT_HD int lbvh_is_left_child(const uint32_t *codes, uint32_t n, uint32_t lo, uint32_t hi)
+{
+    return lo == 0 || (hi != n - 1 && lbvh_boundary(codes, hi) < lbvh_boundary(codes, lo - 1));
+}
+
+/* Karras's number of the internal node of keys [lo, hi] (lo < hi, as
+ * lbvh_node_range numbers them): the root 0; a left child is its split's
+ * node, hi; a right child the one after, lo. */
+RT_HD uint32_t lbvh_node_index(uint32_t n, uint32_t lo, uint32_t hi, int left)
+{
+    return lo == 0 && hi == n - 1 ? 0u : (left ? hi : lo);
+}
+
 /* ---- step 4: bottom-up ------------------------------------------------------------ */
 
 /* What the bottom-up pass knows of a finished subtree. */
