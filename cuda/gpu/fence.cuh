@@ -17,16 +17,9 @@ __device__ __forceinline__ void rt_fence_acq_rel()
     cuda::atomic_thread_fence(cuda::memory_order_acq_rel, cuda::thread_scope_device);
 }
 
-/* atomicAdd(p, v) that releases this thread's earlier writes with the
- * update and acquires those released by the earlier updates of *p: the
- * old value. */
-__device__ __forceinline__ uint32_t rt_atomic_add_acq_rel(uint32_t *p, uint32_t v)
-{
-    cuda::atomic_ref<uint32_t, cuda::thread_scope_device> r(*p);
-    return r.fetch_add(v, cuda::memory_order_acq_rel);
-}
-
-/* atomicExch(p, v) with the same acquire-release order: the old value. */
+/* atomicExch(p, v) that releases this thread's earlier writes with the
+ * exchange and acquires those released by the earlier exchanges of *p:
+ * the old value. */
 __device__ __forceinline__ uint32_t rt_atomic_exch_acq_rel(uint32_t *p, uint32_t v)
 {
     cuda::atomic_ref<uint32_t, cuda::thread_scope_device> r(*p);
