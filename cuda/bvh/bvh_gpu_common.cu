@@ -24,9 +24,9 @@ static constexpr int kBoxBlocksPerSm = 4;
 
 /* CUB's onesweep radix sort of 32-bit pairs with another tile than its
  * sm_90 default (384 threads x 23 pairs): CUB's own policy hub for the rest,
- * the onesweep policy replaced. At the default, a Sponza-sized sort
- * (262K pairs) runs about 30 blocks a pass on 132 multiprocessors, each
- * pass as long as one tile's chain; tiles of 256 x 12 run 86. */
+ * the onesweep policy replaced. At the default tile a sort of a few hundred
+ * thousand pairs runs fewer blocks a pass than the GPU has multiprocessors,
+ * and a pass lasts as long as one tile's chain: smaller tiles spread it. */
 using SortOffset = cub::detail::choose_offset_t<int>;
 template <int THREADS, int ITEMS>
 struct BvhSortHub {
@@ -45,9 +45,7 @@ struct BvhSortHub {
 };
 
 /* Pairs up to this many sort with the smaller tiles; above, CUB's default
- * is faster (NVIDIA H200, 2026-11-27, rtviewer --bench, build medians:
- * Sponza `lbvh` 0.169-0.172 -> 0.162 ms, `bvh` 0.394 -> 0.384; the 10M
- * grid 2.50 ms with the default, 2.57 with these tiles). */
+ * tile is the faster (measured at 262K and 10M pairs: docs/bvh.md). */
 static constexpr uint32_t kSmallSort = 1u << 20;
 
 /* The (code, id) pairs keys.codes[0] / ids[0] -> codes[1] / ids[1] sorted by
