@@ -351,9 +351,9 @@ __device__ __forceinline__ static void render_pixel(const RtGpuSceneView &sc, co
 }
 
 /* Blocks per SM the shading kernel is compiled for: 5 x 128 threads leave
- * 102 registers a thread; its own choice for the kd walk is 118, which fits
- * only 4 blocks (and 4 blocks forced, 128 registers, traced Sponza 9 %
- * slower than the compiler's 96 with spills, NVIDIA H200). */
+ * 102 registers a thread; the compiler's own choice for the kd walk fits
+ * only 4 blocks, which traced slower than 5 with a few spills
+ * (docs/trace_gpu.md). */
 static const int kRenderMinBlocks = 5;
 template <class Walk>
 __global__ void __launch_bounds__(kBlock, kRenderMinBlocks) render_kernel(RtGpuSceneView sc, typename Walk::Tree tr, TraceCfg cfg,

@@ -478,10 +478,9 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                  * no later than the best hit), else the walk pops. Both
                  * marks are tested at once first: tested one by one, their
                  * instructions cost the walk more than the visits they save
-                 * where empty leaves are few (node loads a primary ray in
-                 * the host emulation: Sponza 58.3 -> 49.6, the kitchen
-                 * 25.0 -> 22.9, the bunny 6.3 -> 5.4). */
-                const uint32_t e = kd_empty_children(n) >> 2, side = go == left ? 0u : 1u;
+                 * where empty leaves are few (docs/trace_gpu.md). e: bit 0
+                 * the left child's mark, bit 1 the right's. */
+                const uint32_t e = kd_empty_children(n) / RT_KD_EMPTY_LEFT, side = go == left ? 0u : 1u;
                 if (e) {
                     push = push && !((e >> (side ^ 1u)) & 1u);
                     if ((e >> side) & 1u) {

@@ -75,10 +75,12 @@ typedef struct RtKdLeaf {
 static_assert(sizeof(RtKdNode) == 8, "RtKdNode must stay 8 bytes (one 64-bit load)");
 static_assert(sizeof(RtKdLeaf) == 8, "RtKdLeaf must stay 8 bytes");
 static_assert(sizeof(RtFloat4) == 16, "RtFloat4 must match float4");
+static_assert(RT_KD_EMPTY_RIGHT == 2 * RT_KD_EMPTY_LEFT, "the marks are two adjacent bits, left first");
 #else
 _Static_assert(sizeof(RtKdNode) == 8, "RtKdNode must stay 8 bytes (one 64-bit load)");
 _Static_assert(sizeof(RtKdLeaf) == 8, "RtKdLeaf must stay 8 bytes");
 _Static_assert(sizeof(RtFloat4) == 16, "RtFloat4 must match float4");
+_Static_assert(RT_KD_EMPTY_RIGHT == 2 * RT_KD_EMPTY_LEFT, "the marks are two adjacent bits, left first");
 #endif
 
 RT_HD int kd_is_leaf(RtKdNode n) { return (n.bits & 3u) == RT_KD_LEAF_TAG; }
