@@ -374,6 +374,140 @@ static void gpu_kd_exact_builder(void **state)
     }
 }
 
+/* Two device trees the same, array by array. */
+static void assert_same_tree(const RtKdTree *a, const RtKdTree *b, const char *what)
+{
+    RtError err = {0};
+    RtKdTree ha, hb;
+    assert_int_equal(rt_kd_gpu_download(a, &ha, &err), RT_OK);
+    assert_int_equal(rt_kd_gpu_download(b, &hb, &err), RT_OK);
+    int same = ha.node_count == hb.node_count && ha.leaf_count == hb.leaf_count && ha.index_count == hb.index_count &&
+               !memcmp(&ha.bounds, &hb.bounds, sizeof ha.bounds) &&
+               !memcmp(ha.nodes, hb.nodes, ha.node_count * sizeof *ha.nodes) &&
+               !memcmp(ha.leaves, hb.leaves, ha.leaf_count * sizeof *ha.leaves) &&
+               !memcmp(ha.leaf_boxes, hb.leaf_boxes, ha.leaf_count * sizeof *ha.leaf_boxes) &&
+               !memcmp(ha.tri_index, hb.tri_index, ha.index_count * sizeof *ha.tri_index);
+    if (!same)
+        print_message("%s: trees differ (nodes %u / %u, leaves %u / %u, refs %u / %u)\n", what, ha.node_count,
+                      hb.node_count, ha.leaf_count, hb.leaf_count, ha.index_count, hb.index_count);
+    assert_true(same);
+    rt_kd_tree_free(&ha);
+    rt_kd_tree_free(&hb);
+}
+
+/* The exact builder's frames: after a host-driven build its levels run as
+ * one graph over capacities from that build (replayed while the scene's
+ * count and the rules hold); a frame that outgrows them is built again
+ * host-driven, and one with a tight segment too long for the graph's sort
+ * stays host-driven. Each tree equals the host-driven (timed) build's of
+ * the same vertices, byte for byte. */
+static void gpu_kd_exact_frames(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtError err = {0};
+    RtKdGpu *kd = NULL, *ref = NULL;
+    assert_int_equal(rt_kd_gpu_create(&kd, &err), RT_OK);
+    assert_int_equal(rt_kd_gpu_create(&ref, &err), RT_OK);
+    const uint32_t n = quick() ? 4000 : 30000;
+    RtTriArrays base = make_scene(SC_CLUSTER, n, 120), soup = make_scene(SC_SOUP, n, 121);
+    RtTriArrays t = make_scene(SC_CLUSTER, n, 120);
+    RtFloat4 *dv, *dw;
+    upload_scene(&t, &dv, &dw);
+    for (int clip = 1; clip >= 0; clip--) {
+        RtKdGpuParams p = rt_kd_gpu_params_default(), pt;
+        p.builder = RT_KD_GPU_BUILDER_EXACT;
+        p.exact_clip = clip;
+        pt = p;
+        pt.timed = 1;
+        /* frames: the clusters turning (0-3), the soup (4-5, the same
+         * vertices: outgrows the capacities, then fits its own), the
+         * clusters again (6) */
+        int graphs = 0;
+        for (int f = 0; f < 7; f++) {
+            const RtTriArrays *src = f == 4 || f == 5 ? &soup : &base;
+            const float ang = 0.15f * (float)(f == 5 ? 4 : f), c = cosf(ang), sn = sinf(ang);
+            for (uint32_t i = 0; i < n; i++) {
+                RtVec3 w[3];
+                for (int k = 0; k < 3; k++) {
+                    const RtFloat4 v = src->verts[3 * i + k];
+                    w[k] = v3(c * v.x + sn * v.z, v.y * (1.0f + 0.02f * (float)f), -sn * v.x + c * v.z);
+                }
+                set_tri(&t, i, w[0], w[1], w[2]); /* (the Woop rows too: the rays' oracle reads them) */
+            }
+            assert_int_equal(rt_gpu_memcpy(dv, t.verts, 3 * (size_t)n * sizeof *t.verts, RT_COPY_TO_DEVICE, &err),
+                             RT_OK);
+            RtKdTree da, db;
+            RtKdGpuStats sa, sb;
+            assert_int_equal(rt_kd_gpu_build(kd, &p, dv, NULL, n, &da, &sa, &err), RT_OK);
+            assert_int_equal(rt_kd_gpu_build(ref, &pt, dv, NULL, n, &db, &sb, &err), RT_OK);
+            print_message("exact frames (clip %d) %d: round trips %u (host-driven %u), launches %u / %u, levels %u, "
+                          "nodes %u, refs %u, GPU %.3f / %.3f ms\n",
+                          clip, f, sa.round_trips, sb.round_trips, sa.launches, sb.launches, sa.large_levels, sa.nodes,
+                          sa.references, sa.gpu_ms, sb.gpu_ms);
+            char what[64];
+            snprintf(what, sizeof what, "exact frames (clip %d) %d", clip, f);
+            assert_same_tree(&da, &db, what);
+            assert_true(sb.round_trips == sb.large_levels + 2);
+            if (f == 0) assert_int_equal(sa.round_trips, sb.round_trips);    /* no schedule yet */
+            /* the graph (one wait), or its capacities outgrown and the
+             * levels host-driven after it */
+            assert_true(f == 0 || sa.round_trips == 1 || sa.round_trips == 1 + sb.round_trips);
+            if (f >= 1 && f <= 3) graphs += sa.round_trips == 1;
+            if (f == 3) assert_true(graphs >= 1);                            /* turning a little fits */
+            if (f == 4) assert_int_equal(sa.round_trips, 1 + sb.round_trips); /* the soup outgrows the clusters' */
+            if (f == 4) assert_int_equal(sa.rebuilds, 1);
+            if (f == 5) assert_int_equal(sa.round_trips, 1);                 /* the same frame again fits */
+            if (f == 3) {
+                RtKdTree h;
+                assert_int_equal(rt_kd_gpu_download(&da, &h, &err), RT_OK);
+                assert_int_equal(rt_kd_validate_flags(&h, &t, clip ? 0u : RT_KD_VALIDATE_LOOSE_REFS, &err), RT_OK);
+                assert_int_equal(compare_rays(&h, &t, quick() ? 300 : 2000, 122), 0);
+                rt_kd_tree_free(&h);
+            }
+        }
+    }
+    /* large triangles that every split crosses: a tight segment longer than
+     * the graph's sort takes; the frame after the host-driven one finds it,
+     * and the next stays host-driven; each tree equal to the timed build's */
+    {
+        RtKdGpuParams p = rt_kd_gpu_params_default(), pt;
+        p.builder = RT_KD_GPU_BUILDER_EXACT;
+        pt = p;
+        pt.timed = 1;
+        /* clusters that split well, and 6000 triangles across the whole
+         * scene that every split clips */
+        RtTriArrays big = make_scene(SC_CLUSTER, 20000, 123);
+        RtTestRng r = {124};
+        for (uint32_t i = 0; i < 6000; i++)
+            set_tri(&big, i, rnd3(&r, 2.0f), v3_add(v3(8, 8, 8), rnd3(&r, 2.0f)),
+                    v3_add(v3(0, 8, 8), rnd3(&r, 2.0f)));
+        RtFloat4 *bv, *bw;
+        upload_scene(&big, &bv, &bw);
+        for (int f = 0; f < 3; f++) {
+            RtKdTree da, db;
+            RtKdGpuStats sa, sb;
+            assert_int_equal(rt_kd_gpu_build(kd, &p, bv, NULL, big.count, &da, &sa, &err), RT_OK);
+            assert_int_equal(rt_kd_gpu_build(ref, &pt, bv, NULL, big.count, &db, &sb, &err), RT_OK);
+            print_message("exact frames, large triangles %d: round trips %u (host-driven %u), levels %u, refs %u\n", f,
+                          sa.round_trips, sb.round_trips, sa.large_levels, sa.references);
+            assert_same_tree(&da, &db, "exact frames, large triangles");
+            if (f == 1) assert_int_equal(sa.round_trips, 1 + sb.round_trips); /* the graph stopped, then the host */
+            if (f == 2) assert_int_equal(sa.round_trips, sb.round_trips);
+        }
+        rt_kd_gpu_free(bv);
+        rt_kd_gpu_free(bw);
+        free_scene(&big);
+    }
+    rt_kd_gpu_destroy(kd);
+    rt_kd_gpu_destroy(ref);
+    rt_kd_gpu_free(dv);
+    rt_kd_gpu_free(dw);
+    free_scene(&t);
+    free_scene(&base);
+    free_scene(&soup);
+}
+
 static void gpu_kd_every_variant_valid(void **state)
 {
     (void)state;
@@ -608,6 +742,7 @@ int main(void)
         cmocka_unit_test(gpu_kd_scenes_match_brute_force),
         cmocka_unit_test(gpu_kd_large_mesh_valid),
         cmocka_unit_test(gpu_kd_exact_builder),
+        cmocka_unit_test(gpu_kd_exact_frames),
         cmocka_unit_test(gpu_kd_every_variant_valid),
         cmocka_unit_test(gpu_kd_rebuild_reuses_buffers),
         cmocka_unit_test(gpu_kd_buffers_fit_the_tree),

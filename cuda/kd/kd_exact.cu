@@ -37,9 +37,19 @@
  *     a child it misses, and makes its events there anew from its part's
  *     box: those few are sorted per child and merged into the kept events,
  *     which stay in order. The trees then cost what the oracle's do.
- *   - The host waits once per level for the level's totals (the next level's
- *     sizes), as the thesis does; CUB scans stand in for its hand-written
- *     binary scans and the atomic minimum for its hybrid reduction.
+ *   - The levels' sizes live on the device (ExSizes): each level's last
+ *     kernel before its children writes them. The thesis's host waits once
+ *     per level for them; here that is only the first build of a scene (and
+ *     timed builds): it records each level's sizes, and later builds run
+ *     every level as one CUDA graph over arrays and grids sized for those
+ *     with room to grow, a single wait at the end. A build that outgrows
+ *     them is flagged on the device and built again host-driven (the
+ *     ExSchedule comment). The per-level launch overhead, not the kernels,
+ *     was most of a host-driven build of a small scene.
+ *   - CUB scans stand in for the thesis's hand-written binary scans and the
+ *     atomic minimum for its hybrid reduction; the tight events are sorted
+ *     by CUB's segmented sort host-driven and by rank counting
+ *     (ex_tight_rank) in the graph, which must not wait for the host.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -57,6 +67,7 @@
 #include "gpu/gpu.h"
 
 #define EX_BLOCK 256
+#define EX_CLIP_BLOCK 64
 /* a cut's position in its node's list takes 29 bits of the best-split key */
 #define EX_CUT_BITS 29
 
@@ -104,16 +115,42 @@ struct ExNodeSum {
     }
 };
 
-/* The split rules (the CPU oracle's, kd_sah.h) and the builder's switches. */
+/* The split rules (the CPU oracle's, kd_sah.h) and the builder's switches;
+ * the two that depend on the scene (the thinnest slab, the depth limit) are
+ * ExSizes', set on the device. */
 struct ExRules {
-    double c_trav, c_isect, lambda, gap;
+    double c_trav, c_isect, lambda;
     uint32_t max_leaf;
-    int max_depth;
+    int max_depth_asked; /* RtKdGpuParams.max_depth: rt_kd_max_depth's request */
     int exact_clip;
+};
+
+/* A level's sizes, in device memory: ex_root writes the root's, each
+ * level's ex_sizes its children's (and its own T and N2), so the kernels
+ * never need them from the host, which reads them back only when it drives
+ * the levels itself (kd_exact_build has the two ways). */
+struct ExSizes {
+    uint32_t N, R, E;   /* active nodes, references, events per axis (2 R) */
+    uint32_t T, N2;     /* tight copies, children (ex_sizes; N2 = 0: nothing goes down) */
+    uint32_t node_base, leaf_base, index_base; /* the tree's counts before the level */
+    int max_depth;
+    uint32_t pad;
+    double gap;         /* the thinnest slab a split may cut off (RT_KD_MIN_GAP of the scene) */
+};
+
+/* The build's totals, in device memory (copied back once when the levels
+ * run as one graph). overflow: EX_OVER_* bits; the tree is not to be used. */
+enum { EX_OVER_CAP = 1, EX_OVER_SEGMENT = 2 };
+struct ExTotals {
+    uint32_t nodes, leaves, index, levels;
+    uint32_t valid, overflow;
+    RtAabb box;
 };
 
 /* Everything a level's kernels read and write (passed by value). */
 struct ExLevel {
+    ExSizes *sz;            /* this level's sizes (sz[1]: the next level's) */
+    ExTotals *tot;
     const u64 *ev[3];
     u64 *ev_out[3];
     const uint32_t *prim, *rnode; /* per reference: triangle, active node */
@@ -131,14 +168,12 @@ struct ExLevel {
     RtAabb *tbox;           /* per tight reference: its boxes in the left and right child */
     uint32_t *strad, *n_strad; /* the straddlers to clip (exact_clip), and their count */
     const ExRefScan *scan_refs;
-    const u64 *tkeys;       /* tight events (plane, type), per axis and child, sorted; tvals: their
+    u64 *tkeys;             /* tight events (plane, type), per axis and child, sorted; tvals: their
                                references, the child's side in the top bit */
-    const uint32_t *tvals;
+    uint32_t *tvals;
     u64 *tkeys_in;
     uint32_t *tvals_in;
     uint32_t *seg_begin, *seg_end; /* per axis and child: its tight events */
-    uint32_t n_tight;       /* tight copies (child references) this level */
-    uint32_t n_children;
     uint2 *slot;            /* per reference: its slots in the children's list */
     const u64 *scan_sides;  /* per axis, per event: left and right copies before it */
     RtKdNode *nodes;
@@ -146,31 +181,31 @@ struct ExLevel {
     RtAabb *leaf_boxes;
     uint32_t *tri_index;
     const float4 *verts;
-    uint32_t n_nodes, n_refs, n_events;
-    uint32_t node_base, leaf_base, index_base;
     int level;
     ExRules k;
 };
 
 /* The scans' inputs, computed on the fly. */
-struct ExTypeCount { /* per axis-major event index, plus one zero at the end */
+struct ExTypeCount { /* per axis-major event index, plus zeros from the end on */
     const u64 *ev0, *ev1, *ev2;
-    uint32_t n;
+    const ExSizes *sz;
     __host__ __device__ u64 operator()(uint32_t j) const
     {
+        const uint32_t n = sz->E;
         if (j >= 3u * n) return 0;
         const u64 e = j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
         const uint32_t t = rt_kd_event_type(e);
         return t == RT_KD_EV_START ? 1ull : (t == RT_KD_EV_END ? (1ull << 32) : 0ull);
     }
 };
-struct ExSideCount { /* per axis-major event index (and a zero at the end): its reference's
-                       copies whose planes stay (not tight) */
+struct ExSideCount { /* per axis-major event index (and zeros from the end on): its
+                       reference's copies whose planes stay (not tight) */
     const u64 *ev0, *ev1, *ev2;
     const uint8_t *side;
-    uint32_t n;
+    const ExSizes *sz;
     __host__ __device__ u64 operator()(uint32_t j) const
     {
+        const uint32_t n = sz->E;
         if (j >= 3u * n) return 0;
         const u64 e = j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
         const uint8_t s = side[rt_kd_event_id(e)];
@@ -178,12 +213,12 @@ struct ExSideCount { /* per axis-major event index (and a zero at the end): its 
         return (u64)(s & 1u) | ((u64)((s >> 1) & 1u) << 32);
     }
 };
-struct ExRefCount { /* per reference, plus one zero at the end */
+struct ExRefCount { /* per reference, plus zeros from the end on */
     const uint8_t *side;
-    uint32_t n;
+    const ExSizes *sz;
     __host__ __device__ ExRefScan operator()(uint32_t r) const
     {
-        if (r >= n) return ExRefScan{0, 0, 0, 0};
+        if (r >= sz->R) return ExRefScan{0, 0, 0, 0};
         const uint32_t s = side[r], t = (s >> 2) & 1u;
         return ExRefScan{s & 1u, (s >> 1) & 1u, (s & 1u) & t, ((s >> 1) & 1u) & t};
     }
@@ -195,6 +230,12 @@ struct ExValid {
 };
 
 /* ---- the root ------------------------------------------------------------------- */
+
+/* The bounds' starting values (empty). */
+__global__ void ex_start(int *bounds)
+{
+    if (threadIdx.x < 6) bounds[threadIdx.x] = rt_f2ord(threadIdx.x < 3 ? INFINITY : -INFINITY);
+}
 
 /* Which triangles enter the tree (kd_clip.h's rule), and their bounds. */
 __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n, uint32_t *valid, int *bounds)
@@ -233,13 +274,20 @@ __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n
     }
 }
 
-/* The root's references (valid triangles in id order) and their events. */
+/* The root's references (valid triangles in id order) and their events;
+ * an invalid triangle's two slots past the valid ones get keys above every
+ * event's, so that the lists of all 2 n keys sort with the events first. */
 __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const uint32_t *vscan, uint32_t n,
                                u64 *k0, u64 *k1, u64 *k2, uint32_t *prim, uint32_t *rnode)
 {
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n || !valid[t]) return;
+    if (t >= n) return;
     const uint32_t r = vscan[t];
+    if (!valid[t]) {
+        const size_t pad = 2 * ((size_t)vscan[n] + (t - r));
+        k0[pad] = k0[pad + 1] = k1[pad] = k1[pad + 1] = k2[pad] = k2[pad + 1] = ~0ull;
+        return;
+    }
     prim[r] = t;
     rnode[r] = 0;
     const float4 a = verts[3 * (size_t)t], b = verts[3 * (size_t)t + 1], c = verts[3 * (size_t)t + 2];
@@ -256,15 +304,47 @@ __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const
     }
 }
 
+/* One thread, after the valid triangles' scan: the root's sizes and node,
+ * the scene's rules, the totals. */
+__global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, int max_depth_asked, ExSizes *sz,
+                        ExTotals *tot, uint32_t *nd_first, uint32_t *nd_count, uint32_t *nd_tree, RtAabb *nd_cell,
+                        RtAabb *root_box, uint32_t *n_strad, u64 *best)
+{
+    const uint32_t valid = vscan[n];
+    RtAabb box = aabb_empty();
+    double extent = 0.0;
+    if (valid) {
+        box.lo = v3(rt_ord2f(bounds[0]), rt_ord2f(bounds[1]), rt_ord2f(bounds[2]));
+        box.hi = v3(rt_ord2f(bounds[3]), rt_ord2f(bounds[4]), rt_ord2f(bounds[5]));
+        for (int a = 0; a < 3; a++) extent = fmax(extent, (double)v3_get(box.hi, a) - v3_get(box.lo, a));
+    }
+    double gap = RT_KD_MIN_GAP * extent;
+    if (!(gap > 0.0)) gap = 2.2250738585072014e-308; /* DBL_MIN: faces are never interior planes */
+    ExSizes s;
+    memset(&s, 0, sizeof s);
+    s.N = 1, s.R = valid, s.E = 2 * valid;
+    s.node_base = 1; /* the root's children come after it */
+    s.max_depth = rt_kd_max_depth(max_depth_asked, valid);
+    s.gap = gap;
+    *sz = s;
+    *nd_first = 0, *nd_count = valid, *nd_tree = 0, *nd_cell = box, *root_box = box;
+    *n_strad = 0;
+    *best = ~0ull; /* the root's best split (ex_nodes clears the levels' below) */
+    ExTotals t;
+    memset(&t, 0, sizeof t);
+    t.nodes = 1, t.valid = valid, t.box = box;
+    *tot = t;
+}
+
 /* ---- ComputeBestSplits (Alg. 6) --------------------------------------------------- */
 
 /* The candidates of the cut before position k of a node's list on axis a:
  * prev / cur are the events either side (has_prev / has_cur: they exist),
  * s / e the START / END events before the cut, plc the planar references
  * before it. */
-__device__ __forceinline__ void ex_cut(const ExRules &L, u64 *key, int a, uint32_t k, int has_prev, u64 prev,
-                                       int has_cur, u64 cur, uint32_t s, uint32_t e, uint32_t plc, uint32_t nnp,
-                                       uint32_t npl, double lo, double hi, double A, double B)
+__device__ __forceinline__ void ex_cut(const ExRules &L, double gap, u64 *key, int a, uint32_t k, int has_prev,
+                                       u64 prev, int has_cur, u64 cur, uint32_t s, uint32_t e, uint32_t plc,
+                                       uint32_t nnp, uint32_t npl, double lo, double hi, double A, double B)
 {
     /* no cut between two events of one key (a planar triangle's pair) */
     if (has_prev && has_cur && (prev >> RT_KD_EV_ID_BITS) == (cur >> RT_KD_EV_ID_BITS)) return;
@@ -283,7 +363,7 @@ __device__ __forceinline__ void ex_cut(const ExRules &L, u64 *key, int a, uint32
         }
         const double xl = (double)x - lo, xr = hi - (double)x;
         int ok;
-        if (xl >= L.gap && xr >= L.gap) ok = 1;
+        if (xl >= gap && xr >= gap) ok = 1;
         /* a face of the cell splits off only the triangles lying in it */
         else if (xl == 0.0) ok = s == 0 && plc > 0;
         else if (xr == 0.0) ok = e == nnp && npl > plc;
@@ -300,16 +380,17 @@ __device__ __forceinline__ void ex_cut(const ExRules &L, u64 *key, int a, uint32
  * (the lists of a node line up on the three axes), the best to its node. */
 __global__ void ex_best(ExLevel L)
 {
+    const ExSizes S = *L.sz;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t n = 0xffffffffu;
     u64 key = ~0ull;
-    if (i < L.n_events) {
+    if (i < S.E) {
         n = L.rnode[rt_kd_event_id(L.ev[0][i])];
         const uint32_t count = L.nd_count[n];
         const RtAabb cell = L.nd_cell[n];
         double ext[3];
         const double half = rt_kd_half_area(cell, ext);
-        if (rt_kd_may_split(count, L.k.max_leaf, L.level, L.k.max_depth, half)) {
+        if (rt_kd_may_split(count, L.k.max_leaf, L.level, S.max_depth, half)) {
             const uint32_t s0 = 2 * L.nd_first[n], k = i - s0, last = 2 * count - 1;
             const double inv = 1.0 / half;
             for (int a = 0; a < 3; a++) {
@@ -318,15 +399,16 @@ __global__ void ex_best(ExLevel L)
                 const double A = ext[(a + 1) % 3] * ext[(a + 2) % 3] * inv;
                 const double B = (ext[(a + 1) % 3] + ext[(a + 2) % 3]) * inv;
                 const u64 *ev = L.ev[a];
-                const u64 *sc = L.scan_types + (size_t)a * L.n_events;
+                const u64 *sc = L.scan_types + (size_t)a * S.E;
                 const u64 c0 = sc[s0], ck = sc[i], ce = sc[s0 + 2 * count];
                 const uint32_t nnp = lo32(ce - c0), npl = count - nnp;
                 const u64 d = ck - c0;
                 const uint32_t s = lo32(d), e = hi32(d), plc = (k - s - e) / 2;
                 const u64 cur = ev[i], prev = k ? ev[i - 1] : 0;
-                ex_cut(L.k, &key, a, k, k > 0, prev, 1, cur, s, e, plc, nnp, npl, lo, hi, A, B);
+                ex_cut(L.k, S.gap, &key, a, k, k > 0, prev, 1, cur, s, e, plc, nnp, npl, lo, hi, A, B);
                 /* the last thread also has the cut after the list */
-                if (k == last) ex_cut(L.k, &key, a, k + 1, 1, cur, 0, 0, nnp, nnp, npl, nnp, npl, lo, hi, A, B);
+                if (k == last)
+                    ex_cut(L.k, S.gap, &key, a, k + 1, 1, cur, 0, 0, nnp, nnp, npl, nnp, npl, lo, hi, A, B);
             }
         }
     }
@@ -347,16 +429,17 @@ __global__ void ex_best(ExLevel L)
 /* A thread per node (and one for the scan's end): split or leaf. */
 __global__ void ex_decide(ExLevel L)
 {
+    const ExSizes S = *L.sz;
     const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n > L.n_nodes) return;
-    if (n == L.n_nodes) {
+    if (n > S.N) return;
+    if (n == S.N) {
         L.nscan_in[n] = ExNodeScan{0, 0};
         return;
     }
     const uint32_t count = L.nd_count[n];
     const u64 key = L.best[n];
     /* the oracle's termination: a split must beat the leaf's C_i * N */
-    int split = key != ~0ull && count > L.k.max_leaf && L.level < L.k.max_depth &&
+    int split = key != ~0ull && count > L.k.max_leaf && L.level < S.max_depth &&
                 rt_kd_split_pays((double)__uint_as_float((uint32_t)(key >> 32)), L.k.c_isect, count);
     ExDec d = {0.0f, 0, -1};
     if (split) {
@@ -372,15 +455,19 @@ __global__ void ex_decide(ExLevel L)
 /* A thread per node: its entry in nodes[] (and leaves[]). */
 __global__ void ex_nodes(ExLevel L)
 {
+    const ExSizes S = *L.sz;
     const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n >= L.n_nodes) return;
+    if (n >= S.N) return;
+    /* the next level's best splits start empty (ex_decide has read these;
+     * the next level has at most twice the nodes) */
+    L.best[2 * n] = L.best[2 * n + 1] = ~0ull;
     const ExDec d = L.dec[n];
     const ExNodeScan s = L.nscan[n];
     const uint32_t slot = L.nd_tree[n];
     if (d.axis < 0) {
-        const uint32_t leaf = L.leaf_base + (n - s.splits), count = L.nd_count[n];
+        const uint32_t leaf = S.leaf_base + (n - s.splits), count = L.nd_count[n];
         L.nodes[slot] = kd_make_leaf(leaf, count);
-        L.leaves[leaf] = RtKdLeaf{L.index_base + s.index, count};
+        L.leaves[leaf] = RtKdLeaf{S.index_base + s.index, count};
         /* its box: each sorted list's first and last plane (the CPU oracle's
          * rule), the bounds of its triangles' parts of its cell */
         const RtAabb cell = L.nd_cell[n];
@@ -394,7 +481,7 @@ __global__ void ex_nodes(ExLevel L)
         }
         L.leaf_boxes[leaf] = box;
     } else {
-        L.nodes[slot] = kd_make_interior(d.axis, d.x, L.node_base + 2 * s.splits);
+        L.nodes[slot] = kd_make_interior(d.axis, d.x, S.node_base + 2 * s.splits);
     }
 }
 
@@ -404,8 +491,9 @@ __global__ void ex_nodes(ExLevel L)
  * event lies on is its reference's verdict for that side. */
 __global__ void ex_classify(ExLevel L)
 {
+    const ExSizes S = *L.sz;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= L.n_events) return;
+    if (i >= S.E) return;
     const uint32_t n = L.rnode[rt_kd_event_id(L.ev[0][i])];
     const ExDec d = L.dec[n];
     if (d.axis < 0) return;
@@ -421,12 +509,13 @@ __global__ void ex_classify(ExLevel L)
  * leaves a child its triangle misses. */
 __global__ void ex_refs(ExLevel L)
 {
+    const ExSizes S = *L.sz;
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= L.n_refs) return;
+    if (r >= S.R) return;
     const uint32_t n = L.rnode[r];
     const ExDec d = L.dec[n];
     if (d.axis < 0) {
-        L.tri_index[L.index_base + L.nscan[n].index + (r - L.nd_first[n])] = L.prim[r];
+        L.tri_index[S.index_base + L.nscan[n].index + (r - L.nd_first[n])] = L.prim[r];
         L.side[r] = 0;
         return;
     }
@@ -441,7 +530,9 @@ __global__ void ex_refs(ExLevel L)
 }
 
 /* A thread per straddler (ex_refs' list; the grid is sized for every
- * reference): the parts of its triangle in the two children; their boxes
+ * reference, in small blocks: the clipping's polygons live in local
+ * memory, and the few straddlers spread over many multiprocessors keep it
+ * in their L1): the parts of its triangle in the two children; their boxes
  * are its planes there (tight), and a child it misses loses it. */
 __global__ void ex_clip(ExLevel L)
 {
@@ -468,6 +559,51 @@ __global__ void ex_clip(ExLevel L)
     L.side[r] = (uint8_t)(mask | 4);
 }
 
+/* What the arrays hold room for, for ex_sizes' check: the children (N2),
+ * their references (R2), this level's tight copies (T), the tree's nodes,
+ * leaves and leaf references. The host-driven levels size the arrays after
+ * reading the totals back and pass no limits (all ones). */
+struct ExCap {
+    uint32_t N2, R2, T, nodes, leaves, index;
+};
+
+/* One thread, after the references' scan: the level's tight copies and
+ * children, the next level's sizes and the totals. A level whose children
+ * would not fit the arrays sends nothing down (N2 = 0, the next level
+ * empty) and marks the build overflowed: its tree is not to be used. */
+__global__ void ex_sizes(ExLevel L, ExCap cap)
+{
+    ExSizes *sz = L.sz;
+    const ExSizes S = *sz;
+    ExSizes nx = S;
+    nx.N = nx.R = nx.E = nx.T = nx.N2 = 0;
+    *L.n_strad = 0; /* ex_clip has read it */
+    if (!S.N) {
+        sz[1] = nx;
+        return;
+    }
+    const ExNodeScan t = L.nscan[S.N];
+    const ExRefScan f = L.scan_refs[S.R];
+    const uint64_t R2 = (uint64_t)f.l + f.r;
+    const uint32_t T = f.tl + f.tr, N2 = 2 * t.splits;
+    nx.node_base = S.node_base + N2;
+    nx.leaf_base = S.leaf_base + (S.N - t.splits);
+    nx.index_base = S.index_base + t.index;
+    ExTotals *tot = L.tot;
+    tot->nodes = nx.node_base, tot->leaves = nx.leaf_base, tot->index = nx.index_base;
+    tot->levels = (uint32_t)L.level + 1;
+    if (N2 && (N2 > cap.N2 || R2 > cap.R2 || T > cap.T || nx.node_base > cap.nodes ||
+               (uint64_t)nx.leaf_base + N2 > cap.leaves || nx.index_base + R2 > cap.index)) {
+        tot->overflow |= EX_OVER_CAP;
+        sz->T = sz->N2 = 0;
+        sz[1] = nx;
+        return;
+    }
+    sz->T = T, sz->N2 = N2;
+    nx.N = N2, nx.R = (uint32_t)R2, nx.E = 2 * nx.R;
+    sz[1] = nx;
+}
+
 /* Child `side` of split node n in the next level's lists (which follow the
  * nodes' order: all copies before n's children are b.l + b.r): its first
  * reference and count, and its tight copies (their events in the sorted
@@ -489,29 +625,34 @@ struct ExEventAt {
     uint32_t i, r;
     u64 e;
 };
-__device__ __forceinline__ ExEventAt ex_event_at(const ExLevel &L, uint32_t j)
+__device__ __forceinline__ ExEventAt ex_event_at(const ExLevel &L, const ExSizes &S, uint32_t j)
 {
     ExEventAt x;
-    x.a = (int)(j / L.n_events);
-    x.i = j - (uint32_t)x.a * L.n_events;
+    x.a = (int)(j / S.E);
+    x.i = j - (uint32_t)x.a * S.E;
     x.e = L.ev[x.a][x.i];
     x.r = rt_kd_event_id(x.e);
     return x;
 }
 /* The kept copies (ex_scan_sides: left low, right high) before list position
  * p of axis a, from the start of node n's list (its first reference first). */
-__device__ __forceinline__ u64 ex_kept_before(const ExLevel &L, int a, uint32_t p, uint32_t first)
+__device__ __forceinline__ u64 ex_kept_before(const ExLevel &L, const ExSizes &S, int a, uint32_t p, uint32_t first)
 {
-    const u64 *sc = L.scan_sides + (size_t)a * L.n_events;
+    const u64 *sc = L.scan_sides + (size_t)a * S.E;
     return sc[p] - sc[2 * first];
 }
 
-/* A thread per reference: its copies in the children's list; the first
- * reference of a split node also writes the children. */
+__device__ void ex_tight_events(const ExLevel &L, const ExSizes &S, uint32_t r, uint8_t s, uint32_t n);
+
+/* A thread per reference: its copies in the children's list (and a tight
+ * one's new events); the first reference of a split node also writes the
+ * children. */
 __global__ void ex_refs_scatter(ExLevel L)
 {
+    const ExSizes S = *L.sz;
+    if (!S.N2) return;
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= L.n_refs) return;
+    if (r >= S.R) return;
     const uint32_t n = L.rnode[r];
     const ExDec d = L.dec[n];
     if (d.axis < 0) return;
@@ -535,18 +676,19 @@ __global__ void ex_refs_scatter(ExLevel L)
         RtAabb cell[2];
         kd_child_cells(L.nd_cell[n], kd_make_interior(d.axis, d.x, 0), &cell[0], &cell[1]);
         for (int h = 0; h < 2; h++) {
-            L.nd_tree_out[child + h] = L.node_base + child + h;
+            L.nd_tree_out[child + h] = S.node_base + child + h;
             L.nd_first_out[child + h] = c[h].first;
             L.nd_count_out[child + h] = c[h].count;
             L.nd_cell_out[child + h] = cell[h];
             if (L.k.exact_clip) /* the child's tight events, per axis: the segments of their sort */
                 for (int a = 0; a < 3; a++) {
-                    const uint32_t at = a * L.n_children + child + h;
-                    L.seg_begin[at] = a * 2 * L.n_tight + 2 * c[h].tfirst;
+                    const uint32_t at = a * S.N2 + child + h;
+                    L.seg_begin[at] = a * 2 * S.T + 2 * c[h].tfirst;
                     L.seg_end[at] = L.seg_begin[at] + 2 * c[h].tcount;
                 }
         }
     }
+    if (s & 4u) ex_tight_events(L, S, r, s, n);
 }
 
 /* A thread per event of every axis: its copies, in order, into the
@@ -555,15 +697,17 @@ __global__ void ex_refs_scatter(ExLevel L)
  * first of the right); on the other axes planes never change. */
 __global__ void ex_events_scatter(ExLevel L)
 {
+    const ExSizes S = *L.sz;
+    if (!S.N2) return;
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= 3u * L.n_events) return;
-    const ExEventAt x = ex_event_at(L, j);
+    if (j >= 3u * S.E) return;
+    const ExEventAt x = ex_event_at(L, S, j);
     const uint8_t s = L.side[x.r];
     if (!s) return;
     const uint32_t n = L.rnode[x.r];
     const ExDec d = L.dec[n];
     const uint32_t first = L.nd_first[n], k = x.i - 2 * first;
-    const u64 rank = ex_kept_before(L, x.a, x.i, first);
+    const u64 rank = ex_kept_before(L, S, x.a, x.i, first);
     const uint2 slot = L.slot[x.r];
     const uint32_t type = rt_kd_event_type(x.e), snapped = rt_kd_pos_key(d.x), plane = rt_kd_event_key(x.e);
     if (s & 1u) {
@@ -592,15 +736,10 @@ __device__ __forceinline__ u64 ex_tight_order(u64 key, uint32_t r)
     return (((key >> 2) & 0xffffffffull) << 32) | ((key & 3u) << RT_KD_EV_ID_BITS) | r;
 }
 
-/* A thread per tight reference: its events in the children it reaches,
- * from its parts' boxes, unsorted. */
-__global__ void ex_tight_events(ExLevel L)
+/* A tight reference r (side s, node n): its events in the children it
+ * reaches, from its parts' boxes, unsorted (ex_refs_scatter's thread). */
+__device__ void ex_tight_events(const ExLevel &L, const ExSizes &S, uint32_t r, uint8_t s, uint32_t n)
 {
-    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= L.n_refs) return;
-    const uint8_t s = L.side[r];
-    if (!(s & 4u)) return;
-    const uint32_t n = L.rnode[r];
     const ExRefScan sr = L.scan_refs[r], sb = L.scan_refs[L.nd_first[n]];
     for (int side = 0; side < 2; side++) {
         if (!(s & (1u << side))) continue;
@@ -609,7 +748,7 @@ __global__ void ex_tight_events(ExLevel L)
         const RtAabb b = L.tbox[2 * (size_t)r + side];
         for (int a = 0; a < 3; a++) {
             const float lo = v3_get(b.lo, a), hi = v3_get(b.hi, a);
-            const size_t at = (size_t)a * 2 * L.n_tight + 2 * (size_t)q;
+            const size_t at = (size_t)a * 2 * S.T + 2 * (size_t)q;
             if (lo == hi) {
                 L.tkeys_in[at] = L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), RT_KD_EV_PLANAR);
             } else {
@@ -621,27 +760,80 @@ __global__ void ex_tight_events(ExLevel L)
     }
 }
 
-/* A thread per event of every axis whose reference keeps its planes: its
+/* The tight events sorted per segment without the host, for the levels
+ * run as one graph (CUB's segmented sort reads its segments' sizes back to
+ * the host): each event's rank in its segment is the count of the
+ * segment's events with a smaller key, or an equal key earlier in the list
+ * (CUB's stable order, so the result is the same). A block brings the span
+ * of its events' segments through shared memory a tile at a time; a
+ * segment longer than EX_RANK_SEGMENT (the count is quadratic) stops the
+ * build as overflowed, and the host-driven levels sort it. */
+#define EX_RANK_SEGMENT 8192u
+__global__ void ex_tight_rank(ExLevel L)
+{
+    const ExSizes S = *L.sz;
+    const uint32_t nt = 6u * S.T;
+    if (!S.N2 || blockIdx.x * EX_BLOCK >= nt) return;
+    __shared__ u64 tile[EX_BLOCK];
+    __shared__ uint32_t span_lo, span_hi;
+    __shared__ int too_long;
+    if (threadIdx.x == 0) span_lo = 0xffffffffu, span_hi = 0, too_long = 0;
+    __syncthreads();
+    const uint32_t q = blockIdx.x * EX_BLOCK + threadIdx.x;
+    uint32_t b = 0, e = 0, val = 0;
+    u64 key = 0;
+    if (q < nt) {
+        key = L.tkeys_in[q], val = L.tvals_in[q];
+        const uint32_t r = val & ~EX_SIDE_BIT, a = q / (2 * S.T);
+        const uint32_t seg = a * S.N2 + 2 * L.nscan[L.rnode[r]].splits + (val >> 31);
+        b = L.seg_begin[seg], e = L.seg_end[seg];
+        atomicMin(&span_lo, b);
+        atomicMax(&span_hi, e);
+        if (e - b > EX_RANK_SEGMENT) too_long = 1;
+    }
+    __syncthreads();
+    if (too_long) {
+        if (threadIdx.x == 0) {
+            atomicOr(&L.tot->overflow, (uint32_t)EX_OVER_SEGMENT);
+            L.sz->N2 = 0;                          /* the merges do nothing */
+            L.sz[1].N = L.sz[1].R = L.sz[1].E = 0; /* nor the levels below */
+        }
+        return;
+    }
+    const uint32_t lo = span_lo, hi = span_hi;
+    uint32_t rank = 0;
+    for (uint32_t base = lo; base < hi; base += EX_BLOCK) {
+        if (base + threadIdx.x < hi) tile[threadIdx.x] = L.tkeys_in[base + threadIdx.x];
+        __syncthreads();
+        const uint32_t from = b > base ? b : base, to = e < base + EX_BLOCK ? e : base + EX_BLOCK;
+        for (uint32_t p = from; p < to; p++) {
+            const u64 k = tile[p - base];
+            rank += k < key || (k == key && p < q);
+        }
+        __syncthreads();
+    }
+    if (q < nt) L.tkeys[b + rank] = key, L.tvals[b + rank] = val;
+}
+
+/* Event j (axis-major) of a reference that keeps its planes: its
  * copies go where the merge with the child's sorted tight events puts them
  * (its rank among the kept events plus the tight events before it). */
-__global__ void ex_events_merge(ExLevel L)
+__device__ void ex_events_merge(const ExLevel &L, const ExSizes &S, uint32_t j)
 {
-    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= 3u * L.n_events) return;
-    const ExEventAt x = ex_event_at(L, j);
+    const ExEventAt x = ex_event_at(L, S, j);
     const int a = x.a;
     const u64 e = x.e;
     const uint8_t s = L.side[x.r];
     if (!s || (s & 4u)) return;
     const uint32_t n = L.rnode[x.r];
-    const u64 rank = ex_kept_before(L, a, x.i, L.nd_first[n]);
+    const u64 rank = ex_kept_before(L, S, a, x.i, L.nd_first[n]);
     const uint2 slot = L.slot[x.r];
     for (int side = 0; side < 2; side++) {
         if (!(s & (1u << side))) continue;
         const ExChild c = ex_child(L, n, side);
         /* tight events of this child before e */
-        const u64 *k = L.tkeys + (size_t)a * 2 * L.n_tight + 2 * (size_t)c.tfirst;
-        const uint32_t *v = L.tvals + (size_t)a * 2 * L.n_tight + 2 * (size_t)c.tfirst;
+        const u64 *k = L.tkeys + (size_t)a * 2 * S.T + 2 * (size_t)c.tfirst;
+        const uint32_t *v = L.tvals + (size_t)a * 2 * S.T + 2 * (size_t)c.tfirst;
         uint32_t lo = 0, hi = 2 * c.tcount;
         while (lo < hi) {
             const uint32_t mid = (lo + hi) >> 1;
@@ -653,20 +845,18 @@ __global__ void ex_events_merge(ExLevel L)
     }
 }
 
-/* A thread per sorted tight event: its rank among the child's tight events
+/* Sorted tight event q: its rank among the child's tight events
  * plus the kept events before it (found in the parent's list, which holds
  * them in order, and counted by the kept events' scan). */
-__global__ void ex_tight_merge(ExLevel L)
+__device__ void ex_tight_merge(const ExLevel &L, const ExSizes &S, uint32_t q)
 {
-    const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= 6u * L.n_tight) return;
     const u64 key = L.tkeys[q];
     const uint32_t r = L.tvals[q] & ~EX_SIDE_BIT;
-    const int a = (int)(q / (2 * L.n_tight));
+    const int a = (int)(q / (2 * S.T));
     const int side = (L.tvals[q] & EX_SIDE_BIT) != 0;
     const uint32_t n = L.rnode[r];
     const ExChild c = ex_child(L, n, side);
-    const uint32_t rank = q - (uint32_t)a * 2 * L.n_tight - 2 * c.tfirst;
+    const uint32_t rank = q - (uint32_t)a * 2 * S.T - 2 * c.tfirst;
     const u64 order = ex_tight_order(key, r);
     const uint32_t first = L.nd_first[n], count = L.nd_count[n];
     const u64 *ev = L.ev[a];
@@ -676,10 +866,21 @@ __global__ void ex_tight_merge(ExLevel L)
         if (ev[mid] < order) lo = mid + 1;
         else hi = mid;
     }
-    const u64 before = ex_kept_before(L, a, lo, first);
+    const u64 before = ex_kept_before(L, S, a, lo, first);
     const uint32_t pos = 2 * c.first + rank + (side ? hi32(before) : lo32(before));
     const uint2 slot = L.slot[r];
     L.ev_out[a][pos] = (order & ~(u64)RT_KD_EV_ID_MASK) | (side ? slot.y : slot.x);
+}
+
+/* The two merges in one launch: a thread per event of every axis, then one
+ * per sorted tight event. */
+__global__ void ex_merge(ExLevel L)
+{
+    const ExSizes S = *L.sz;
+    if (!S.N2) return;
+    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x, kept = 3u * S.E;
+    if (j < kept) ex_events_merge(L, S, j);
+    else if (j - kept < 6u * S.T) ex_tight_merge(L, S, j - kept);
 }
 
 /* ---- the driver ------------------------------------------------------------------- */
@@ -691,7 +892,7 @@ typedef struct ExArr {
 } ExArr;
 
 enum {
-    X_VALID, X_VSCAN, X_BOUNDS, X_ROOT_BOX,
+    X_VALID, X_VSCAN, X_BOUNDS, X_ROOT_BOX, X_SIZES, X_TOTALS,
     X_EV, X_EV_END = X_EV + 6,          /* two lists per axis: read, written */
     X_PRIM = X_EV_END, X_PRIM2, X_RNODE, X_RNODE2,
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
@@ -701,26 +902,58 @@ enum {
     X_COUNT
 };
 
-/* The host's side of the round trips: the root's valid count and bounds
- * (and its first node going back: the list's start, count and tree node,
- * and its cell), each level's totals, read back once per level. Pinned, so
- * a copy from it runs behind the host, which rewrites it only in the next
- * build (each build waits for its end). */
+/* The host's side of the copies back: a level's sizes and its children's
+ * (host-driven levels), the totals (the root's, or the graph's at its end).
+ * Pinned: the graph copies into it. */
 typedef struct ExPinned {
-    ExNodeScan nscan;
-    ExRefScan refs;
-    uint32_t valid;
-    int bounds[6];
-    uint32_t root_first, root_count, root_tree;
-    RtAabb box;
+    ExSizes sz[2];
+    ExTotals tot;
 } ExPinned;
+
+/* At most this many levels (the depth limit's, and the root). */
+#define EX_MAX_LEVELS (RT_KD_MAX_DEPTH + 2)
+
+/* The levels as one graph. Each level's kernels read its sizes from the
+ * device, so they can run without the host when the arrays and grids are
+ * sized beforehand: for the capacities below, taken from the last build the
+ * host drove (the sizes of each level and its neighbours, with room to
+ * grow; two levels more: a turning scene's depth changes by one or two).
+ * A build that does not fit them is flagged by the device (ExTotals.overflow) and built again host-driven, which sets new
+ * capacities. */
+typedef struct ExSchedule {
+    int valid;
+    int levels;
+    uint32_t gen;                   /* counts the schedules (the graph's key) */
+    uint32_t n;                     /* triangles */
+    ExRules rules;
+    uint32_t N[EX_MAX_LEVELS], R[EX_MAX_LEVELS], T[EX_MAX_LEVELS];
+    uint32_t nodes, leaves, index;
+} ExSchedule;
+
+/* How the levels are queued: host-driven (sizes read back per level),
+ * planned (nothing launched: the arrays and CUB's storage are sized for the
+ * schedule), captured (the schedule's launches into the graph). */
+enum { EX_HOST, EX_PLAN, EX_CAPTURE };
 
 struct KdExact {
     ExArr arr[X_COUNT];
     int cur;              /* which of each pair of level lists is read */
+    int mode;
     cudaEvent_t ev[2];
-    ExPinned *h; /* pinned host memory, one allocation */
+    ExPinned *h;          /* pinned host memory, one allocation */
+    ExSchedule sched;
+    int graph_off;        /* a segment too long for ex_tight_rank: host-driven for these rules and count */
+    uint32_t off_n;
+    ExRules off_rules;
+    RtLaunchGraph graph;
 };
+
+/* The graph's key: what its launches depend on besides the schedule. */
+typedef struct ExGraphKey {
+    uint32_t gen, n;
+    const float4 *verts, *woop;
+    ExRules rules;
+} ExGraphKey;
 
 RtStatus kd_exact_create(KdExact **out, RtError *err)
 {
@@ -735,6 +968,7 @@ RtStatus kd_exact_create(KdExact **out, RtError *err)
 void kd_exact_destroy(KdExact *x)
 {
     if (!x) return;
+    rt_launch_graph_destroy(&x->graph);
     for (int i = 0; i < X_COUNT; i++)
         if (x->arr[i].p) cudaFree(x->arr[i].p);
     for (int i = 0; i < 2; i++)
@@ -743,12 +977,27 @@ void kd_exact_destroy(KdExact *x)
     free(x);
 }
 
-/* At least `bytes` in a (grown by half again, so a tree that grows a little
- * each frame does not reallocate each frame); keep copies the old contents. */
-static RtStatus ex_reserve(ExArr *a, size_t bytes, int keep, cudaStream_t stream, RtError *err)
+/* One build's inputs and, host-driven, what the levels gave. */
+typedef struct ExRun {
+    KdExact *x;
+    const float4 *verts, *woop;
+    uint32_t n;
+    cudaStream_t stream;
+    RtLaunchLog *log;
+    ExRules rules;
+} ExRun;
+
+/* At least `bytes` in array i (grown by half again, so a tree that grows a
+ * little each frame does not reallocate each frame); keep copies the old
+ * contents. While a graph is captured nothing may grow: the plan sized it. */
+static RtStatus ex_reserve(KdExact *x, int i, size_t bytes, int keep, cudaStream_t stream, RtError *err)
 {
+    ExArr *a = &x->arr[i];
     if (bytes == 0) bytes = 16;
     if (a->bytes >= bytes) return RT_OK;
+    if (x->mode == EX_CAPTURE)
+        return rt_fail(err, RT_ERR_CUDA, "KD: exact builder: array %d outgrew its plan (%zu > %zu bytes)", i, bytes,
+                       a->bytes);
     const size_t want = bytes + bytes / 2;
     void *p = NULL;
     RtStatus st = rt_gpu_alloc(&p, want, "the exact kd-tree builder's arrays", err);
@@ -764,43 +1013,420 @@ static RtStatus ex_reserve(ExArr *a, size_t bytes, int keep, cudaStream_t stream
 }
 
 #define EX_GRID(n) dim3((unsigned)(((n) + EX_BLOCK - 1) / EX_BLOCK))
+#define ARR(x, i, T) ((T *)(x)->arr[i].p)
 
-/* CUB calls, counted as one launch each (as the other builders count them). */
-template <typename F>
-static RtStatus ex_cub(KdExact *x, RtLaunchLog *log, const char *name, cudaStream_t stream, F call, RtError *err)
+/* A kernel over `threads` threads in blocks of `block`, unless the levels
+ * are only planned. */
+template <typename... KArgs, typename... Args>
+static RtStatus ex_launch_in(const ExRun *u, const char *name, size_t threads, unsigned block,
+                             void (*kernel)(KArgs...), RtError *err, Args... args)
 {
+    if (u->x->mode == EX_PLAN) return RT_OK;
+    return rt_launch(u->log, name, dim3((unsigned)((threads + block - 1) / block)), dim3(block), 0, kernel, err,
+                     args...);
+}
+template <typename... KArgs, typename... Args>
+static RtStatus ex_launch(const ExRun *u, const char *name, size_t threads, void (*kernel)(KArgs...), RtError *err,
+                          Args... args)
+{
+    return ex_launch_in(u, name, threads, EX_BLOCK, kernel, err, args...);
+}
+
+/* CUB calls, counted as one launch each (as the other builders count them);
+ * planned, only their storage is sized. */
+template <typename F>
+static RtStatus ex_cub(const ExRun *u, const char *name, F call, RtError *err)
+{
+    KdExact *x = u->x;
     size_t bytes = 0;
     CUDA_CHECK(err, call((void *)NULL, bytes));
-    RtStatus st = ex_reserve(&x->arr[X_CUB], bytes, 0, stream, err);
-    if (st != RT_OK) return st;
+    RtStatus st = ex_reserve(x, X_CUB, bytes, 0, u->stream, err);
+    if (st != RT_OK || x->mode == EX_PLAN) return st;
     int entry, slot;
-    if ((st = rt_launch_begin(log, name, &entry, &slot, err)) != RT_OK) return st;
+    if ((st = rt_launch_begin(u->log, name, &entry, &slot, err)) != RT_OK) return st;
     bytes = x->arr[X_CUB].bytes;
     CUDA_CHECK(err, call(x->arr[X_CUB].p, bytes));
-    return rt_launch_end(log, entry, slot, err);
+    return rt_launch_end(u->log, entry, slot, err);
 }
 
 /* CUB's exclusive sum of f(0) .. f(items - 1) into out[0 .. items) (f: a
- * functor of the position; its last item a zero, so out[items - 1] is the
- * total), through ex_cub. */
+ * functor of the position, zero from the counted items on, so the total
+ * is at the count), through ex_cub. */
 template <typename F, typename T>
-static RtStatus ex_count_scan(KdExact *x, RtLaunchLog *log, const char *name, cudaStream_t stream, F f, T *out,
-                              size_t items, RtError *err)
+static RtStatus ex_count_scan(const ExRun *u, const char *name, F f, T *out, size_t items, RtError *err)
 {
     auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0), f);
-    return ex_cub(x, log, name, stream,
+    cudaStream_t stream = u->stream;
+    return ex_cub(u, name,
                   [&](void *tmp, size_t &bytes) {
                       return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)items, stream);
                   },
                   err);
 }
 
-#define ARR(x, i, T) ((T *)(x)->arr[i].p)
+/* The root: valid triangles, bounds, the root's sizes and node (ex_root),
+ * events sorted per axis. The lists hold 2 n events (the invalid
+ * triangles' slots sort last), so nothing here needs the valid count. */
+static RtStatus ex_root_queue(const ExRun *u, RtError *err)
+{
+    KdExact *x = u->x;
+    const uint32_t n = u->n;
+    const cudaStream_t stream = u->stream;
+    RtStatus st;
+    if ((st = ex_reserve(x, X_VALID, (size_t)n * 4 + 4, 0, stream, err)) != RT_OK ||
+        (st = ex_reserve(x, X_VSCAN, (size_t)n * 4 + 4, 0, stream, err)) != RT_OK ||
+        (st = ex_reserve(x, X_BOUNDS, 6 * sizeof(int), 0, stream, err)) != RT_OK ||
+        (st = ex_reserve(x, X_ROOT_BOX, sizeof(RtAabb), 0, stream, err)) != RT_OK ||
+        (st = ex_reserve(x, X_SIZES, (EX_MAX_LEVELS + 1) * sizeof(ExSizes), 0, stream, err)) != RT_OK ||
+        (st = ex_reserve(x, X_TOTALS, sizeof(ExTotals), 0, stream, err)) != RT_OK)
+        return st;
+    for (int k = 0; k < 2; k++) {
+        for (int a = 0; a < 3; a++)
+            if ((st = ex_reserve(x, X_EV + 2 * a + k, (size_t)2 * n * 8, 0, stream, err)) != RT_OK) return st;
+        if ((st = ex_reserve(x, X_PRIM + k, (size_t)n * 4, 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(x, X_RNODE + k, (size_t)n * 4, 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(x, X_NFIRST + k, 4, 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(x, X_NCOUNT + k, 4, 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(x, X_NTREE + k, 4, 0, stream, err)) != RT_OK ||
+            (st = ex_reserve(x, X_NCELL + k, sizeof(RtAabb), 0, stream, err)) != RT_OK)
+            return st;
+    }
+    if ((st = ex_reserve(x, X_NSTRAD, 4, 0, stream, err)) != RT_OK ||
+        (st = ex_reserve(x, X_BEST, 2 * 8, 1, stream, err)) != RT_OK)
+        return st;
+    int *bounds = ARR(x, X_BOUNDS, int);
+    uint32_t *valid = ARR(x, X_VALID, uint32_t), *vscan = ARR(x, X_VSCAN, uint32_t);
+    if ((st = ex_launch(u, "ex_start", 1, ex_start, err, bounds)) != RT_OK ||
+        (st = ex_launch(u, "ex_tri_boxes", n, ex_tri_boxes, err, u->verts, u->woop, n, valid, bounds)) != RT_OK ||
+        (st = ex_count_scan(u, "ex_scan_valid", ExValid{valid, n}, vscan, (size_t)n + 1, err)) != RT_OK ||
+        (st = ex_launch(u, "ex_root_events", n, ex_root_events, err, u->verts, (const uint32_t *)valid,
+                        (const uint32_t *)vscan, n, ARR(x, X_EV + 1, u64), ARR(x, X_EV + 3, u64),
+                        ARR(x, X_EV + 5, u64), ARR(x, X_PRIM, uint32_t), ARR(x, X_RNODE, uint32_t))) != RT_OK ||
+        (st = ex_launch(u, "ex_root", 1, ex_root, err, (const uint32_t *)vscan, n, (const int *)bounds,
+                        u->rules.max_depth_asked, ARR(x, X_SIZES, ExSizes), ARR(x, X_TOTALS, ExTotals),
+                        ARR(x, X_NFIRST, uint32_t), ARR(x, X_NCOUNT, uint32_t), ARR(x, X_NTREE, uint32_t),
+                        ARR(x, X_NCELL, RtAabb), ARR(x, X_ROOT_BOX, RtAabb), ARR(x, X_NSTRAD, uint32_t),
+                        ARR(x, X_BEST, u64))) != RT_OK)
+        return st;
+    /* the unsorted events went to the second lists, sorted into the first;
+     * they enter in reference order and the sort is stable, so the
+     * reference bits need no sorting */
+    for (int a = 0; a < 3 && n; a++) {
+        u64 *in = ARR(x, X_EV + 2 * a + 1, u64), *out = ARR(x, X_EV + 2 * a, u64);
+        if ((st = ex_cub(u, "ex_sort_events",
+                         [&](void *tmp, size_t &bytes) {
+                             return cub::DeviceRadixSort::SortKeys(tmp, bytes, in, out, (int)(2 * n),
+                                                                   RT_KD_EV_ID_BITS, 64, stream);
+                         },
+                         err)) != RT_OK)
+            return st;
+    }
+    return RT_OK;
+}
+
+/* Level `level`'s view of the arrays (the lists it reads: x->cur). */
+static ExLevel ex_level_view(const ExRun *u, int level)
+{
+    KdExact *x = u->x;
+    const int c = x->cur, o = c ^ 1;
+    ExLevel L;
+    memset(&L, 0, sizeof L);
+    L.sz = ARR(x, X_SIZES, ExSizes) + level;
+    L.tot = ARR(x, X_TOTALS, ExTotals);
+    for (int a = 0; a < 3; a++) {
+        L.ev[a] = ARR(x, X_EV + 2 * a + c, u64);
+        L.ev_out[a] = ARR(x, X_EV + 2 * a + o, u64);
+    }
+    L.prim = ARR(x, X_PRIM + c, uint32_t), L.prim_out = ARR(x, X_PRIM + o, uint32_t);
+    L.rnode = ARR(x, X_RNODE + c, uint32_t), L.rnode_out = ARR(x, X_RNODE + o, uint32_t);
+    L.nd_first = ARR(x, X_NFIRST + c, uint32_t), L.nd_first_out = ARR(x, X_NFIRST + o, uint32_t);
+    L.nd_count = ARR(x, X_NCOUNT + c, uint32_t), L.nd_count_out = ARR(x, X_NCOUNT + o, uint32_t);
+    L.nd_tree = ARR(x, X_NTREE + c, uint32_t), L.nd_tree_out = ARR(x, X_NTREE + o, uint32_t);
+    L.nd_cell = ARR(x, X_NCELL + c, RtAabb), L.nd_cell_out = ARR(x, X_NCELL + o, RtAabb);
+    L.scan_types = ARR(x, X_SCAN_TYPES, u64);
+    L.best = ARR(x, X_BEST, u64);
+    L.dec = ARR(x, X_DEC, ExDec);
+    L.nscan_in = ARR(x, X_NSCAN_IN, ExNodeScan), L.nscan = ARR(x, X_NSCAN, ExNodeScan);
+    L.left = ARR(x, X_LEFT, uint8_t), L.right = ARR(x, X_RIGHT, uint8_t), L.side = ARR(x, X_SIDE, uint8_t);
+    L.scan_refs = ARR(x, X_SCAN_REFS, ExRefScan);
+    L.tbox = ARR(x, X_TBOX, RtAabb);
+    L.strad = ARR(x, X_STRAD, uint32_t), L.n_strad = ARR(x, X_NSTRAD, uint32_t);
+    L.slot = ARR(x, X_SLOT, uint2);
+    L.scan_sides = ARR(x, X_SCAN_SIDES, u64);
+    L.tkeys_in = ARR(x, X_TKEYS_IN, u64), L.tkeys = ARR(x, X_TKEYS, u64);
+    L.tvals_in = ARR(x, X_TVALS_IN, uint32_t), L.tvals = ARR(x, X_TVALS, uint32_t);
+    L.seg_begin = ARR(x, X_SEG_BEGIN, uint32_t), L.seg_end = ARR(x, X_SEG_END, uint32_t);
+    L.nodes = ARR(x, X_NODES, RtKdNode);
+    L.leaves = ARR(x, X_LEAVES, RtKdLeaf);
+    L.leaf_boxes = ARR(x, X_LEAF_BOXES, RtAabb);
+    L.tri_index = ARR(x, X_TRI_INDEX, uint32_t);
+    L.verts = u->verts;
+    L.level = level;
+    L.k = u->rules;
+    return L;
+}
+
+/* A level's first half, up to its totals (ex_sizes): the best splits, the
+ * nodes and leaves, the references' sides, the clipping. N and R size the
+ * grids and arrays (the level's own, or capacities); nodes, leaves and
+ * index the tree's arrays. */
+static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R, uint32_t nodes, uint32_t leaves,
+                               uint32_t index, ExCap cap, RtError *err)
+{
+    KdExact *x = u->x;
+    const cudaStream_t s = u->stream;
+    const uint32_t E = 2 * R;
+    RtStatus st;
+    /* this level's scratch; the tree's arrays keep their contents */
+    if ((st = ex_reserve(x, X_SCAN_TYPES, ((size_t)3 * E + 1) * 8, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_SCAN_SIDES, ((size_t)3 * E + 1) * 8, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_BEST, (size_t)2 * N * 8, 1, s, err)) != RT_OK || /* (cleared a level ahead) */
+        (st = ex_reserve(x, X_DEC, (size_t)N * sizeof(ExDec), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_NSCAN_IN, ((size_t)N + 1) * sizeof(ExNodeScan), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_NSCAN, ((size_t)N + 1) * sizeof(ExNodeScan), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_LEFT, R, 0, s, err)) != RT_OK || (st = ex_reserve(x, X_RIGHT, R, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_SIDE, R, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_SCAN_REFS, ((size_t)R + 1) * sizeof(ExRefScan), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_TBOX, (size_t)2 * R * sizeof(RtAabb), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_STRAD, (size_t)R * 4, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_SLOT, (size_t)R * sizeof(uint2), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_NODES, (size_t)nodes * sizeof(RtKdNode), 1, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_LEAVES, (size_t)leaves * sizeof(RtKdLeaf), 1, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_LEAF_BOXES, (size_t)leaves * sizeof(RtAabb), 1, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_TRI_INDEX, (size_t)index * 4, 1, s, err)) != RT_OK)
+        return st;
+    ExLevel L = ex_level_view(u, level);
+    if (E && (st = ex_count_scan(u, "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
+                                 ARR(x, X_SCAN_TYPES, u64),
+                                 (size_t)3 * E + 1, err)) != RT_OK)
+        return st;
+    if ((st = ex_launch(u, "ex_best", E, ex_best, err, L)) != RT_OK ||
+        (st = ex_launch(u, "ex_decide", (size_t)N + 1, ex_decide, err, L)) != RT_OK)
+        return st;
+    {
+        ExNodeScan *in = L.nscan_in, *out = L.nscan;
+        if ((st = ex_cub(u, "ex_scan_nodes",
+                         [&](void *tmp, size_t &bytes) {
+                             return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExNodeSum(),
+                                                                   ExNodeScan{0, 0}, (int)N + 1, s);
+                         },
+                         err)) != RT_OK)
+            return st;
+    }
+    if ((st = ex_launch(u, "ex_nodes", N, ex_nodes, err, L)) != RT_OK ||
+        (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK ||
+        (st = ex_launch(u, "ex_refs", R, ex_refs, err, L)) != RT_OK ||
+        (u->rules.exact_clip &&
+         (st = ex_launch_in(u, "ex_clip", R, EX_CLIP_BLOCK, ex_clip, err, L)) != RT_OK))
+        return st;
+    {
+        auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
+                                                  ExRefCount{L.side, L.sz});
+        ExRefScan *out = ARR(x, X_SCAN_REFS, ExRefScan);
+        if ((st = ex_cub(u, "ex_scan_refs",
+                         [&](void *tmp, size_t &bytes) {
+                             return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExRefSum(),
+                                                                   ExRefScan{0, 0, 0, 0}, (int)R + 1, s);
+                         },
+                         err)) != RT_OK)
+            return st;
+    }
+    return ex_launch(u, "ex_sizes", 1, ex_sizes, err, L, cap);
+}
+
+/* A level's second half: the references and events of its N2 children
+ * (R2 references, T tight copies among them) into the other lists. The
+ * host-driven levels sort the tight events with CUB, the graph with
+ * ex_tight_rank. */
+static RtStatus ex_down_queue(const ExRun *u, int level, uint32_t N, uint32_t R, uint32_t T, uint32_t N2, uint32_t R2,
+                              RtError *err)
+{
+    KdExact *x = u->x;
+    const cudaStream_t s = u->stream;
+    const int o = x->cur ^ 1;
+    const uint32_t E = 2 * R;
+    (void)N;
+    RtStatus st;
+    for (int a = 0; a < 3; a++)
+        if ((st = ex_reserve(x, X_EV + 2 * a + o, (size_t)2 * R2 * 8, 0, s, err)) != RT_OK) return st;
+    if ((st = ex_reserve(x, X_PRIM + o, (size_t)R2 * 4, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_RNODE + o, (size_t)R2 * 4, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_NFIRST + o, (size_t)N2 * 4, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_NCOUNT + o, (size_t)N2 * 4, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_NTREE + o, (size_t)N2 * 4, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_NCELL + o, (size_t)N2 * sizeof(RtAabb), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_SEG_BEGIN, (size_t)3 * N2 * 4, 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_SEG_END, (size_t)3 * N2 * 4, 0, s, err)) != RT_OK)
+        return st;
+    const size_t nt = (size_t)6 * T;
+    if (u->rules.exact_clip &&
+        ((st = ex_reserve(x, X_TKEYS_IN, nt * 8, 0, s, err)) != RT_OK ||
+         (st = ex_reserve(x, X_TKEYS, nt * 8, 0, s, err)) != RT_OK ||
+         (st = ex_reserve(x, X_TVALS_IN, nt * 4, 0, s, err)) != RT_OK ||
+         (st = ex_reserve(x, X_TVALS, nt * 4, 0, s, err)) != RT_OK))
+        return st;
+    ExLevel L = ex_level_view(u, level);
+    if ((st = ex_launch(u, "ex_refs_scatter", R, ex_refs_scatter, err, L)) != RT_OK ||
+        (st = ex_count_scan(u, "ex_scan_sides", ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, L.sz},
+                            ARR(x, X_SCAN_SIDES, u64),
+                            (size_t)3 * E + 1, err)) != RT_OK)
+        return st;
+    if (!u->rules.exact_clip) return ex_launch(u, "ex_events_scatter", (size_t)3 * E, ex_events_scatter, err, L);
+    /* the tight references' events, sorted, merged with the rest */
+    if (T) {
+        if (x->mode == EX_HOST) {
+            u64 *kin = L.tkeys_in, *kout = L.tkeys;
+            uint32_t *vin = L.tvals_in, *vout = L.tvals;
+            const uint32_t *sbeg = L.seg_begin, *send = L.seg_end;
+            if ((st = ex_cub(u, "ex_sort_tight",
+                             [&](void *tmp, size_t &bytes) {
+                                 return cub::DeviceSegmentedSort::StableSortPairs(
+                                     tmp, bytes, kin, kout, vin, vout, (int)nt, (int)(3 * N2), sbeg, send, s);
+                             },
+                             err)) != RT_OK)
+                return st;
+        } else if ((st = ex_launch(u, "ex_tight_rank", nt, ex_tight_rank, err, L)) != RT_OK) {
+            return st;
+        }
+    }
+    return ex_launch(u, "ex_merge", (size_t)3 * E + nt, ex_merge, err, L);
+}
+
+/* No limit for ex_sizes: the host sizes the arrays after reading back. */
+static const ExCap ex_no_cap = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
+
+/* Room to grow for a capacity, within what the builder addresses: a
+ * quarter (an animated scene's levels change by a few per cent a frame;
+ * each capacity costs the scans and grids over it, not only memory). */
+static uint32_t ex_grow(uint64_t v, uint64_t most)
+{
+    v += v / 4 + 256;
+    return (uint32_t)(v < most ? v : most);
+}
+
+/* The schedule from a host-driven build's level sizes. */
+static void ex_schedule(KdExact *x, const ExRun *u, int levels, const uint32_t *N, const uint32_t *R,
+                        const uint32_t *T, uint32_t nodes, uint32_t leaves, uint32_t index)
+{
+    ExSchedule *s = &x->sched;
+    const uint64_t most_refs = (1u << (EX_CUT_BITS - 1)) - 1u;
+    s->levels = levels + 2 < EX_MAX_LEVELS ? levels + 2 : EX_MAX_LEVELS;
+    for (int l = 0; l < s->levels; l++) {
+        uint32_t n = 0, r = 0, t = 0;
+        for (int k = l - 1; k <= l + 1; k++)
+            if (k >= 0 && k < levels) {
+                n = N[k] > n ? N[k] : n;
+                r = R[k] > r ? R[k] : r;
+                t = T[k] > t ? T[k] : t;
+            }
+        s->N[l] = ex_grow(n, RT_KD_MAX_INDEX);
+        s->R[l] = ex_grow(r, most_refs);
+        s->T[l] = ex_grow(2 * (uint64_t)t, most_refs); /* few, and the most variable; they cost little */
+    }
+    s->N[0] = 1, s->R[0] = u->n; /* the root: every triangle may be valid */
+    s->nodes = ex_grow(nodes, RT_KD_MAX_INDEX);
+    s->leaves = ex_grow(leaves, RT_KD_MAX_INDEX);
+    /* (a root that stays a leaf lists every valid triangle) */
+    s->index = ex_grow(index > u->n ? index : u->n, RT_KD_MAX_INDEX);
+    s->n = u->n;
+    s->rules = u->rules;
+    s->gen++;
+    s->valid = 1;
+}
+
+/* The levels as one graph over the schedule's capacities (planned or
+ * captured: x->mode), the totals copied back at the end. */
+static RtStatus ex_graph_queue(void *ctx, RtError *err)
+{
+    const ExRun *u = (const ExRun *)ctx;
+    KdExact *x = u->x;
+    const ExSchedule *sc = &x->sched;
+    RtStatus st;
+    if ((st = ex_root_queue(u, err)) != RT_OK) return st;
+    x->cur = 0;
+    for (int l = 0; l < sc->levels; l++) {
+        const int last = l + 1 == sc->levels;
+        const uint32_t N2 = last ? 0 : sc->N[l + 1], R2 = last ? 0 : sc->R[l + 1];
+        const ExCap cap = {N2, R2, sc->T[l], sc->nodes, sc->leaves, sc->index};
+        if ((st = ex_split_queue(u, l, sc->N[l], sc->R[l], sc->nodes, sc->leaves, sc->index, cap, err)) != RT_OK)
+            return st;
+        if (!last && (st = ex_down_queue(u, l, sc->N[l], sc->R[l], sc->T[l], N2, R2, err)) != RT_OK) return st;
+        x->cur ^= 1;
+    }
+    if (x->mode == EX_PLAN) return RT_OK;
+    ExTotals *tot = ARR(x, X_TOTALS, ExTotals);
+    if ((st = kd_mark_empty_queue(u->log, ARR(x, X_NODES, RtKdNode), &tot->nodes, sc->nodes, err)) != RT_OK)
+        return st;
+    CUDA_CHECK(err, cudaMemcpyAsync(&x->h->tot, tot, sizeof(ExTotals), cudaMemcpyDeviceToHost, u->stream));
+    return RT_OK;
+}
+
+static int ex_rules_equal(const ExRules *a, const ExRules *b) { return !memcmp(a, b, sizeof *a); }
+
+/* The levels driven by the host: each level's sizes read back, the arrays
+ * sized to them, the schedule for the graph recorded. */
+static RtStatus ex_host_build(const ExRun *u, RtKdGpuStats *s, RtAabb *bounds, RtError *err)
+{
+    KdExact *x = u->x;
+    const cudaStream_t stream = u->stream;
+    RtStatus st;
+    x->mode = EX_HOST;
+    if ((st = ex_root_queue(u, err)) != RT_OK) return st;
+    CUDA_CHECK(err, cudaMemcpyAsync(&x->h->sz[0], ARR(x, X_SIZES, ExSizes), sizeof(ExSizes), cudaMemcpyDeviceToHost,
+                                    stream));
+    CUDA_CHECK(err, cudaMemcpyAsync(&x->h->tot, ARR(x, X_TOTALS, ExTotals), sizeof(ExTotals),
+                                    cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(err, cudaStreamSynchronize(stream));
+    s->round_trips++;
+    const uint32_t valid_n = x->h->tot.valid;
+    *bounds = x->h->tot.box;
+    if (valid_n >= (1u << (EX_CUT_BITS - 2)))
+        return rt_fail(err, RT_ERR_ARG, "KD: exact builder: %u triangles are more than its events address",
+                       valid_n);
+    const int max_depth = x->h->sz[0].max_depth;
+    static_assert(RT_KD_MAX_DEPTH + 1 < EX_MAX_LEVELS, "a level per depth and the root's");
+    uint32_t rec_N[EX_MAX_LEVELS], rec_R[EX_MAX_LEVELS], rec_T[EX_MAX_LEVELS];
+    uint32_t N = 1, R = valid_n, node_total = 1, leaf_total = 0, index_total = 0;
+    x->cur = 0;
+    int level = 0;
+    for (; N > 0; level++) {
+        if (level > max_depth || level + 1 >= EX_MAX_LEVELS)
+            return rt_fail(err, RT_ERR_CUDA, "KD: exact builder: level %d beyond the depth limit %d", level,
+                           max_depth);
+        if ((uint64_t)node_total + 2 * N > RT_KD_MAX_INDEX || (uint64_t)leaf_total + N > RT_KD_MAX_INDEX)
+            return rt_fail(err, RT_ERR_OOM, "KD: exact builder: more than %u nodes", RT_KD_MAX_INDEX);
+        if ((st = ex_split_queue(u, level, N, R, node_total + 2 * N, leaf_total + N, index_total + R, ex_no_cap,
+                                 err)) != RT_OK)
+            return st;
+        /* the level's totals: the next level's sizes */
+        CUDA_CHECK(err, cudaMemcpyAsync(x->h->sz, ARR(x, X_SIZES, ExSizes) + level, 2 * sizeof(ExSizes),
+                                        cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(err, cudaStreamSynchronize(stream));
+        s->round_trips++;
+        const uint32_t T = x->h->sz[0].T, N2 = x->h->sz[0].N2, R2 = x->h->sz[1].R;
+        rec_N[level] = N, rec_R[level] = R, rec_T[level] = T;
+        node_total = x->h->sz[1].node_base;
+        leaf_total = x->h->sz[1].leaf_base;
+        index_total = x->h->sz[1].index_base;
+        if (R2 >= (1u << (EX_CUT_BITS - 1)) || (uint64_t)index_total + R2 > RT_KD_MAX_INDEX)
+            return rt_fail(err, RT_ERR_OOM, "KD: exact builder: %u references at level %d, more than it addresses",
+                           R2, level + 1);
+        if (N2 && (st = ex_down_queue(u, level, N, R, T, N2, R2, err)) != RT_OK) return st;
+        x->cur ^= 1;
+        N = N2;
+        R = R2;
+    }
+    if ((st = kd_mark_empty_queue(u->log, ARR(x, X_NODES, RtKdNode), NULL, node_total, err)) != RT_OK) return st;
+    ExTotals *t = &x->h->tot;
+    t->nodes = node_total, t->leaves = leaf_total, t->index = index_total, t->levels = (uint32_t)level;
+    t->overflow = 0;
+    if (valid_n) ex_schedule(x, u, level, rec_N, rec_R, rec_T, node_total, leaf_total, index_total);
+    return RT_OK;
+}
 
 RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts, const float4 *woop, uint32_t n,
                         cudaStream_t stream, RtLaunchLog *log, RtKdTree *tree, RtKdGpuStats *stats, RtError *err)
 {
-    RtStatus st;
     const double t0 = rt_now_ms();
     if (!(p->c_trav >= 0.0f) || !isfinite(p->c_trav) || !(p->c_isect > 0.0f) || !isfinite(p->c_isect))
         return rt_fail(err, RT_ERR_ARG, "KD: exact builder: C_trav must be >= 0 and C_i > 0 (got %g, %g)",
@@ -816,288 +1442,63 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
         return rt_fail(err, RT_ERR_ARG, "KD: exact builder: %u triangles are more than it addresses", n);
     RtKdGpuStats s;
     memset(&s, 0, sizeof s);
+    ExRun u;
+    memset(&u, 0, sizeof u);
+    u.x = x, u.verts = verts, u.woop = woop, u.n = n, u.stream = stream, u.log = log;
+    memset(&u.rules, 0, sizeof u.rules); /* compared as bytes */
+    u.rules.c_trav = p->c_trav, u.rules.c_isect = p->c_isect, u.rules.lambda = 1.0 - (double)p->empty_bonus;
+    u.rules.max_leaf = (uint32_t)p->exact_leaf;
+    u.rules.max_depth_asked = p->max_depth;
+    u.rules.exact_clip = p->exact_clip;
+    RtStatus st;
     CUDA_CHECK(err, cudaEventRecord(x->ev[0], stream));
 
-    /* ---- the root: valid triangles, bounds, events sorted per axis ---- */
-    if ((st = ex_reserve(&x->arr[X_VALID], (size_t)n * 4 + 4, 0, stream, err)) != RT_OK ||
-        (st = ex_reserve(&x->arr[X_VSCAN], (size_t)n * 4 + 4, 0, stream, err)) != RT_OK ||
-        (st = ex_reserve(&x->arr[X_BOUNDS], 6 * sizeof(int), 0, stream, err)) != RT_OK ||
-        (st = ex_reserve(&x->arr[X_ROOT_BOX], sizeof(RtAabb), 0, stream, err)) != RT_OK)
-        return st;
-    for (int a = 0; a < 3; a++) {
-        x->h->bounds[a] = rt_f2ord(INFINITY);
-        x->h->bounds[3 + a] = rt_f2ord(-INFINITY);
-    }
-    int *d_bounds = ARR(x, X_BOUNDS, int);
-    uint32_t *valid = ARR(x, X_VALID, uint32_t), *vscan = ARR(x, X_VSCAN, uint32_t);
-    CUDA_CHECK(err, cudaMemcpyAsync(d_bounds, x->h->bounds, 6 * sizeof(int), cudaMemcpyHostToDevice, stream));
-    if ((st = rt_launch(log, "ex_tri_boxes", EX_GRID(n), dim3(EX_BLOCK), 0, ex_tri_boxes, err, verts, woop, n, valid,
-                        d_bounds)) != RT_OK)
-        return st;
-    if ((st = ex_count_scan(x, log, "ex_scan_valid", stream, ExValid{valid, n}, vscan, (size_t)n + 1, err)) != RT_OK)
-        return st;
-    CUDA_CHECK(err, cudaMemcpyAsync(&x->h->valid, vscan + n, sizeof(uint32_t), cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(x->h->bounds, d_bounds, 6 * sizeof(int), cudaMemcpyDeviceToHost, stream));
-    CUDA_CHECK(err, cudaStreamSynchronize(stream));
-    s.round_trips++;
-    const uint32_t valid_n = x->h->valid;
+    /* the graph, where a schedule for these rules and this count exists (a
+     * timed log times each launch: those go host-driven) */
+    const ExSchedule *sc = &x->sched;
+    const int off = x->graph_off && x->off_n == n && ex_rules_equal(&x->off_rules, &u.rules);
+    int built = 0;
     RtAabb bounds = aabb_empty();
-    if (valid_n) {
-        bounds.lo = v3(rt_ord2f(x->h->bounds[0]), rt_ord2f(x->h->bounds[1]), rt_ord2f(x->h->bounds[2]));
-        bounds.hi = v3(rt_ord2f(x->h->bounds[3]), rt_ord2f(x->h->bounds[4]), rt_ord2f(x->h->bounds[5]));
-    }
-    if (valid_n >= (1u << (EX_CUT_BITS - 2)))
-        return rt_fail(err, RT_ERR_ARG, "KD: exact builder: %u triangles are more than its events address",
-                       valid_n);
-    double extent = 0.0;
-    for (int a = 0; a < 3 && valid_n; a++)
-        extent = fmax(extent, (double)v3_get(bounds.hi, a) - v3_get(bounds.lo, a));
-    double gap = RT_KD_MIN_GAP * extent;
-    if (!(gap > 0.0)) gap = 2.2250738585072014e-308; /* DBL_MIN: faces are never interior planes */
-    const int max_depth = rt_kd_max_depth(p->max_depth, valid_n);
-    ExRules rules;
-    rules.c_trav = p->c_trav, rules.c_isect = p->c_isect, rules.lambda = 1.0 - (double)p->empty_bonus;
-    rules.gap = gap;
-    rules.max_leaf = (uint32_t)p->exact_leaf;
-    rules.max_depth = max_depth;
-    rules.exact_clip = p->exact_clip;
-
-    uint32_t R = valid_n, N = 1;
-    x->cur = 0;
-    for (int k = 0; k < 2; k++) {
-        for (int a = 0; a < 3; a++)
-            if ((st = ex_reserve(&x->arr[X_EV + 2 * a + k], (size_t)2 * R * 8, 0, stream, err)) != RT_OK) return st;
-        if ((st = ex_reserve(&x->arr[X_PRIM + k], (size_t)R * 4, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_RNODE + k], (size_t)R * 4, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NFIRST + k], 4, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NCOUNT + k], 4, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NTREE + k], 4, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NCELL + k], sizeof(RtAabb), 0, stream, err)) != RT_OK)
-            return st;
-    }
-    /* the unsorted events go to the second lists, sorted into the first */
-    if ((st = rt_launch(log, "ex_root_events", EX_GRID(n), dim3(EX_BLOCK), 0, ex_root_events, err, verts,
-                        (const uint32_t *)valid, (const uint32_t *)vscan, n, ARR(x, X_EV + 1, u64),
-                        ARR(x, X_EV + 3, u64), ARR(x, X_EV + 5, u64), ARR(x, X_PRIM, uint32_t),
-                        ARR(x, X_RNODE, uint32_t))) != RT_OK)
-        return st;
-    for (int a = 0; a < 3 && R; a++) {
-        u64 *in = ARR(x, X_EV + 2 * a + 1, u64), *out = ARR(x, X_EV + 2 * a, u64);
-        if ((st = ex_cub(x, log, "ex_sort_events", stream,
-                         [&](void *tmp, size_t &bytes) {
-                             return cub::DeviceRadixSort::SortKeys(tmp, bytes, in, out, (int)(2 * R), 0, 64, stream);
-                         },
-                         err)) != RT_OK)
-            return st;
-    }
-    x->h->root_first = 0, x->h->root_count = R, x->h->root_tree = 0;
-    x->h->box = bounds;
-    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NFIRST].p, &x->h->root_first, 4, cudaMemcpyHostToDevice, stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCOUNT].p, &x->h->root_count, 4, cudaMemcpyHostToDevice, stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NTREE].p, &x->h->root_tree, 4, cudaMemcpyHostToDevice, stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_NCELL].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice, stream));
-    CUDA_CHECK(err, cudaMemcpyAsync(x->arr[X_ROOT_BOX].p, &x->h->box, sizeof(RtAabb), cudaMemcpyHostToDevice, stream));
-
-    /* ---- the levels ---- */
-    uint32_t node_total = 1, leaf_total = 0, index_total = 0;
-    int level = 0;
-    for (; N > 0; level++) {
-        if (level > max_depth)
-            return rt_fail(err, RT_ERR_CUDA, "KD: exact builder: level %d beyond the depth limit %d", level,
-                           max_depth);
-        const int c = x->cur, o = c ^ 1;
-        const uint32_t E = 2 * R;
-        /* this level's scratch; the tree's arrays keep their contents */
-        if ((st = ex_reserve(&x->arr[X_SCAN_TYPES], ((size_t)3 * E + 1) * 8, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_SCAN_SIDES], ((size_t)3 * E + 1) * 8, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_BEST], (size_t)N * 8, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_DEC], (size_t)N * sizeof(ExDec), 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NSCAN_IN], ((size_t)N + 1) * sizeof(ExNodeScan), 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NSCAN], ((size_t)N + 1) * sizeof(ExNodeScan), 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_LEFT], R, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_RIGHT], R, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_SIDE], R, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_SCAN_REFS], ((size_t)R + 1) * sizeof(ExRefScan), 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_TBOX], (size_t)2 * R * sizeof(RtAabb), 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_STRAD], (size_t)R * 4, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NSTRAD], 4, 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_SLOT], (size_t)R * sizeof(uint2), 0, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_NODES], ((size_t)node_total + 2 * N) * sizeof(RtKdNode), 1, stream, err)) !=
-                RT_OK ||
-            (st = ex_reserve(&x->arr[X_LEAVES], ((size_t)leaf_total + N) * sizeof(RtKdLeaf), 1, stream, err)) != RT_OK ||
-            (st = ex_reserve(&x->arr[X_LEAF_BOXES], ((size_t)leaf_total + N) * sizeof(RtAabb), 1, stream, err)) !=
-                RT_OK ||
-            (st = ex_reserve(&x->arr[X_TRI_INDEX], ((size_t)index_total + R) * 4, 1, stream, err)) != RT_OK)
-            return st;
-        if ((uint64_t)node_total + 2 * N > RT_KD_MAX_INDEX || (uint64_t)leaf_total + N > RT_KD_MAX_INDEX)
-            return rt_fail(err, RT_ERR_OOM, "KD: exact builder: more than %u nodes", RT_KD_MAX_INDEX);
-
-        ExLevel L;
-        memset(&L, 0, sizeof L);
-        for (int a = 0; a < 3; a++) {
-            L.ev[a] = ARR(x, X_EV + 2 * a + c, u64);
-            L.ev_out[a] = ARR(x, X_EV + 2 * a + o, u64);
+    if (!log->timed && !off && sc->valid && sc->n == n && ex_rules_equal(&sc->rules, &u.rules)) {
+        ExGraphKey key;
+        memset(&key, 0, sizeof key);
+        key.gen = sc->gen, key.n = n, key.verts = verts, key.woop = woop, key.rules = u.rules;
+        const RtLaunchGraph *g = &x->graph;
+        if (!(g->exec && g->key_bytes == sizeof key && !memcmp(g->key, &key, sizeof key))) {
+            x->mode = EX_PLAN;
+            if ((st = ex_graph_queue(&u, err)) != RT_OK) return st;
         }
-        L.prim = ARR(x, X_PRIM + c, uint32_t), L.prim_out = ARR(x, X_PRIM + o, uint32_t);
-        L.rnode = ARR(x, X_RNODE + c, uint32_t), L.rnode_out = ARR(x, X_RNODE + o, uint32_t);
-        L.nd_first = ARR(x, X_NFIRST + c, uint32_t), L.nd_first_out = ARR(x, X_NFIRST + o, uint32_t);
-        L.nd_count = ARR(x, X_NCOUNT + c, uint32_t), L.nd_count_out = ARR(x, X_NCOUNT + o, uint32_t);
-        L.nd_tree = ARR(x, X_NTREE + c, uint32_t), L.nd_tree_out = ARR(x, X_NTREE + o, uint32_t);
-        L.nd_cell = ARR(x, X_NCELL + c, RtAabb), L.nd_cell_out = ARR(x, X_NCELL + o, RtAabb);
-        L.scan_types = ARR(x, X_SCAN_TYPES, u64);
-        L.best = ARR(x, X_BEST, u64);
-        L.dec = ARR(x, X_DEC, ExDec);
-        L.nscan_in = ARR(x, X_NSCAN_IN, ExNodeScan), L.nscan = ARR(x, X_NSCAN, ExNodeScan);
-        L.left = ARR(x, X_LEFT, uint8_t), L.right = ARR(x, X_RIGHT, uint8_t), L.side = ARR(x, X_SIDE, uint8_t);
-        L.scan_refs = ARR(x, X_SCAN_REFS, ExRefScan);
-        L.tbox = ARR(x, X_TBOX, RtAabb);
-        L.strad = ARR(x, X_STRAD, uint32_t), L.n_strad = ARR(x, X_NSTRAD, uint32_t);
-        L.slot = ARR(x, X_SLOT, uint2);
-        L.scan_sides = ARR(x, X_SCAN_SIDES, u64);
-        L.nodes = ARR(x, X_NODES, RtKdNode);
-        L.leaves = ARR(x, X_LEAVES, RtKdLeaf);
-        L.leaf_boxes = ARR(x, X_LEAF_BOXES, RtAabb);
-        L.tri_index = ARR(x, X_TRI_INDEX, uint32_t);
-        L.verts = verts;
-        L.n_nodes = N, L.n_refs = R, L.n_events = E;
-        L.node_base = node_total, L.leaf_base = leaf_total, L.index_base = index_total;
-        L.level = level;
-        L.k = rules;
-
-        if (E && (st = ex_count_scan(x, log, "ex_scan_types", stream, ExTypeCount{L.ev[0], L.ev[1], L.ev[2], E},
-                                     ARR(x, X_SCAN_TYPES, u64), (size_t)3 * E + 1, err)) != RT_OK)
-            return st;
-        CUDA_CHECK(err, cudaMemsetAsync(L.best, 0xff, (size_t)N * 8, stream));
-        CUDA_CHECK(err, cudaMemsetAsync(L.n_strad, 0, 4, stream));
-        if ((st = rt_launch(log, "ex_best", EX_GRID(E), dim3(EX_BLOCK), 0, ex_best, err, L)) != RT_OK ||
-            (st = rt_launch(log, "ex_decide", EX_GRID(N + 1), dim3(EX_BLOCK), 0, ex_decide, err, L)) != RT_OK)
-            return st;
-        {
-            ExNodeScan *in = L.nscan_in, *out = L.nscan;
-            if ((st = ex_cub(x, log, "ex_scan_nodes", stream,
-                             [&](void *tmp, size_t &bytes) {
-                                 return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExNodeSum(),
-                                                                       ExNodeScan{0, 0}, (int)N + 1, stream);
-                             },
-                             err)) != RT_OK)
-                return st;
-        }
-        if ((st = rt_launch(log, "ex_nodes", EX_GRID(N), dim3(EX_BLOCK), 0, ex_nodes, err, L)) != RT_OK ||
-            (st = rt_launch(log, "ex_classify", EX_GRID(E), dim3(EX_BLOCK), 0, ex_classify, err, L)) != RT_OK ||
-            (st = rt_launch(log, "ex_refs", EX_GRID(R), dim3(EX_BLOCK), 0, ex_refs, err, L)) != RT_OK ||
-            (p->exact_clip &&
-             (st = rt_launch(log, "ex_clip", EX_GRID(R), dim3(EX_BLOCK), 0, ex_clip, err, L)) != RT_OK))
-            return st;
-        {
-            auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
-                                                      ExRefCount{L.side, R});
-            ExRefScan *out = ARR(x, X_SCAN_REFS, ExRefScan);
-            if ((st = ex_cub(x, log, "ex_scan_refs", stream,
-                             [&](void *tmp, size_t &bytes) {
-                                 return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExRefSum(),
-                                                                       ExRefScan{0, 0, 0, 0}, (int)R + 1, stream);
-                             },
-                             err)) != RT_OK)
-                return st;
-        }
-        /* the level's totals: the next level's sizes */
-        CUDA_CHECK(err, cudaMemcpyAsync(&x->h->nscan, L.nscan + N, sizeof(ExNodeScan), cudaMemcpyDeviceToHost, stream));
-        CUDA_CHECK(err, cudaMemcpyAsync(&x->h->refs, L.scan_refs + R, sizeof(ExRefScan), cudaMemcpyDeviceToHost, stream));
-        CUDA_CHECK(err, cudaStreamSynchronize(stream));
+        x->mode = EX_CAPTURE;
+        st = rt_launch_graph_run(&x->graph, log, &key, sizeof key, ex_graph_queue, &u, err);
+        x->mode = EX_HOST;
+        if (st != RT_OK) return st;
+        CUDA_CHECK(err, cudaEventRecord(x->ev[1], stream));
+        CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
         s.round_trips++;
-        const ExNodeScan tot = x->h->nscan;
-        const ExRefScan refs = x->h->refs;
-        const uint64_t R2 = (uint64_t)refs.l + refs.r;
-        const uint32_t T = refs.tl + refs.tr;
-        const uint32_t N2 = 2 * tot.splits;
-        node_total += N2;
-        leaf_total += N - tot.splits;
-        index_total += tot.index;
-        if (R2 >= (1u << (EX_CUT_BITS - 1)) || (uint64_t)index_total + R2 > RT_KD_MAX_INDEX)
-            return rt_fail(err, RT_ERR_OOM, "KD: exact builder: %llu references at level %d, more than it addresses",
-                           (unsigned long long)R2, level + 1);
-        if (N2) {
-            for (int a = 0; a < 3; a++)
-                if ((st = ex_reserve(&x->arr[X_EV + 2 * a + o], (size_t)2 * R2 * 8, 0, stream, err)) != RT_OK)
-                    return st;
-            if ((st = ex_reserve(&x->arr[X_PRIM + o], (size_t)R2 * 4, 0, stream, err)) != RT_OK ||
-                (st = ex_reserve(&x->arr[X_RNODE + o], (size_t)R2 * 4, 0, stream, err)) != RT_OK ||
-                (st = ex_reserve(&x->arr[X_NFIRST + o], (size_t)N2 * 4, 0, stream, err)) != RT_OK ||
-                (st = ex_reserve(&x->arr[X_NCOUNT + o], (size_t)N2 * 4, 0, stream, err)) != RT_OK ||
-                (st = ex_reserve(&x->arr[X_NTREE + o], (size_t)N2 * 4, 0, stream, err)) != RT_OK ||
-                (st = ex_reserve(&x->arr[X_NCELL + o], (size_t)N2 * sizeof(RtAabb), 0, stream, err)) != RT_OK)
-                return st;
-            for (int a = 0; a < 3; a++) L.ev_out[a] = ARR(x, X_EV + 2 * a + o, u64);
-            if ((st = ex_reserve(&x->arr[X_SEG_BEGIN], (size_t)3 * N2 * 4, 0, stream, err)) != RT_OK ||
-                (st = ex_reserve(&x->arr[X_SEG_END], (size_t)3 * N2 * 4, 0, stream, err)) != RT_OK)
-                return st;
-            L.seg_begin = ARR(x, X_SEG_BEGIN, uint32_t), L.seg_end = ARR(x, X_SEG_END, uint32_t);
-            L.n_tight = T;
-            L.n_children = N2;
-            L.prim_out = ARR(x, X_PRIM + o, uint32_t), L.rnode_out = ARR(x, X_RNODE + o, uint32_t);
-            L.nd_first_out = ARR(x, X_NFIRST + o, uint32_t), L.nd_count_out = ARR(x, X_NCOUNT + o, uint32_t);
-            L.nd_tree_out = ARR(x, X_NTREE + o, uint32_t), L.nd_cell_out = ARR(x, X_NCELL + o, RtAabb);
-            if ((st = rt_launch(log, "ex_refs_scatter", EX_GRID(R), dim3(EX_BLOCK), 0, ex_refs_scatter, err, L)) !=
-                RT_OK)
-                return st;
-            if ((st = ex_count_scan(x, log, "ex_scan_sides", stream,
-                                    ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, E}, ARR(x, X_SCAN_SIDES, u64),
-                                    (size_t)3 * E + 1, err)) != RT_OK)
-                return st;
-            if (!p->exact_clip) {
-                if ((st = rt_launch(log, "ex_events_scatter", EX_GRID((size_t)3 * E), dim3(EX_BLOCK), 0,
-                                    ex_events_scatter, err, L)) != RT_OK)
-                    return st;
-            } else {
-                /* the tight references' events, sorted, merged with the rest */
-                const size_t nt = (size_t)6 * T;
-                if ((st = ex_reserve(&x->arr[X_TKEYS_IN], nt * 8, 0, stream, err)) != RT_OK ||
-                    (st = ex_reserve(&x->arr[X_TKEYS], nt * 8, 0, stream, err)) != RT_OK ||
-                    (st = ex_reserve(&x->arr[X_TVALS_IN], nt * 4, 0, stream, err)) != RT_OK ||
-                    (st = ex_reserve(&x->arr[X_TVALS], nt * 4, 0, stream, err)) != RT_OK)
-                    return st;
-
-                L.tkeys_in = ARR(x, X_TKEYS_IN, u64), L.tkeys = ARR(x, X_TKEYS, u64);
-                L.tvals_in = ARR(x, X_TVALS_IN, uint32_t), L.tvals = ARR(x, X_TVALS, uint32_t);
-                if (T) {
-                    u64 *kin = L.tkeys_in, *kout = ARR(x, X_TKEYS, u64);
-                    uint32_t *vin = L.tvals_in, *vout = ARR(x, X_TVALS, uint32_t);
-                    const uint32_t *sbeg = L.seg_begin, *send = L.seg_end;
-                    if ((st = rt_launch(log, "ex_tight_events", EX_GRID(R), dim3(EX_BLOCK), 0, ex_tight_events, err,
-                                        L)) != RT_OK ||
-                        (st = ex_cub(x, log, "ex_sort_tight", stream,
-                                     [&](void *tmp, size_t &bytes) {
-                                         return cub::DeviceSegmentedSort::StableSortPairs(
-                                             tmp, bytes, kin, kout, vin, vout, (int)nt, (int)(3 * N2), sbeg, send,
-                                             stream);
-                                     },
-                                     err)) != RT_OK)
-                        return st;
-                }
-                if ((st = rt_launch(log, "ex_events_merge", EX_GRID((size_t)3 * E), dim3(EX_BLOCK), 0, ex_events_merge,
-                                    err, L)) != RT_OK ||
-                    (st = rt_launch(log, "ex_tight_merge", EX_GRID(nt), dim3(EX_BLOCK), 0, ex_tight_merge, err, L)) !=
-                        RT_OK)
-                    return st;
-            }
+        if (!x->h->tot.overflow) {
+            built = 1;
+            bounds = x->h->tot.box;
+        } else {
+            s.rebuilds = 1; /* built again below */
+            if (x->h->tot.overflow & EX_OVER_SEGMENT) x->graph_off = 1, x->off_n = n, x->off_rules = u.rules;
         }
-        x->cur = o;
-        N = N2;
-        R = (uint32_t)R2;
     }
-    if ((st = kd_mark_empty_queue(log, ARR(x, X_NODES, RtKdNode), NULL, node_total, err)) != RT_OK) return st;
-    CUDA_CHECK(err, cudaEventRecord(x->ev[1], stream));
-    CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
-    s.round_trips++;
+    if (!built) {
+        if ((st = ex_host_build(&u, &s, &bounds, err)) != RT_OK) return st;
+        CUDA_CHECK(err, cudaEventRecord(x->ev[1], stream));
+        CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
+        s.round_trips++;
+    }
+    const ExTotals tot = x->h->tot;
 
     memset(tree, 0, sizeof *tree);
     tree->nodes = ARR(x, X_NODES, RtKdNode);
     tree->leaves = ARR(x, X_LEAVES, RtKdLeaf);
     tree->leaf_boxes = ARR(x, X_LEAF_BOXES, RtAabb);
     tree->tri_index = ARR(x, X_TRI_INDEX, uint32_t);
-    tree->node_count = node_total;
-    tree->leaf_count = leaf_total;
-    tree->index_count = index_total;
+    tree->node_count = tot.nodes;
+    tree->leaf_count = tot.leaves;
+    tree->index_count = tot.index;
     tree->node_cap = (uint32_t)(x->arr[X_NODES].bytes / sizeof(RtKdNode));
     tree->leaf_cap = (uint32_t)(x->arr[X_LEAVES].bytes / sizeof(RtKdLeaf));
     tree->index_cap = (uint32_t)(x->arr[X_TRI_INDEX].bytes / 4);
@@ -1107,12 +1508,12 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     s.build_ms = rt_now_ms() - t0;
     cudaEventElapsedTime(&s.gpu_ms, x->ev[0], x->ev[1]);
     s.large_ms = s.gpu_ms;
-    s.large_levels = (uint32_t)level;
-    s.nodes = node_total;
-    s.leaves = leaf_total;
-    s.references = index_total;
+    s.large_levels = tot.levels;
+    s.nodes = tot.nodes;
+    s.leaves = tot.leaves;
+    s.references = tot.index;
     s.triangles = n;
-    s.valid_triangles = valid_n;
+    s.valid_triangles = tot.valid;
     *stats = s;
     return RT_OK;
 }

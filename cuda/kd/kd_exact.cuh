@@ -17,10 +17,14 @@ RtStatus kd_exact_create(KdExact **out, RtError *err);
 void kd_exact_destroy(KdExact *x);
 
 /* Builds the tree over n triangles on `stream` (every kernel counted in
- * log) and waits for it: the host reads two counters back per level to size
- * the next one. *tree receives device arrays owned by x (valid until its
- * next build), the counts and the bounds; stats gets the tree's sizes, the
- * levels (large_levels), the round trips and the GPU time (gpu_ms). */
+ * log) and waits for it. The first build of a scene (and every build with a
+ * timed log) reads each level's sizes back to size the next; later builds
+ * with the same count and rules run all levels as one CUDA graph sized
+ * from that one and wait once (one built again host-driven when it does
+ * not fit: stats.rebuilds 1). *tree receives device arrays owned by x
+ * (valid until its next build), the counts and the bounds; stats gets the
+ * tree's sizes, the levels (large_levels), the round trips and the GPU
+ * time (gpu_ms). */
 RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts, const float4 *woop, uint32_t n,
                         cudaStream_t stream, RtLaunchLog *log, RtKdTree *tree, RtKdGpuStats *stats, RtError *err);
 

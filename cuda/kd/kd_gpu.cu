@@ -546,6 +546,7 @@ extern "C" RtStatus rt_kd_gpu_build_async(RtKdGpu *g, const RtKdGpuParams *pp, c
             return st;
         CUDA_CHECK(err, cudaEventRecord(g->ev_done, g->stream));
         *d_tree = g->exact_tree;
+        g->fresh = 1; /* nothing left to wait for */
     } else {
         uint32_t ovf = 0;
         for (int attempt = 0;; attempt++) {
