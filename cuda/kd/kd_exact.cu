@@ -923,7 +923,7 @@ typedef struct ExPinned {
 typedef struct ExSchedule {
     int valid;
     int levels;
-    uint32_t gen;                   /* counts the schedules (the graph's key) */
+    uint32_t gen;                   /* counts the host-driven builds, which may move the arrays (the graph's key) */
     uint32_t n;                     /* triangles */
     ExRules rules;
     uint32_t N[EX_MAX_LEVELS], R[EX_MAX_LEVELS], T[EX_MAX_LEVELS];
@@ -1330,7 +1330,6 @@ static void ex_schedule(KdExact *x, const ExRun *u, int levels, const uint32_t *
     s->index = ex_grow(index > u->n ? index : u->n, RT_KD_MAX_INDEX);
     s->n = u->n;
     s->rules = u->rules;
-    s->gen++;
     s->valid = 1;
 }
 
@@ -1371,6 +1370,10 @@ static RtStatus ex_host_build(const ExRun *u, RtKdGpuStats *s, RtAabb *bounds, R
     const cudaStream_t stream = u->stream;
     RtStatus st;
     x->mode = EX_HOST;
+    /* this build may move the arrays: no graph over the old ones replays
+     * (a new schedule, recorded at the end, is captured anew) */
+    x->sched.valid = 0;
+    x->sched.gen++;
     if ((st = ex_root_queue(u, err)) != RT_OK) return st;
     CUDA_CHECK(err, cudaMemcpyAsync(&x->h->sz[0], ARR(x, X_SIZES, ExSizes), sizeof(ExSizes), cudaMemcpyDeviceToHost,
                                     stream));
