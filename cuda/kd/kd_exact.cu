@@ -918,7 +918,8 @@ typedef struct ExPinned {
  * sized beforehand: for the capacities below, taken from the last build the
  * host drove (the sizes of each level and its neighbours, with room to
  * grow; two levels more: a turning scene's depth changes by one or two).
- * A build that does not fit them is flagged by the device (ExTotals.overflow) and built again host-driven, which sets new
+ * A build that does not fit them is flagged by the device
+ * (ExTotals.overflow) and built again host-driven, which sets new
  * capacities. */
 typedef struct ExSchedule {
     int valid;
