@@ -1363,6 +1363,47 @@ static RtStatus ex_graph_queue(void *ctx, RtError *err)
 
 static int ex_rules_equal(const ExRules *a, const ExRules *b) { return !memcmp(a, b, sizeof *a); }
 
+/* The levels as the schedule's graph (planned and captured when its key is
+ * new) and the wait for its totals. *built 0: the caller builds host-driven
+ * (the build outgrew the capacities, or they do not fit the GPU's memory
+ * beside what it holds; a segment too long or the memory turn the graph
+ * off for this count and these rules). */
+static RtStatus ex_graph_build(ExRun *u, RtKdGpuStats *s, RtAabb *bounds, int *built, RtError *err)
+{
+    KdExact *x = u->x;
+    RtStatus st;
+    *built = 0;
+    ExGraphKey key;
+    memset(&key, 0, sizeof key);
+    key.gen = x->sched.gen, key.n = u->n, key.verts = u->verts, key.woop = u->woop, key.rules = u->rules;
+    const RtLaunchGraph *g = &x->graph;
+    if (!(g->exec && g->key_bytes == sizeof key && !memcmp(g->key, &key, sizeof key))) {
+        x->mode = EX_PLAN;
+        st = ex_graph_queue(u, err);
+        x->mode = EX_HOST;
+        if (st == RT_ERR_OOM) { /* host-driven, the levels' arrays fit their sizes */
+            x->graph_off = 1, x->off_n = u->n, x->off_rules = u->rules;
+            return RT_OK;
+        }
+        if (st != RT_OK) return st;
+    }
+    x->mode = EX_CAPTURE;
+    st = rt_launch_graph_run(&x->graph, u->log, &key, sizeof key, ex_graph_queue, u, err);
+    x->mode = EX_HOST;
+    if (st != RT_OK) return st;
+    CUDA_CHECK(err, cudaEventRecord(x->ev[1], u->stream));
+    CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
+    s->round_trips++;
+    if (!x->h->tot.overflow) {
+        *built = 1;
+        *bounds = x->h->tot.box;
+    } else {
+        s->rebuilds = 1; /* built again host-driven */
+        if (x->h->tot.overflow & EX_OVER_SEGMENT) x->graph_off = 1, x->off_n = u->n, x->off_rules = u->rules;
+    }
+    return RT_OK;
+}
+
 /* The levels driven by the host: each level's sizes read back, the arrays
  * sized to them, the schedule for the graph recorded. */
 static RtStatus ex_host_build(const ExRun *u, RtKdGpuStats *s, RtAabb *bounds, RtError *err)
@@ -1463,30 +1504,9 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     const int off = x->graph_off && x->off_n == n && ex_rules_equal(&x->off_rules, &u.rules);
     int built = 0;
     RtAabb bounds = aabb_empty();
-    if (!log->timed && !off && sc->valid && sc->n == n && ex_rules_equal(&sc->rules, &u.rules)) {
-        ExGraphKey key;
-        memset(&key, 0, sizeof key);
-        key.gen = sc->gen, key.n = n, key.verts = verts, key.woop = woop, key.rules = u.rules;
-        const RtLaunchGraph *g = &x->graph;
-        if (!(g->exec && g->key_bytes == sizeof key && !memcmp(g->key, &key, sizeof key))) {
-            x->mode = EX_PLAN;
-            if ((st = ex_graph_queue(&u, err)) != RT_OK) return st;
-        }
-        x->mode = EX_CAPTURE;
-        st = rt_launch_graph_run(&x->graph, log, &key, sizeof key, ex_graph_queue, &u, err);
-        x->mode = EX_HOST;
-        if (st != RT_OK) return st;
-        CUDA_CHECK(err, cudaEventRecord(x->ev[1], stream));
-        CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
-        s.round_trips++;
-        if (!x->h->tot.overflow) {
-            built = 1;
-            bounds = x->h->tot.box;
-        } else {
-            s.rebuilds = 1; /* built again below */
-            if (x->h->tot.overflow & EX_OVER_SEGMENT) x->graph_off = 1, x->off_n = n, x->off_rules = u.rules;
-        }
-    }
+    if (!log->timed && !off && sc->valid && sc->n == n && ex_rules_equal(&sc->rules, &u.rules) &&
+        (st = ex_graph_build(&u, &s, &bounds, &built, err)) != RT_OK)
+        return st;
     if (!built) {
         if ((st = ex_host_build(&u, &s, &bounds, err)) != RT_OK) return st;
         CUDA_CHECK(err, cudaEventRecord(x->ev[1], stream));
