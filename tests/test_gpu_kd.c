@@ -381,12 +381,7 @@ static void assert_same_tree(const RtKdTree *a, const RtKdTree *b, const char *w
     RtKdTree ha, hb;
     assert_int_equal(rt_kd_gpu_download(a, &ha, &err), RT_OK);
     assert_int_equal(rt_kd_gpu_download(b, &hb, &err), RT_OK);
-    int same = ha.node_count == hb.node_count && ha.leaf_count == hb.leaf_count && ha.index_count == hb.index_count &&
-               !memcmp(&ha.bounds, &hb.bounds, sizeof ha.bounds) &&
-               !memcmp(ha.nodes, hb.nodes, ha.node_count * sizeof *ha.nodes) &&
-               !memcmp(ha.leaves, hb.leaves, ha.leaf_count * sizeof *ha.leaves) &&
-               !memcmp(ha.leaf_boxes, hb.leaf_boxes, ha.leaf_count * sizeof *ha.leaf_boxes) &&
-               !memcmp(ha.tri_index, hb.tri_index, ha.index_count * sizeof *ha.tri_index);
+    const int same = rt_kd_tree_same(&ha, &hb);
     if (!same)
         print_message("%s: trees differ (nodes %u / %u, leaves %u / %u, refs %u / %u)\n", what, ha.node_count,
                       hb.node_count, ha.leaf_count, hb.leaf_count, ha.index_count, hb.index_count);

@@ -554,17 +554,6 @@ static void kd_filter_rejects_and_search_goes_on(void **state)
 
 /* ---- determinism, SAH ---------------------------------------------------- */
 
-static int same_tree(const RtKdTree *a, const RtKdTree *b)
-{
-    return a->node_count == b->node_count && a->leaf_count == b->leaf_count &&
-           a->index_count == b->index_count &&
-           !memcmp(a->nodes, b->nodes, a->node_count * sizeof *a->nodes) &&
-           !memcmp(a->leaves, b->leaves, a->leaf_count * sizeof *a->leaves) &&
-           !memcmp(a->leaf_boxes, b->leaf_boxes, a->leaf_count * sizeof *a->leaf_boxes) &&
-           !memcmp(a->tri_index, b->tri_index, a->index_count * sizeof *a->tri_index) &&
-           !memcmp(&a->bounds, &b->bounds, sizeof a->bounds);
-}
-
 static void kd_same_tree_with_1_2_and_3_threads(void **state)
 {
     (void)state;
@@ -578,12 +567,12 @@ static void kd_same_tree_with_1_2_and_3_threads(void **state)
     build(&s.t, 1, &t1);
     build(&s.t, 2, &t2);
     build(&s.t, 3, &t3);
-    assert_true(same_tree(&t1, &t2));
-    assert_true(same_tree(&t1, &t3));
+    assert_true(rt_kd_tree_same(&t1, &t2));
+    assert_true(rt_kd_tree_same(&t1, &t3));
     expect_valid(&t2, &s.t);
     /* Rebuilding into a used tree reuses its arrays and gives the same tree. */
     build(&s.t, 2, &t3);
-    assert_true(same_tree(&t1, &t3));
+    assert_true(rt_kd_tree_same(&t1, &t3));
     rt_kd_tree_free(&t1);
     rt_kd_tree_free(&t2);
     rt_kd_tree_free(&t3);

@@ -1096,3 +1096,13 @@ void rt_kd_tree_free(RtKdTree *tree)
     free(tree->tri_index);
     memset(tree, 0, sizeof *tree);
 }
+
+int rt_kd_tree_same(const RtKdTree *a, const RtKdTree *b)
+{
+    return a->node_count == b->node_count && a->leaf_count == b->leaf_count && a->index_count == b->index_count &&
+           !memcmp(a->nodes, b->nodes, a->node_count * sizeof *a->nodes) &&
+           !memcmp(a->leaves, b->leaves, a->leaf_count * sizeof *a->leaves) &&
+           !memcmp(a->leaf_boxes, b->leaf_boxes, a->leaf_count * sizeof *a->leaf_boxes) &&
+           !memcmp(a->tri_index, b->tri_index, a->index_count * sizeof *a->tri_index) &&
+           !memcmp(&a->bounds, &b->bounds, sizeof a->bounds);
+}

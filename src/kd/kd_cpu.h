@@ -29,6 +29,10 @@ RtKdCpuParams rt_kd_cpu_params_default(void);
 RtStatus rt_kd_build_cpu(const RtKdCpuParams *p, const RtTriArrays *tris, RtKdTree *tree,
                          RtKdStats *stats, RtError *err);
 void rt_kd_tree_free(RtKdTree *tree);
+/* 1 when two host trees are the same byte for byte (counts, bounds, every
+ * node, leaf, leaf box and reference): the determinism and GPU-path tests'
+ * comparison. */
+int rt_kd_tree_same(const RtKdTree *a, const RtKdTree *b);
 
 /* Sets every interior node's empty-child marks (kd_layout.h's
  * kd_empty_marks) from its children as they are now: the host builder's
