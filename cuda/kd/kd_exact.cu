@@ -898,7 +898,7 @@ enum {
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
     X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN_IN, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
     X_TBOX, X_STRAD, X_NSTRAD, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
-    X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB,
+    X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB, X_CUB2, /* CUB's storage on the stream and beside it */
     X_COUNT
 };
 
@@ -941,6 +941,10 @@ struct KdExact {
     int cur;              /* which of each pair of level lists is read */
     int mode;
     cudaEvent_t ev[2];
+    /* two scans of a level run beside the stream (ex_split_queue) */
+    cudaStream_t side;
+    cudaEvent_t fork[2], join[2];
+    int side_pending;     /* the second scan not yet waited for */
     ExPinned *h;          /* pinned host memory, one allocation */
     ExSchedule sched;
     int graph_off;        /* a segment too long for ex_tight_rank: host-driven for these rules and count */
@@ -961,7 +965,12 @@ RtStatus kd_exact_create(KdExact **out, RtError *err)
     KdExact *x = (KdExact *)calloc(1, sizeof *x);
     *out = x;
     if (!x) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory");
-    for (int i = 0; i < 2; i++) CUDA_CHECK(err, cudaEventCreate(&x->ev[i]));
+    for (int i = 0; i < 2; i++) {
+        CUDA_CHECK(err, cudaEventCreate(&x->ev[i]));
+        CUDA_CHECK(err, cudaEventCreateWithFlags(&x->fork[i], cudaEventDisableTiming));
+        CUDA_CHECK(err, cudaEventCreateWithFlags(&x->join[i], cudaEventDisableTiming));
+    }
+    CUDA_CHECK(err, cudaStreamCreateWithFlags(&x->side, cudaStreamNonBlocking));
     CUDA_CHECK(err, cudaMallocHost((void **)&x->h, sizeof(ExPinned)));
     return RT_OK;
 }
@@ -972,8 +981,12 @@ void kd_exact_destroy(KdExact *x)
     rt_launch_graph_destroy(&x->graph);
     for (int i = 0; i < X_COUNT; i++)
         if (x->arr[i].p) cudaFree(x->arr[i].p);
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 2; i++) {
         if (x->ev[i]) cudaEventDestroy(x->ev[i]);
+        if (x->fork[i]) cudaEventDestroy(x->fork[i]);
+        if (x->join[i]) cudaEventDestroy(x->join[i]);
+    }
+    if (x->side) cudaStreamDestroy(x->side);
     if (x->h) cudaFreeHost(x->h);
     free(x);
 }
@@ -986,6 +999,7 @@ typedef struct ExRun {
     cudaStream_t stream;
     RtLaunchLog *log;
     ExRules rules;
+    int beside; /* two scans a level beside the stream (not with a timed log: its events are the stream's) */
 } ExRun;
 
 /* At least `bytes` in array i (grown by half again, so a tree that grows a
@@ -1033,20 +1047,31 @@ static RtStatus ex_launch(const ExRun *u, const char *name, size_t threads, void
     return ex_launch_in(u, name, threads, EX_BLOCK, kernel, err, args...);
 }
 
-/* CUB calls, counted as one launch each (as the other builders count them);
- * planned, only their storage is sized. */
+/* Where a CUB call runs: the stream and the storage array (X_CUB), or
+ * beside it (ExRun.beside: the side stream and X_CUB2; else the stream). */
+struct ExLane {
+    cudaStream_t stream;
+    int cub;
+};
+static ExLane ex_lane(const ExRun *u, int beside)
+{
+    return beside && u->beside ? ExLane{u->x->side, X_CUB2} : ExLane{u->stream, X_CUB};
+}
+
+/* CUB calls (call(tmp, bytes, stream)), counted as one launch each (as the
+ * other builders count them); planned, only their storage is sized. */
 template <typename F>
-static RtStatus ex_cub(const ExRun *u, const char *name, F call, RtError *err)
+static RtStatus ex_cub(const ExRun *u, ExLane lane, const char *name, F call, RtError *err)
 {
     KdExact *x = u->x;
     size_t bytes = 0;
-    CUDA_CHECK(err, call((void *)NULL, bytes));
-    RtStatus st = ex_reserve(x, X_CUB, bytes, 0, u->stream, err);
+    CUDA_CHECK(err, call((void *)NULL, bytes, lane.stream));
+    RtStatus st = ex_reserve(x, lane.cub, bytes, 0, u->stream, err);
     if (st != RT_OK || x->mode == EX_PLAN) return st;
     int entry, slot;
     if ((st = rt_launch_begin(u->log, name, &entry, &slot, err)) != RT_OK) return st;
-    bytes = x->arr[X_CUB].bytes;
-    CUDA_CHECK(err, call(x->arr[X_CUB].p, bytes));
+    bytes = x->arr[lane.cub].bytes;
+    CUDA_CHECK(err, call(x->arr[lane.cub].p, bytes, lane.stream));
     return rt_launch_end(u->log, entry, slot, err);
 }
 
@@ -1054,15 +1079,42 @@ static RtStatus ex_cub(const ExRun *u, const char *name, F call, RtError *err)
  * functor of the position, zero from the counted items on, so the total
  * is at the count), through ex_cub. */
 template <typename F, typename T>
-static RtStatus ex_count_scan(const ExRun *u, const char *name, F f, T *out, size_t items, RtError *err)
+static RtStatus ex_count_scan(const ExRun *u, ExLane lane, const char *name, F f, T *out, size_t items, RtError *err)
 {
     auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0), f);
-    cudaStream_t stream = u->stream;
-    return ex_cub(u, name,
-                  [&](void *tmp, size_t &bytes) {
-                      return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)items, stream);
+    return ex_cub(u, lane, name,
+                  [&](void *tmp, size_t &bytes, cudaStream_t st) {
+                      return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)items, st);
                   },
                   err);
+}
+
+/* The side stream takes up the stream's work from here (fork k), or the
+ * stream waits for what the side stream queued (join k). Nothing when the
+ * scans do not run beside it or the levels are only planned. */
+static RtStatus ex_fork(const ExRun *u, int k, RtError *err)
+{
+    KdExact *x = u->x;
+    if (!u->beside || x->mode == EX_PLAN) return RT_OK;
+    CUDA_CHECK(err, cudaEventRecord(x->fork[k], u->stream));
+    CUDA_CHECK(err, cudaStreamWaitEvent(x->side, x->fork[k], 0));
+    return RT_OK;
+}
+static RtStatus ex_side_done(const ExRun *u, int k, RtError *err)
+{
+    KdExact *x = u->x;
+    if (!u->beside || x->mode == EX_PLAN) return RT_OK;
+    CUDA_CHECK(err, cudaEventRecord(x->join[k], x->side));
+    if (k == 1) x->side_pending = 1;
+    return RT_OK;
+}
+static RtStatus ex_join(const ExRun *u, int k, RtError *err)
+{
+    KdExact *x = u->x;
+    if (!u->beside || x->mode == EX_PLAN || (k == 1 && !x->side_pending)) return RT_OK;
+    CUDA_CHECK(err, cudaStreamWaitEvent(u->stream, x->join[k], 0));
+    if (k == 1) x->side_pending = 0;
+    return RT_OK;
 }
 
 /* The root: valid triangles, bounds, the root's sizes and node (ex_root),
@@ -1099,7 +1151,8 @@ static RtStatus ex_root_queue(const ExRun *u, RtError *err)
     uint32_t *valid = ARR(x, X_VALID, uint32_t), *vscan = ARR(x, X_VSCAN, uint32_t);
     if ((st = ex_launch(u, "ex_start", 1, ex_start, err, bounds)) != RT_OK ||
         (st = ex_launch(u, "ex_tri_boxes", n, ex_tri_boxes, err, u->verts, u->woop, n, valid, bounds)) != RT_OK ||
-        (st = ex_count_scan(u, "ex_scan_valid", ExValid{valid, n}, vscan, (size_t)n + 1, err)) != RT_OK ||
+        (st = ex_count_scan(u, ex_lane(u, 0), "ex_scan_valid", ExValid{valid, n}, vscan, (size_t)n + 1, err)) !=
+            RT_OK ||
         (st = ex_launch(u, "ex_root_events", n, ex_root_events, err, u->verts, (const uint32_t *)valid,
                         (const uint32_t *)vscan, n, ARR(x, X_EV + 1, u64), ARR(x, X_EV + 3, u64),
                         ARR(x, X_EV + 5, u64), ARR(x, X_PRIM, uint32_t), ARR(x, X_RNODE, uint32_t))) != RT_OK ||
@@ -1114,10 +1167,10 @@ static RtStatus ex_root_queue(const ExRun *u, RtError *err)
      * reference bits need no sorting */
     for (int a = 0; a < 3 && n; a++) {
         u64 *in = ARR(x, X_EV + 2 * a + 1, u64), *out = ARR(x, X_EV + 2 * a, u64);
-        if ((st = ex_cub(u, "ex_sort_events",
-                         [&](void *tmp, size_t &bytes) {
+        if ((st = ex_cub(u, ex_lane(u, 0), "ex_sort_events",
+                         [&](void *tmp, size_t &bytes, cudaStream_t sm) {
                              return cub::DeviceRadixSort::SortKeys(tmp, bytes, in, out, (int)(2 * n),
-                                                                   RT_KD_EV_ID_BITS, 64, stream);
+                                                                   RT_KD_EV_ID_BITS, 64, sm);
                          },
                          err)) != RT_OK)
             return st;
@@ -1197,37 +1250,48 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
         (st = ex_reserve(x, X_TRI_INDEX, (size_t)index * 4, 1, s, err)) != RT_OK)
         return st;
     ExLevel L = ex_level_view(u, level);
-    if (E && (st = ex_count_scan(u, "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
-                                 ARR(x, X_SCAN_TYPES, u64),
-                                 (size_t)3 * E + 1, err)) != RT_OK)
+    if (E && (st = ex_count_scan(u, ex_lane(u, 0), "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
+                                 ARR(x, X_SCAN_TYPES, u64), (size_t)3 * E + 1, err)) != RT_OK)
         return st;
     if ((st = ex_launch(u, "ex_best", E, ex_best, err, L)) != RT_OK ||
         (st = ex_launch(u, "ex_decide", (size_t)N + 1, ex_decide, err, L)) != RT_OK)
         return st;
+    /* the nodes' scan beside the classification, which needs only the
+     * decisions; the nodes and the references wait for both */
+    if ((st = ex_fork(u, 0, err)) != RT_OK) return st;
     {
         ExNodeScan *in = L.nscan_in, *out = L.nscan;
-        if ((st = ex_cub(u, "ex_scan_nodes",
-                         [&](void *tmp, size_t &bytes) {
+        if ((st = ex_cub(u, ex_lane(u, 1), "ex_scan_nodes",
+                         [&](void *tmp, size_t &bytes, cudaStream_t sm) {
                              return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExNodeSum(),
-                                                                   ExNodeScan{0, 0}, (int)N + 1, s);
+                                                                   ExNodeScan{0, 0}, (int)N + 1, sm);
                          },
                          err)) != RT_OK)
             return st;
     }
-    if ((st = ex_launch(u, "ex_nodes", N, ex_nodes, err, L)) != RT_OK ||
-        (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK ||
+    if ((st = ex_side_done(u, 0, err)) != RT_OK ||
+        (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK || (st = ex_join(u, 0, err)) != RT_OK ||
+        (st = ex_launch(u, "ex_nodes", N, ex_nodes, err, L)) != RT_OK ||
         (st = ex_launch(u, "ex_refs", R, ex_refs, err, L)) != RT_OK ||
         (u->rules.exact_clip &&
          (st = ex_launch_in(u, "ex_clip", R, EX_CLIP_BLOCK, ex_clip, err, L)) != RT_OK))
+        return st;
+    /* the sides are final: the kept copies' scan beside the references'
+     * scan, the totals and the children's lists (the merge waits for it:
+     * ex_join(u, 1)) */
+    if ((st = ex_fork(u, 1, err)) != RT_OK ||
+        (st = ex_count_scan(u, ex_lane(u, 1), "ex_scan_sides", ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, L.sz},
+                            ARR(x, X_SCAN_SIDES, u64), (size_t)3 * E + 1, err)) != RT_OK ||
+        (st = ex_side_done(u, 1, err)) != RT_OK)
         return st;
     {
         auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
                                                   ExRefCount{L.side, L.sz});
         ExRefScan *out = ARR(x, X_SCAN_REFS, ExRefScan);
-        if ((st = ex_cub(u, "ex_scan_refs",
-                         [&](void *tmp, size_t &bytes) {
+        if ((st = ex_cub(u, ex_lane(u, 0), "ex_scan_refs",
+                         [&](void *tmp, size_t &bytes, cudaStream_t sm) {
                              return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExRefSum(),
-                                                                   ExRefScan{0, 0, 0, 0}, (int)R + 1, s);
+                                                                   ExRefScan{0, 0, 0, 0}, (int)R + 1, sm);
                          },
                          err)) != RT_OK)
             return st;
@@ -1267,22 +1331,21 @@ static RtStatus ex_down_queue(const ExRun *u, int level, uint32_t N, uint32_t R,
          (st = ex_reserve(x, X_TVALS, nt * 4, 0, s, err)) != RT_OK))
         return st;
     ExLevel L = ex_level_view(u, level);
-    if ((st = ex_launch(u, "ex_refs_scatter", R, ex_refs_scatter, err, L)) != RT_OK ||
-        (st = ex_count_scan(u, "ex_scan_sides", ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, L.sz},
-                            ARR(x, X_SCAN_SIDES, u64),
-                            (size_t)3 * E + 1, err)) != RT_OK)
-        return st;
-    if (!u->rules.exact_clip) return ex_launch(u, "ex_events_scatter", (size_t)3 * E, ex_events_scatter, err, L);
+    if ((st = ex_launch(u, "ex_refs_scatter", R, ex_refs_scatter, err, L)) != RT_OK) return st;
+    if (!u->rules.exact_clip)
+        return (st = ex_join(u, 1, err)) != RT_OK
+                   ? st
+                   : ex_launch(u, "ex_events_scatter", (size_t)3 * E, ex_events_scatter, err, L);
     /* the tight references' events, sorted, merged with the rest */
     if (T) {
         if (x->mode == EX_HOST) {
             u64 *kin = L.tkeys_in, *kout = L.tkeys;
             uint32_t *vin = L.tvals_in, *vout = L.tvals;
             const uint32_t *sbeg = L.seg_begin, *send = L.seg_end;
-            if ((st = ex_cub(u, "ex_sort_tight",
-                             [&](void *tmp, size_t &bytes) {
+            if ((st = ex_cub(u, ex_lane(u, 0), "ex_sort_tight",
+                             [&](void *tmp, size_t &bytes, cudaStream_t sm) {
                                  return cub::DeviceSegmentedSort::StableSortPairs(
-                                     tmp, bytes, kin, kout, vin, vout, (int)nt, (int)(3 * N2), sbeg, send, s);
+                                     tmp, bytes, kin, kout, vin, vout, (int)nt, (int)(3 * N2), sbeg, send, sm);
                              },
                              err)) != RT_OK)
                 return st;
@@ -1290,6 +1353,7 @@ static RtStatus ex_down_queue(const ExRun *u, int level, uint32_t N, uint32_t R,
             return st;
         }
     }
+    if ((st = ex_join(u, 1, err)) != RT_OK) return st;
     return ex_launch(u, "ex_merge", (size_t)3 * E + nt, ex_merge, err, L);
 }
 
@@ -1351,6 +1415,7 @@ static RtStatus ex_graph_queue(void *ctx, RtError *err)
         if ((st = ex_split_queue(u, l, sc->N[l], sc->R[l], sc->nodes, sc->leaves, sc->index, cap, err)) != RT_OK)
             return st;
         if (!last && (st = ex_down_queue(u, l, sc->N[l], sc->R[l], sc->T[l], N2, R2, err)) != RT_OK) return st;
+        if ((st = ex_join(u, 1, err)) != RT_OK) return st; /* (the last level has no merge) */
         x->cur ^= 1;
     }
     if (x->mode == EX_PLAN) return RT_OK;
@@ -1457,6 +1522,7 @@ static RtStatus ex_host_build(const ExRun *u, RtKdGpuStats *s, RtAabb *bounds, R
             return rt_fail(err, RT_ERR_OOM, "KD: exact builder: %u references at level %d, more than it addresses",
                            R2, level + 1);
         if (N2 && (st = ex_down_queue(u, level, N, R, T, N2, R2, err)) != RT_OK) return st;
+        if ((st = ex_join(u, 1, err)) != RT_OK) return st; /* (a level without children has no merge) */
         x->cur ^= 1;
         N = N2;
         R = R2;
@@ -1495,6 +1561,8 @@ RtStatus kd_exact_build(KdExact *x, const RtKdGpuParams *p, const float4 *verts,
     u.rules.max_leaf = (uint32_t)p->exact_leaf;
     u.rules.max_depth_asked = p->max_depth;
     u.rules.exact_clip = p->exact_clip;
+    u.beside = !log->timed;
+    x->side_pending = 0;
     RtStatus st;
     CUDA_CHECK(err, cudaEventRecord(x->ev[0], stream));
 
