@@ -56,6 +56,8 @@
 #include <string.h>
 
 #include <cub/cub.cuh>
+#include <cuda/atomic>
+#include <cuda/functional>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
@@ -134,7 +136,7 @@ struct ExSizes {
     uint32_t T, N2;     /* tight copies, children (ex_sizes; N2 = 0: nothing goes down) */
     uint32_t node_base, leaf_base, index_base; /* the tree's counts before the level */
     int max_depth;
-    uint32_t pad;
+    uint32_t build;     /* this build's number (ex_root): the scans' tile words carry it */
     double gap;         /* the thinnest slab a split may cut off (RT_KD_MIN_GAP of the scene) */
 };
 
@@ -189,6 +191,7 @@ struct ExLevel {
 struct ExTypeCount { /* per axis-major event index, plus zeros from the end on */
     const u64 *ev0, *ev1, *ev2;
     const ExSizes *sz;
+    __device__ uint32_t count() const { return 3u * sz->E + 1u; }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
         const uint32_t n = sz->E;
@@ -203,6 +206,7 @@ struct ExSideCount { /* per axis-major event index (and zeros from the end on): 
     const u64 *ev0, *ev1, *ev2;
     const uint8_t *side;
     const ExSizes *sz;
+    __device__ uint32_t count() const { return 3u * sz->E + 1u; }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
         const uint32_t n = sz->E;
@@ -216,12 +220,22 @@ struct ExSideCount { /* per axis-major event index (and zeros from the end on): 
 struct ExRefCount { /* per reference, plus zeros from the end on */
     const uint8_t *side;
     const ExSizes *sz;
+    __device__ uint32_t count() const { return sz->R + 1u; }
     __host__ __device__ ExRefScan operator()(uint32_t r) const
     {
         if (r >= sz->R) return ExRefScan{0, 0, 0, 0};
         const uint32_t s = side[r], t = (s >> 2) & 1u;
         return ExRefScan{s & 1u, (s >> 1) & 1u, (s & 1u) & t, ((s >> 1) & 1u) & t};
     }
+};
+struct ExNodeCount { /* per node, and a zero at the end (ex_decide's) */
+    const ExNodeScan *in;
+    const ExSizes *sz;
+    __device__ uint32_t count() const { return sz->N + 1u; }
+    __host__ __device__ ExNodeScan operator()(uint32_t n) const { return in[n]; }
+};
+struct ExAdd {
+    __host__ __device__ u64 operator()(u64 a, u64 b) const { return a + b; }
 };
 struct ExValid {
     const uint32_t *valid;
@@ -308,7 +322,7 @@ __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const
  * the scene's rules, the totals. */
 __global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, int max_depth_asked, ExSizes *sz,
                         ExTotals *tot, uint32_t *nd_first, uint32_t *nd_count, uint32_t *nd_tree, RtAabb *nd_cell,
-                        RtAabb *root_box, uint32_t *n_strad, u64 *best)
+                        RtAabb *root_box, uint32_t *n_strad, u64 *best, uint32_t *builds)
 {
     const uint32_t valid = vscan[n];
     RtAabb box = aabb_empty();
@@ -326,6 +340,8 @@ __global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, in
     s.node_base = 1; /* the root's children come after it */
     s.max_depth = rt_kd_max_depth(max_depth_asked, valid);
     s.gap = gap;
+    s.build = ++*builds; /* (never 0: the tile words start zeroed) */
+    if (!s.build) s.build = ++*builds;
     *sz = s;
     *nd_first = 0, *nd_count = valid, *nd_tree = 0, *nd_cell = box, *root_box = box;
     *n_strad = 0;
@@ -883,6 +899,130 @@ __global__ void ex_merge(ExLevel L)
     else if (j - kept < 6u * S.T) ex_tight_merge(L, S, j - kept);
 }
 
+/* ---- the levels' scans ------------------------------------------------------------ */
+
+/* A level's exclusive scans in one pass: Merrill & Garland's decoupled
+ * look-back, as CUB's DeviceScan, with two differences the graph needs.
+ * The count is read on the device (the level's sizes), so a scan over a
+ * capacity does the level's work and its tiles past the count end at once;
+ * and a tile's words carry a tag (the build, the level, which scan), so a
+ * word left by an earlier scan reads as not yet written, and no launch
+ * clears them before each scan. A tile publishes its aggregate, sums its
+ * predecessors' back to the nearest inclusive prefix, a block's worth of
+ * them at a time (all threads, in parallel: the tiles of a level are
+ * mostly resident at once, so their aggregates are all there), then
+ * publishes its own inclusive prefix. */
+#define EX_SCAN_ITEMS 8
+#define EX_SCAN_TILE (EX_BLOCK * EX_SCAN_ITEMS)
+enum { EX_SCAN_TYPES, EX_SCAN_NODES, EX_SCAN_REFS, EX_SCAN_SIDES, EX_SCANS };
+
+template <typename T>
+struct ExTileWord {
+    u64 agg_tag;
+    T agg;
+    u64 incl_tag;
+    T incl;
+};
+/* The largest tile word: X_SCAN_TILES' stride is counted in these. */
+#define EX_TILE_WORD_BYTES sizeof(ExTileWord<ExRefScan>)
+
+__device__ __forceinline__ void ex_publish(u64 *tag, u64 v)
+{
+    cuda::atomic_ref<u64, cuda::thread_scope_device>(*tag).store(v, cuda::memory_order_release);
+}
+__device__ __forceinline__ u64 ex_tag_of(u64 *tag)
+{
+    return cuda::atomic_ref<u64, cuda::thread_scope_device>(*tag).load(cuda::memory_order_acquire);
+}
+/* A published value, read past L1 (another block wrote it). */
+template <typename T>
+__device__ __forceinline__ T ex_read_cg(const T *p)
+{
+    static_assert(sizeof(T) % 8 == 0, "tile values are whole 64-bit words");
+    T v;
+    for (unsigned k = 0; k < sizeof(T) / 8; k++) ((u64 *)&v)[k] = __ldcg((const u64 *)p + k);
+    return v;
+}
+
+template <typename In, typename T, typename Op>
+__global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTileWord<T> *words, const ExSizes *sz,
+                                                    uint32_t scan)
+{
+    typedef cub::BlockLoad<T, EX_BLOCK, EX_SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE> Load;
+    typedef cub::BlockStore<T, EX_BLOCK, EX_SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE> Store;
+    typedef cub::BlockScan<T, EX_BLOCK> Scan;
+    typedef cub::BlockReduce<T, EX_BLOCK> Reduce;
+    typedef cub::BlockReduce<int, EX_BLOCK> Nearest;
+    __shared__ union {
+        typename Load::TempStorage load;
+        typename Store::TempStorage store;
+        typename Scan::TempStorage scan;
+        typename Reduce::TempStorage reduce;
+        typename Nearest::TempStorage nearest;
+    } tmp;
+    __shared__ T s_prefix;
+    __shared__ int s_nearest;
+    const uint32_t n = in.count(), tile = blockIdx.x, off = tile * EX_SCAN_TILE;
+    if (off >= n) return;
+    const uint32_t valid = n - off < EX_SCAN_TILE ? n - off : EX_SCAN_TILE;
+    const u64 tag = ((u64)sz->build << 16) | scan;
+    T items[EX_SCAN_ITEMS];
+    Load(tmp.load).Load(thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(off), in), items,
+                        (int)valid, T{});
+    __syncthreads();
+    T agg;
+    Scan(tmp.scan).ExclusiveScan(items, items, T{}, op, agg);
+    ExTileWord<T> *w = words + tile;
+    if (threadIdx.x == 0) {
+        w->agg = agg;
+        ex_publish(&w->agg_tag, tag);
+        if (tile == 0) {
+            w->incl = agg;
+            ex_publish(&w->incl_tag, tag);
+        }
+    }
+    T prefix = T{};
+    if (tile > 0) {
+        for (int base = (int)tile;; base -= EX_BLOCK) {
+            /* thread t: predecessor base - 1 - t; its inclusive prefix if
+             * published, else its aggregate (which every tile publishes
+             * before it waits for anything) */
+            const int p = base - 1 - (int)threadIdx.x;
+            T v = T{};
+            int has_incl = 0;
+            if (p >= 0) {
+                ExTileWord<T> *q = words + p;
+                if (ex_tag_of(&q->incl_tag) == tag) {
+                    v = ex_read_cg(&q->incl), has_incl = 1;
+                } else {
+                    while (ex_tag_of(&q->agg_tag) != tag) {
+                    }
+                    v = ex_read_cg(&q->agg);
+                }
+            }
+            __syncthreads();
+            const int nearest = Nearest(tmp.nearest).Reduce(has_incl ? (int)threadIdx.x : EX_BLOCK, ::cuda::minimum<int>());
+            if (threadIdx.x == 0) s_nearest = nearest;
+            __syncthreads();
+            const int stop = s_nearest;
+            const T sum = Reduce(tmp.reduce).Reduce((int)threadIdx.x <= stop ? v : T{}, op);
+            if (threadIdx.x == 0) prefix = op(sum, prefix);
+            if (stop < EX_BLOCK || base <= EX_BLOCK) break;
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            w->incl = op(prefix, agg);
+            ex_publish(&w->incl_tag, tag);
+            s_prefix = prefix;
+        }
+        __syncthreads();
+        prefix = s_prefix;
+    }
+    for (int k = 0; k < EX_SCAN_ITEMS; k++) items[k] = op(prefix, items[k]);
+    __syncthreads();
+    Store(tmp.store).Store(out + off, items, (int)valid);
+}
+
 /* ---- the driver ------------------------------------------------------------------- */
 
 /* A device array that only grows (keep: its contents survive the growth). */
@@ -898,7 +1038,8 @@ enum {
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
     X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN_IN, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
     X_TBOX, X_STRAD, X_NSTRAD, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
-    X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB, X_CUB2, /* CUB's storage on the stream and beside it */
+    X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB, /* CUB's storage */
+    X_BUILDS, X_SCAN_TILES, /* the builds counted, the level scans' tile words (ex_scan) */
     X_COUNT
 };
 
@@ -945,6 +1086,7 @@ struct KdExact {
     cudaStream_t side;
     cudaEvent_t fork[2], join[2];
     int side_pending;     /* the second scan not yet waited for */
+    size_t tile_stride;   /* bytes of one level scan's tile words (X_SCAN_TILES holds EX_SCANS) */
     ExPinned *h;          /* pinned host memory, one allocation */
     ExSchedule sched;
     int graph_off;        /* a segment too long for ex_tight_rank: host-driven for these rules and count */
@@ -1027,6 +1169,16 @@ static RtStatus ex_reserve(KdExact *x, int i, size_t bytes, int keep, cudaStream
     return RT_OK;
 }
 
+/* ex_reserve for an array that starts zeroed when it is allocated (its old
+ * contents are not kept). */
+static RtStatus ex_reserve_zeroed(KdExact *x, int i, size_t bytes, cudaStream_t stream, RtError *err)
+{
+    const void *was = x->arr[i].p;
+    RtStatus st = ex_reserve(x, i, bytes, 0, stream, err);
+    if (st == RT_OK && x->arr[i].p != was) CUDA_CHECK(err, cudaMemsetAsync(x->arr[i].p, 0, x->arr[i].bytes, stream));
+    return st;
+}
+
 #define EX_GRID(n) dim3((unsigned)(((n) + EX_BLOCK - 1) / EX_BLOCK))
 #define ARR(x, i, T) ((T *)(x)->arr[i].p)
 
@@ -1047,46 +1199,56 @@ static RtStatus ex_launch(const ExRun *u, const char *name, size_t threads, void
     return ex_launch_in(u, name, threads, EX_BLOCK, kernel, err, args...);
 }
 
-/* Where a CUB call runs: the stream and the storage array (X_CUB), or
- * beside it (ExRun.beside: the side stream and X_CUB2; else the stream). */
-struct ExLane {
-    cudaStream_t stream;
-    int cub;
-};
-static ExLane ex_lane(const ExRun *u, int beside)
-{
-    return beside && u->beside ? ExLane{u->x->side, X_CUB2} : ExLane{u->stream, X_CUB};
-}
-
-/* CUB calls (call(tmp, bytes, stream)), counted as one launch each (as the
- * other builders count them); planned, only their storage is sized. */
+/* CUB calls (call(tmp, bytes, stream)) on the stream, counted as one
+ * launch each (as the other builders count them); planned, only their
+ * storage is sized. */
 template <typename F>
-static RtStatus ex_cub(const ExRun *u, ExLane lane, const char *name, F call, RtError *err)
+static RtStatus ex_cub(const ExRun *u, const char *name, F call, RtError *err)
 {
     KdExact *x = u->x;
     size_t bytes = 0;
-    CUDA_CHECK(err, call((void *)NULL, bytes, lane.stream));
-    RtStatus st = ex_reserve(x, lane.cub, bytes, 0, u->stream, err);
+    CUDA_CHECK(err, call((void *)NULL, bytes, u->stream));
+    RtStatus st = ex_reserve(x, X_CUB, bytes, 0, u->stream, err);
     if (st != RT_OK || x->mode == EX_PLAN) return st;
     int entry, slot;
     if ((st = rt_launch_begin(u->log, name, &entry, &slot, err)) != RT_OK) return st;
-    bytes = x->arr[lane.cub].bytes;
-    CUDA_CHECK(err, call(x->arr[lane.cub].p, bytes, lane.stream));
+    bytes = x->arr[X_CUB].bytes;
+    CUDA_CHECK(err, call(x->arr[X_CUB].p, bytes, u->stream));
     return rt_launch_end(u->log, entry, slot, err);
 }
 
 /* CUB's exclusive sum of f(0) .. f(items - 1) into out[0 .. items) (f: a
- * functor of the position, zero from the counted items on, so the total
- * is at the count), through ex_cub. */
+ * functor of the position), through ex_cub. */
 template <typename F, typename T>
-static RtStatus ex_count_scan(const ExRun *u, ExLane lane, const char *name, F f, T *out, size_t items, RtError *err)
+static RtStatus ex_count_scan(const ExRun *u, const char *name, F f, T *out, size_t items, RtError *err)
 {
     auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0), f);
-    return ex_cub(u, lane, name,
+    return ex_cub(u, name,
                   [&](void *tmp, size_t &bytes, cudaStream_t st) {
                       return cub::DeviceScan::ExclusiveSum(tmp, bytes, in, out, (int)items, st);
                   },
                   err);
+}
+
+/* A level's scan (ex_scan) of `in` into out, over a grid for `items` (the
+ * level's count, or a capacity), on the stream or beside it (ExRun.beside,
+ * else the stream). which: the level's scan (its tile words, EX_SCAN_*). */
+template <typename In, typename T, typename Op>
+static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In in, T *out, Op op, size_t items,
+                              int level, int which, RtError *err)
+{
+    KdExact *x = u->x;
+    if (x->mode == EX_PLAN) return RT_OK;
+    const size_t tiles = (items + EX_SCAN_TILE - 1) / EX_SCAN_TILE;
+    ExTileWord<T> *words = (ExTileWord<T> *)((char *)x->arr[X_SCAN_TILES].p + which * x->tile_stride);
+    const cudaStream_t s = beside && u->beside ? x->side : u->stream;
+    int entry, slot;
+    RtStatus st = rt_launch_begin(u->log, name, &entry, &slot, err);
+    if (st != RT_OK) return st;
+    ex_scan<<<dim3((unsigned)tiles), dim3(EX_BLOCK), 0, s>>>(in, out, op, words, (const ExSizes *)in.sz,
+                                                              (uint32_t)(level * EX_SCANS + which));
+    CUDA_CHECK_LAUNCH(err, name);
+    return rt_launch_end(u->log, entry, slot, err);
 }
 
 /* The side stream takes up the stream's work from here (fork k), or the
@@ -1145,13 +1307,14 @@ static RtStatus ex_root_queue(const ExRun *u, RtError *err)
             return st;
     }
     if ((st = ex_reserve(x, X_NSTRAD, 4, 0, stream, err)) != RT_OK ||
-        (st = ex_reserve(x, X_BEST, 2 * 8, 1, stream, err)) != RT_OK)
+        (st = ex_reserve(x, X_BEST, 2 * 8, 1, stream, err)) != RT_OK ||
+        (st = ex_reserve_zeroed(x, X_BUILDS, 4, stream, err)) != RT_OK)
         return st;
     int *bounds = ARR(x, X_BOUNDS, int);
     uint32_t *valid = ARR(x, X_VALID, uint32_t), *vscan = ARR(x, X_VSCAN, uint32_t);
     if ((st = ex_launch(u, "ex_start", 1, ex_start, err, bounds)) != RT_OK ||
         (st = ex_launch(u, "ex_tri_boxes", n, ex_tri_boxes, err, u->verts, u->woop, n, valid, bounds)) != RT_OK ||
-        (st = ex_count_scan(u, ex_lane(u, 0), "ex_scan_valid", ExValid{valid, n}, vscan, (size_t)n + 1, err)) !=
+        (st = ex_count_scan(u, "ex_scan_valid", ExValid{valid, n}, vscan, (size_t)n + 1, err)) !=
             RT_OK ||
         (st = ex_launch(u, "ex_root_events", n, ex_root_events, err, u->verts, (const uint32_t *)valid,
                         (const uint32_t *)vscan, n, ARR(x, X_EV + 1, u64), ARR(x, X_EV + 3, u64),
@@ -1160,14 +1323,14 @@ static RtStatus ex_root_queue(const ExRun *u, RtError *err)
                         u->rules.max_depth_asked, ARR(x, X_SIZES, ExSizes), ARR(x, X_TOTALS, ExTotals),
                         ARR(x, X_NFIRST, uint32_t), ARR(x, X_NCOUNT, uint32_t), ARR(x, X_NTREE, uint32_t),
                         ARR(x, X_NCELL, RtAabb), ARR(x, X_ROOT_BOX, RtAabb), ARR(x, X_NSTRAD, uint32_t),
-                        ARR(x, X_BEST, u64))) != RT_OK)
+                        ARR(x, X_BEST, u64), ARR(x, X_BUILDS, uint32_t))) != RT_OK)
         return st;
     /* the unsorted events went to the second lists, sorted into the first;
      * they enter in reference order and the sort is stable, so the
      * reference bits need no sorting */
     for (int a = 0; a < 3 && n; a++) {
         u64 *in = ARR(x, X_EV + 2 * a + 1, u64), *out = ARR(x, X_EV + 2 * a, u64);
-        if ((st = ex_cub(u, ex_lane(u, 0), "ex_sort_events",
+        if ((st = ex_cub(u, "ex_sort_events",
                          [&](void *tmp, size_t &bytes, cudaStream_t sm) {
                              return cub::DeviceRadixSort::SortKeys(tmp, bytes, in, out, (int)(2 * n),
                                                                    RT_KD_EV_ID_BITS, 64, sm);
@@ -1249,27 +1412,24 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
         (st = ex_reserve(x, X_LEAF_BOXES, (size_t)leaves * sizeof(RtAabb), 1, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_TRI_INDEX, (size_t)index * 4, 1, s, err)) != RT_OK)
         return st;
+    /* the scans' tile words, a run per scan, each for the longest (the events') */
+    const size_t most = (size_t)3 * E > N ? (size_t)3 * E : N;
+    x->tile_stride = ((most + EX_SCAN_TILE) / EX_SCAN_TILE) * EX_TILE_WORD_BYTES;
+    if ((st = ex_reserve_zeroed(x, X_SCAN_TILES, EX_SCANS * x->tile_stride, s, err)) != RT_OK) return st;
     ExLevel L = ex_level_view(u, level);
-    if (E && (st = ex_count_scan(u, ex_lane(u, 0), "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
-                                 ARR(x, X_SCAN_TYPES, u64), (size_t)3 * E + 1, err)) != RT_OK)
+    if (E && (st = ex_level_scan(u, 0, "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
+                                 ARR(x, X_SCAN_TYPES, u64), ExAdd(), (size_t)3 * E + 1, level, EX_SCAN_TYPES,
+                                 err)) != RT_OK)
         return st;
     if ((st = ex_launch(u, "ex_best", E, ex_best, err, L)) != RT_OK ||
         (st = ex_launch(u, "ex_decide", (size_t)N + 1, ex_decide, err, L)) != RT_OK)
         return st;
     /* the nodes' scan beside the classification, which needs only the
      * decisions; the nodes and the references wait for both */
-    if ((st = ex_fork(u, 0, err)) != RT_OK) return st;
-    {
-        ExNodeScan *in = L.nscan_in, *out = L.nscan;
-        if ((st = ex_cub(u, ex_lane(u, 1), "ex_scan_nodes",
-                         [&](void *tmp, size_t &bytes, cudaStream_t sm) {
-                             return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExNodeSum(),
-                                                                   ExNodeScan{0, 0}, (int)N + 1, sm);
-                         },
-                         err)) != RT_OK)
-            return st;
-    }
-    if ((st = ex_side_done(u, 0, err)) != RT_OK ||
+    if ((st = ex_fork(u, 0, err)) != RT_OK ||
+        (st = ex_level_scan(u, 1, "ex_scan_nodes", ExNodeCount{L.nscan_in, L.sz}, L.nscan, ExNodeSum(), (size_t)N + 1,
+                            level, EX_SCAN_NODES, err)) != RT_OK ||
+        (st = ex_side_done(u, 0, err)) != RT_OK ||
         (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK || (st = ex_join(u, 0, err)) != RT_OK ||
         (st = ex_launch(u, "ex_nodes", N, ex_nodes, err, L)) != RT_OK ||
         (st = ex_launch(u, "ex_refs", R, ex_refs, err, L)) != RT_OK ||
@@ -1280,22 +1440,13 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
      * scan, the totals and the children's lists (the merge waits for it:
      * ex_join(u, 1)) */
     if ((st = ex_fork(u, 1, err)) != RT_OK ||
-        (st = ex_count_scan(u, ex_lane(u, 1), "ex_scan_sides", ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, L.sz},
-                            ARR(x, X_SCAN_SIDES, u64), (size_t)3 * E + 1, err)) != RT_OK ||
-        (st = ex_side_done(u, 1, err)) != RT_OK)
+        (st = ex_level_scan(u, 1, "ex_scan_sides", ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, L.sz},
+                            ARR(x, X_SCAN_SIDES, u64), ExAdd(), (size_t)3 * E + 1, level, EX_SCAN_SIDES, err)) !=
+            RT_OK ||
+        (st = ex_side_done(u, 1, err)) != RT_OK ||
+        (st = ex_level_scan(u, 0, "ex_scan_refs", ExRefCount{L.side, L.sz}, ARR(x, X_SCAN_REFS, ExRefScan),
+                            ExRefSum(), (size_t)R + 1, level, EX_SCAN_REFS, err)) != RT_OK)
         return st;
-    {
-        auto in = thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(0),
-                                                  ExRefCount{L.side, L.sz});
-        ExRefScan *out = ARR(x, X_SCAN_REFS, ExRefScan);
-        if ((st = ex_cub(u, ex_lane(u, 0), "ex_scan_refs",
-                         [&](void *tmp, size_t &bytes, cudaStream_t sm) {
-                             return cub::DeviceScan::ExclusiveScan(tmp, bytes, in, out, ExRefSum(),
-                                                                   ExRefScan{0, 0, 0, 0}, (int)R + 1, sm);
-                         },
-                         err)) != RT_OK)
-            return st;
-    }
     return ex_launch(u, "ex_sizes", 1, ex_sizes, err, L, cap);
 }
 
@@ -1342,7 +1493,7 @@ static RtStatus ex_down_queue(const ExRun *u, int level, uint32_t N, uint32_t R,
             u64 *kin = L.tkeys_in, *kout = L.tkeys;
             uint32_t *vin = L.tvals_in, *vout = L.tvals;
             const uint32_t *sbeg = L.seg_begin, *send = L.seg_end;
-            if ((st = ex_cub(u, ex_lane(u, 0), "ex_sort_tight",
+            if ((st = ex_cub(u, "ex_sort_tight",
                              [&](void *tmp, size_t &bytes, cudaStream_t sm) {
                                  return cub::DeviceSegmentedSort::StableSortPairs(
                                      tmp, bytes, kin, kout, vin, vout, (int)nt, (int)(3 * N2), sbeg, send, sm);
