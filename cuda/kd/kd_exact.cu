@@ -186,11 +186,16 @@ struct ExLevel {
     ExRules k;
 };
 
-/* The scans' inputs, computed on the fly. */
+/* The scans' inputs, computed on the fly (ex_scan: count(), the items,
+ * and emit(): what else is done with a thread's exclusive prefixes). */
 struct ExTypeCount { /* per axis-major event index, plus zeros from the end on */
     const u64 *ev0, *ev1, *ev2;
     const ExSizes *sz;
     __device__ uint32_t count() const { return 3u * sz->E + 1u; }
+    template <int I>
+    __device__ void emit(const u64 (&)[I], uint32_t, uint32_t) const
+    {
+    }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
         const uint32_t n = sz->E;
@@ -206,6 +211,10 @@ struct ExSideCount { /* per axis-major event index (and zeros from the end on): 
     const uint8_t *side;
     const ExSizes *sz;
     __device__ uint32_t count() const { return 3u * sz->E + 1u; }
+    template <int I>
+    __device__ void emit(const u64 (&)[I], uint32_t, uint32_t) const
+    {
+    }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
         const uint32_t n = sz->E;
@@ -216,22 +225,15 @@ struct ExSideCount { /* per axis-major event index (and zeros from the end on): 
         return (u64)(s & 1u) | ((u64)((s >> 1) & 1u) << 32);
     }
 };
-struct ExRefCount { /* per reference, plus zeros from the end on */
-    const uint8_t *side;
-    const ExSizes *sz;
-    __device__ uint32_t count() const { return sz->R + 1u; }
-    __host__ __device__ ExRefScan operator()(uint32_t r) const
-    {
-        if (r >= sz->R) return ExRefScan{0, 0, 0, 0};
-        const uint32_t s = side[r], t = (s >> 2) & 1u;
-        return ExRefScan{s & 1u, (s >> 1) & 1u, (s & 1u) & t, ((s >> 1) & 1u) & t};
-    }
-};
 struct ExNodeCount { /* per node, and a zero at the end (ex_decide's) */
     const ExNodeScan *in;
     const ExSizes *sz;
     __device__ uint32_t count() const { return sz->N + 1u; }
     __host__ __device__ ExNodeScan operator()(uint32_t n) const { return in[n]; }
+    template <int I>
+    __device__ void emit(const ExNodeScan (&)[I], uint32_t, uint32_t) const
+    {
+    }
 };
 struct ExAdd {
     __host__ __device__ u64 operator()(u64 a, u64 b) const { return a + b; }
@@ -582,11 +584,11 @@ struct ExCap {
     uint32_t N2, R2, T, nodes, leaves, index;
 };
 
-/* One thread, after the references' scan: the level's tight copies and
- * children, the next level's sizes and the totals. A level whose children
- * would not fit the arrays sends nothing down (N2 = 0, the next level
- * empty) and marks the build overflowed: its tree is not to be used. */
-__global__ void ex_sizes(ExLevel L, ExCap cap)
+/* The references' scan's last item (f: the totals): the level's tight
+ * copies and children, the next level's sizes and the totals. A level whose
+ * children would not fit the arrays sends nothing down (N2 = 0, the next
+ * level empty) and marks the build overflowed: its tree is not to be used. */
+__device__ void ex_sizes(const ExLevel &L, const ExCap &cap, ExRefScan f)
 {
     ExSizes *sz = L.sz;
     const ExSizes S = *sz;
@@ -598,7 +600,6 @@ __global__ void ex_sizes(ExLevel L, ExCap cap)
         return;
     }
     const ExNodeScan t = L.nscan[S.N];
-    const ExRefScan f = L.scan_refs[S.R];
     const uint64_t R2 = (uint64_t)f.l + f.r;
     const uint32_t T = f.tl + f.tr, N2 = 2 * t.splits;
     nx.node_base = S.node_base + N2;
@@ -898,6 +899,26 @@ __global__ void ex_merge(ExLevel L)
     else if (j - kept < 6u * S.T) ex_tight_merge(L, S, j - kept);
 }
 
+/* The references' scan: an item per reference (and zeros from the end
+ * on), its copies; the last item's prefix is the totals (ex_sizes). */
+struct ExRefIn {
+    ExLevel L;
+    ExCap cap;
+    __device__ uint32_t count() const { return L.sz->R + 1u; }
+    __device__ ExRefScan operator()(uint32_t r) const
+    {
+        if (r >= L.sz->R) return ExRefScan{0, 0, 0, 0};
+        const uint32_t s = L.side[r], t = (s >> 2) & 1u;
+        return ExRefScan{s & 1u, (s >> 1) & 1u, (s & 1u) & t, ((s >> 1) & 1u) & t};
+    }
+    template <int I>
+    __device__ void emit(const ExRefScan (&x)[I], uint32_t first, uint32_t items) const
+    {
+        for (int k = 0; k < I; k++) /* (no dynamic index: x stays in registers) */
+            if (first + k == items - 1) ex_sizes(L, cap, x[k]);
+    }
+};
+
 /* ---- the levels' scans ------------------------------------------------------------ */
 
 /* A level's exclusive scans in one pass: Merrill & Garland's decoupled
@@ -1034,6 +1055,7 @@ __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTile
         prefix = s_prefix;
     }
     for (int k = 0; k < EX_SCAN_ITEMS; k++) items[k] = op(prefix, items[k]);
+    in.emit(items, off + threadIdx.x * EX_SCAN_ITEMS, n);
     __syncthreads();
     Store(tmp.store).Store(out + off, items, (int)valid);
 }
@@ -1250,7 +1272,7 @@ static RtStatus ex_count_scan(const ExRun *u, const char *name, F f, T *out, siz
  * else the stream). which: the level's scan (its tile words, EX_SCAN_*). */
 template <typename In, typename T, typename Op>
 static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In in, T *out, Op op, size_t items,
-                              int level, int which, RtError *err)
+                              const ExSizes *sz, int level, int which, RtError *err)
 {
     KdExact *x = u->x;
     if (x->mode == EX_PLAN) return RT_OK;
@@ -1260,7 +1282,7 @@ static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In i
     int entry, slot;
     RtStatus st = rt_launch_begin(u->log, name, &entry, &slot, err);
     if (st != RT_OK) return st;
-    ex_scan<<<dim3((unsigned)tiles), dim3(EX_BLOCK), 0, s>>>(in, out, op, words, (const ExSizes *)in.sz,
+    ex_scan<<<dim3((unsigned)tiles), dim3(EX_BLOCK), 0, s>>>(in, out, op, words, sz,
                                                               (uint32_t)(level * EX_SCANS + which));
     CUDA_CHECK_LAUNCH(err, name);
     return rt_launch_end(u->log, entry, slot, err);
@@ -1433,7 +1455,7 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
     if ((st = ex_reserve_zeroed(x, X_SCAN_TILES, EX_SCANS * x->tile_stride, s, err)) != RT_OK) return st;
     ExLevel L = ex_level_view(u, level);
     if (E && (st = ex_level_scan(u, 0, "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
-                                 ARR(x, X_SCAN_TYPES, u64), ExAdd(), (size_t)3 * E + 1, level, EX_SCAN_TYPES,
+                                 ARR(x, X_SCAN_TYPES, u64), ExAdd(), (size_t)3 * E + 1, L.sz, level, EX_SCAN_TYPES,
                                  err)) != RT_OK)
         return st;
     if ((st = ex_launch(u, "ex_best", E, ex_best, err, L)) != RT_OK ||
@@ -1443,7 +1465,7 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
      * decisions; the nodes and the references wait for both */
     if ((st = ex_fork(u, 0, err)) != RT_OK ||
         (st = ex_level_scan(u, 1, "ex_scan_nodes", ExNodeCount{L.nscan_in, L.sz}, L.nscan, ExNodeSum(), (size_t)N + 1,
-                            level, EX_SCAN_NODES, err)) != RT_OK ||
+                            L.sz, level, EX_SCAN_NODES, err)) != RT_OK ||
         (st = ex_side_done(u, 0, err)) != RT_OK ||
         (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK || (st = ex_join(u, 0, err)) != RT_OK ||
         (st = ex_launch(u, "ex_nodes", N, ex_nodes, err, L)) != RT_OK ||
@@ -1452,17 +1474,16 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
          (st = ex_launch_in(u, "ex_clip", R, EX_CLIP_BLOCK, ex_clip, err, L)) != RT_OK))
         return st;
     /* the sides are final: the kept copies' scan beside the references'
-     * scan, the totals and the children's lists (the merge waits for it:
-     * ex_join(u, 1)) */
+     * scan (with the totals: ExRefIn) and the children's lists (the merge
+     * waits for it: ex_join(u, 1)) */
     if ((st = ex_fork(u, 1, err)) != RT_OK ||
         (st = ex_level_scan(u, 1, "ex_scan_sides", ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, L.sz},
-                            ARR(x, X_SCAN_SIDES, u64), ExAdd(), (size_t)3 * E + 1, level, EX_SCAN_SIDES, err)) !=
+                            ARR(x, X_SCAN_SIDES, u64), ExAdd(), (size_t)3 * E + 1, L.sz, level, EX_SCAN_SIDES, err)) !=
             RT_OK ||
-        (st = ex_side_done(u, 1, err)) != RT_OK ||
-        (st = ex_level_scan(u, 0, "ex_scan_refs", ExRefCount{L.side, L.sz}, ARR(x, X_SCAN_REFS, ExRefScan),
-                            ExRefSum(), (size_t)R + 1, level, EX_SCAN_REFS, err)) != RT_OK)
+        (st = ex_side_done(u, 1, err)) != RT_OK)
         return st;
-    return ex_launch(u, "ex_sizes", 1, ex_sizes, err, L, cap);
+    return ex_level_scan(u, 0, "ex_scan_refs", ExRefIn{L, cap}, ARR(x, X_SCAN_REFS, ExRefScan), ExRefSum(),
+                         (size_t)R + 1, L.sz, level, EX_SCAN_REFS, err);
 }
 
 /* A level's second half: the references and events of its N2 children
