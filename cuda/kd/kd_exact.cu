@@ -46,10 +46,12 @@
  *     them is flagged on the device and built again host-driven (the
  *     ExSchedule comment). The per-level launch overhead, not the kernels,
  *     was most of a host-driven build of a small scene.
- *   - CUB scans stand in for the thesis's hand-written binary scans and the
- *     atomic minimum for its hybrid reduction; the tight events are sorted
- *     by CUB's segmented sort host-driven and by rank counting
- *     (ex_tight_rank) in the graph, which must not wait for the host.
+ *   - one-pass scans built from CUB's block primitives (ex_scan: their
+ *     counts read on the device) stand in for the thesis's hand-written
+ *     binary scans, and an atomic minimum for its hybrid reduction; the
+ *     tight events are sorted by CUB's segmented sort host-driven and by
+ *     rank counting (ex_tight_rank) in the graph, which must not wait for
+ *     the host.
  */
 #include <math.h>
 #include <stdlib.h>
