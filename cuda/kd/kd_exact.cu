@@ -246,17 +246,25 @@ struct ExValid {
     __host__ __device__ uint32_t operator()(uint32_t t) const { return t < n ? valid[t] : 0u; }
 };
 
+/* Every kernel here is launched as a programmatic dependent of the one
+ * before it in its stream (ex_launch_on): it may be scheduled while that
+ * one's last blocks run, so it waits here for it (and its memory) before
+ * it reads anything; launched plainly, this returns at once. */
+__device__ __forceinline__ void ex_after_previous() { cudaGridDependencySynchronize(); }
+
 /* ---- the root ------------------------------------------------------------------- */
 
 /* The bounds' starting values (empty). */
 __global__ void ex_start(int *bounds)
 {
+    ex_after_previous();
     if (threadIdx.x < 6) bounds[threadIdx.x] = rt_f2ord(threadIdx.x < 3 ? INFINITY : -INFINITY);
 }
 
 /* Which triangles enter the tree (kd_clip.h's rule), and their bounds. */
 __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n, uint32_t *valid, int *bounds)
 {
+    ex_after_previous();
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     if (t < n) {
@@ -297,6 +305,7 @@ __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n
 __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const uint32_t *vscan, uint32_t n,
                                u64 *k0, u64 *k1, u64 *k2, uint32_t *prim, uint32_t *rnode)
 {
+    ex_after_previous();
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     const uint32_t r = vscan[t];
@@ -327,6 +336,7 @@ __global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, in
                         ExTotals *tot, uint32_t *nd_first, uint32_t *nd_count, uint32_t *nd_tree, RtAabb *nd_cell,
                         RtAabb *root_box, uint32_t *n_strad, u64 *best, uint32_t *builds)
 {
+    ex_after_previous();
     const uint32_t valid = vscan[n];
     RtAabb box = aabb_empty();
     double extent = 0.0;
@@ -399,6 +409,7 @@ __device__ __forceinline__ void ex_cut(const ExRules &L, double gap, u64 *key, i
  * (the lists of a node line up on the three axes), the best to its node. */
 __global__ void ex_best(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t n = 0xffffffffu;
@@ -448,6 +459,7 @@ __global__ void ex_best(ExLevel L)
 /* A thread per node (and one for the scan's end): split or leaf. */
 __global__ void ex_decide(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n > S.N) return;
@@ -474,6 +486,7 @@ __global__ void ex_decide(ExLevel L)
 /* A thread per node: its entry in nodes[] (and leaves[]). */
 __global__ void ex_nodes(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n >= S.N) return;
@@ -510,6 +523,7 @@ __global__ void ex_nodes(ExLevel L)
  * event lies on is its reference's verdict for that side. */
 __global__ void ex_classify(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= S.E) return;
@@ -528,6 +542,7 @@ __global__ void ex_classify(ExLevel L)
  * leaves a child its triangle misses. */
 __global__ void ex_refs(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= S.R) return;
@@ -555,6 +570,7 @@ __global__ void ex_refs(ExLevel L)
  * are its planes there (tight), and a child it misses loses it. */
 __global__ void ex_clip(ExLevel L)
 {
+    ex_after_previous();
     const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= *L.n_strad) return;
     const uint32_t r = L.strad[q], n = L.rnode[r];
@@ -667,6 +683,7 @@ __device__ void ex_tight_events(const ExLevel &L, const ExSizes &S, uint32_t r, 
  * children. */
 __global__ void ex_refs_scatter(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     if (!S.N2) return;
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -715,6 +732,7 @@ __global__ void ex_refs_scatter(ExLevel L)
  * first of the right); on the other axes planes never change. */
 __global__ void ex_events_scatter(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     if (!S.N2) return;
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -789,6 +807,7 @@ __device__ void ex_tight_events(const ExLevel &L, const ExSizes &S, uint32_t r, 
 #define EX_RANK_SEGMENT 8192u
 __global__ void ex_tight_rank(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     const uint32_t nt = 6u * S.T;
     if (!S.N2 || blockIdx.x * EX_BLOCK >= nt) return;
@@ -894,6 +913,7 @@ __device__ void ex_tight_merge(const ExLevel &L, const ExSizes &S, uint32_t q)
  * per sorted tight event. */
 __global__ void ex_merge(ExLevel L)
 {
+    ex_after_previous();
     const ExSizes S = *L.sz;
     if (!S.N2) return;
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x, kept = 3u * S.E;
@@ -993,6 +1013,7 @@ template <typename In, typename T, typename Op>
 __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTileWord<T> *words, const ExSizes *sz,
                                                     uint32_t scan)
 {
+    ex_after_previous();
     typedef cub::BlockLoad<T, EX_BLOCK, EX_SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE> Load;
     typedef cub::BlockStore<T, EX_BLOCK, EX_SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE> Store;
     typedef cub::BlockScan<T, EX_BLOCK> Scan;
@@ -1221,15 +1242,41 @@ static RtStatus ex_reserve_zeroed(KdExact *x, int i, size_t bytes, cudaStream_t 
 #define EX_GRID(n) dim3((unsigned)(((n) + EX_BLOCK - 1) / EX_BLOCK))
 #define ARR(x, i, T) ((T *)(x)->arr[i].p)
 
-/* A kernel over `threads` threads in blocks of `block`, unless the levels
- * are only planned. */
+/* kernel<<<grid, block, 0, stream>>>(args...) as a programmatic dependent
+ * of the stream's kernel before it (it waits in ex_after_previous), so its
+ * launch overlaps that one's end: a level is a chain of short kernels.
+ * Counted (and timed) through the log, as rt_launch. */
+template <typename... KArgs, typename... Args>
+static RtStatus ex_launch_on(const ExRun *u, cudaStream_t stream, const char *name, dim3 grid, dim3 block,
+                             void (*kernel)(KArgs...), RtError *err, Args... args)
+{
+    if (grid.x == 0) return RT_OK;
+    int entry, slot;
+    RtStatus st = rt_launch_begin(u->log, name, &entry, &slot, err);
+    if (st != RT_OK) return st;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = 0, cfg.stream = stream;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return rt_fail(err, RT_ERR_CUDA, "CUDA: launch of %s (%u blocks): %s", name, grid.x, cudaGetErrorString(e));
+    }
+    return rt_launch_end(u->log, entry, slot, err);
+}
+
+/* A kernel over `threads` threads in blocks of `block` on the stream,
+ * unless the levels are only planned. */
 template <typename... KArgs, typename... Args>
 static RtStatus ex_launch_in(const ExRun *u, const char *name, size_t threads, unsigned block,
                              void (*kernel)(KArgs...), RtError *err, Args... args)
 {
     if (u->x->mode == EX_PLAN) return RT_OK;
-    return rt_launch(u->log, name, dim3((unsigned)((threads + block - 1) / block)), dim3(block), 0, kernel, err,
-                     args...);
+    return ex_launch_on(u, u->stream, name, dim3((unsigned)((threads + block - 1) / block)), dim3(block), kernel, err,
+                        args...);
 }
 template <typename... KArgs, typename... Args>
 static RtStatus ex_launch(const ExRun *u, const char *name, size_t threads, void (*kernel)(KArgs...), RtError *err,
@@ -1280,14 +1327,8 @@ static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In i
     if (x->mode == EX_PLAN) return RT_OK;
     const size_t tiles = (items + EX_SCAN_TILE - 1) / EX_SCAN_TILE;
     ExTileWord<T> *words = (ExTileWord<T> *)((char *)x->arr[X_SCAN_TILES].p + which * x->tile_stride);
-    const cudaStream_t s = beside && u->beside ? x->side : u->stream;
-    int entry, slot;
-    RtStatus st = rt_launch_begin(u->log, name, &entry, &slot, err);
-    if (st != RT_OK) return st;
-    ex_scan<<<dim3((unsigned)tiles), dim3(EX_BLOCK), 0, s>>>(in, out, op, words, sz,
-                                                              (uint32_t)(level * EX_SCANS + which));
-    CUDA_CHECK_LAUNCH(err, name);
-    return rt_launch_end(u->log, entry, slot, err);
+    return ex_launch_on(u, beside && u->beside ? x->side : u->stream, name, dim3((unsigned)tiles), dim3(EX_BLOCK),
+                        ex_scan<In, T, Op>, err, in, out, op, words, sz, (uint32_t)(level * EX_SCANS + which));
 }
 
 /* The side stream takes up the stream's work from here (fork k), or the
