@@ -957,8 +957,11 @@ struct ExRefIn {
  * the tag in one 16-byte word, written and read in one access (as CUB's
  * tile states): release and acquire on a separate tag cost a third more
  * on a 2.7M-item scan (H200). */
-#define EX_SCAN_ITEMS 8
-#define EX_SCAN_TILE (EX_BLOCK * EX_SCAN_ITEMS)
+/* items a thread: 64 bytes of values (8 pair counts, 4 reference counts) */
+#define EX_SCAN_ITEMS(T) ((int)(64 / sizeof(T)))
+#define EX_SCAN_TILE(T) (EX_BLOCK * EX_SCAN_ITEMS(T))
+/* the tiles of the longest scan (8-byte values) */
+#define EX_SCAN_TILE_MOST EX_SCAN_TILE(u64)
 enum { EX_SCAN_TYPES, EX_SCAN_NODES, EX_SCAN_REFS, EX_SCAN_SIDES, EX_SCANS };
 
 /* A tile's published aggregate and inclusive prefix: per 64 bits of the
@@ -1014,8 +1017,9 @@ __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTile
                                                     uint32_t scan)
 {
     ex_after_previous();
-    typedef cub::BlockLoad<T, EX_BLOCK, EX_SCAN_ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE> Load;
-    typedef cub::BlockStore<T, EX_BLOCK, EX_SCAN_ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE> Store;
+    enum { ITEMS = EX_SCAN_ITEMS(T), TILE = EX_SCAN_TILE(T) };
+    typedef cub::BlockLoad<T, EX_BLOCK, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE> Load;
+    typedef cub::BlockStore<T, EX_BLOCK, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE> Store;
     typedef cub::BlockScan<T, EX_BLOCK> Scan;
     typedef cub::BlockReduce<T, EX_BLOCK> Reduce;
     typedef cub::BlockReduce<int, EX_BLOCK> Nearest;
@@ -1028,11 +1032,11 @@ __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTile
     } tmp;
     __shared__ T s_prefix;
     __shared__ int s_nearest;
-    const uint32_t n = in.count(), tile = blockIdx.x, off = tile * EX_SCAN_TILE;
+    const uint32_t n = in.count(), tile = blockIdx.x, off = tile * TILE;
     if (off >= n) return;
-    const uint32_t valid = n - off < EX_SCAN_TILE ? n - off : EX_SCAN_TILE;
+    const uint32_t valid = n - off < (uint32_t)TILE ? n - off : (uint32_t)TILE;
     const u64 tag = ((u64)sz->build << 16) | scan;
-    T items[EX_SCAN_ITEMS];
+    T items[ITEMS];
     Load(tmp.load).Load(thrust::make_transform_iterator(thrust::make_counting_iterator<uint32_t>(off), in), items,
                         (int)valid, T{});
     __syncthreads();
@@ -1077,8 +1081,8 @@ __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTile
         __syncthreads();
         prefix = s_prefix;
     }
-    for (int k = 0; k < EX_SCAN_ITEMS; k++) items[k] = op(prefix, items[k]);
-    in.emit(items, off + threadIdx.x * EX_SCAN_ITEMS, n);
+    for (int k = 0; k < ITEMS; k++) items[k] = op(prefix, items[k]);
+    in.emit(items, off + threadIdx.x * ITEMS, n);
     __syncthreads();
     Store(tmp.store).Store(out + off, items, (int)valid);
 }
@@ -1325,7 +1329,7 @@ static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In i
 {
     KdExact *x = u->x;
     if (x->mode == EX_PLAN) return RT_OK;
-    const size_t tiles = (items + EX_SCAN_TILE - 1) / EX_SCAN_TILE;
+    const size_t tiles = (items + EX_SCAN_TILE(T) - 1) / EX_SCAN_TILE(T);
     ExTileWord<T> *words = (ExTileWord<T> *)((char *)x->arr[X_SCAN_TILES].p + which * x->tile_stride);
     return ex_launch_on(u, beside && u->beside ? x->side : u->stream, name, dim3((unsigned)tiles), dim3(EX_BLOCK),
                         ex_scan<In, T, Op>, err, in, out, op, words, sz, (uint32_t)(level * EX_SCANS + which));
@@ -1494,7 +1498,7 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
         return st;
     /* the scans' tile words, a run per scan, each for the longest (the events') */
     const size_t most = (size_t)3 * E > N ? (size_t)3 * E : N;
-    x->tile_stride = ((most + EX_SCAN_TILE) / EX_SCAN_TILE) * EX_TILE_WORD_BYTES;
+    x->tile_stride = ((most + EX_SCAN_TILE_MOST) / EX_SCAN_TILE_MOST) * EX_TILE_WORD_BYTES;
     if ((st = ex_reserve_zeroed(x, X_SCAN_TILES, EX_SCANS * x->tile_stride, s, err)) != RT_OK) return st;
     ExLevel L = ex_level_view(u, level);
     if (E && (st = ex_level_scan(u, 0, "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
