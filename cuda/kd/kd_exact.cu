@@ -188,16 +188,12 @@ struct ExLevel {
     ExRules k;
 };
 
-/* The scans' inputs, computed on the fly (ex_scan: count(), the items,
- * and emit(): what else is done with a thread's exclusive prefixes). */
+/* The scans' inputs, computed on the fly (ex_scan: count() and the
+ * items; ex_emit: what else is done with a thread's exclusive prefixes). */
 struct ExTypeCount { /* per axis-major event index, plus zeros from the end on */
     const u64 *ev0, *ev1, *ev2;
     const ExSizes *sz;
     __device__ uint32_t count() const { return 3u * sz->E + 1u; }
-    template <int I>
-    __device__ void emit(const u64 (&)[I], uint32_t, uint32_t) const
-    {
-    }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
         const uint32_t n = sz->E;
@@ -213,10 +209,6 @@ struct ExSideCount { /* per axis-major event index (and zeros from the end on): 
     const uint8_t *side;
     const ExSizes *sz;
     __device__ uint32_t count() const { return 3u * sz->E + 1u; }
-    template <int I>
-    __device__ void emit(const u64 (&)[I], uint32_t, uint32_t) const
-    {
-    }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
         const uint32_t n = sz->E;
@@ -232,10 +224,6 @@ struct ExNodeCount { /* per node, and a zero at the end (ex_decide's) */
     const ExSizes *sz;
     __device__ uint32_t count() const { return sz->N + 1u; }
     __host__ __device__ ExNodeScan operator()(uint32_t n) const { return in[n]; }
-    template <int I>
-    __device__ void emit(const ExNodeScan (&)[I], uint32_t, uint32_t) const
-    {
-    }
 };
 struct ExAdd {
     __host__ __device__ u64 operator()(u64 a, u64 b) const { return a + b; }
@@ -921,6 +909,14 @@ __global__ void ex_merge(ExLevel L)
     else if (j - kept < 6u * S.T) ex_tight_merge(L, S, j - kept);
 }
 
+/* What a scan's thread does with its exclusive prefixes x (of items
+ * first, first + 1, ...; `items` in all) once they are known: nothing, but
+ * for the references' scan (below). */
+template <typename In, typename T, int I>
+__device__ __forceinline__ void ex_emit(const In &, const T (&)[I], uint32_t, uint32_t)
+{
+}
+
 /* The references' scan: an item per reference (and zeros from the end
  * on), its copies; the last item's prefix is the totals (ex_sizes). */
 struct ExRefIn {
@@ -933,13 +929,13 @@ struct ExRefIn {
         const uint32_t s = L.side[r], t = (s >> 2) & 1u;
         return ExRefScan{s & 1u, (s >> 1) & 1u, (s & 1u) & t, ((s >> 1) & 1u) & t};
     }
-    template <int I>
-    __device__ void emit(const ExRefScan (&x)[I], uint32_t first, uint32_t items) const
-    {
-        for (int k = 0; k < I; k++) /* (no dynamic index: x stays in registers) */
-            if (first + k == items - 1) ex_sizes(L, cap, x[k]);
-    }
 };
+template <int I>
+__device__ __forceinline__ void ex_emit(const ExRefIn &in, const ExRefScan (&x)[I], uint32_t first, uint32_t items)
+{
+    for (int k = 0; k < I; k++) /* (no dynamic index: x stays in registers) */
+        if (first + k == items - 1) ex_sizes(in.L, in.cap, x[k]);
+}
 
 /* ---- the levels' scans ------------------------------------------------------------ */
 
@@ -1082,7 +1078,7 @@ __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTile
         prefix = s_prefix;
     }
     for (int k = 0; k < ITEMS; k++) items[k] = op(prefix, items[k]);
-    in.emit(items, off + threadIdx.x * ITEMS, n);
+    ex_emit(in, items, off + threadIdx.x * ITEMS, n);
     __syncthreads();
     Store(tmp.store).Store(out + off, items, (int)valid);
 }
