@@ -100,6 +100,38 @@ static RtStatus rt_launch(RtLaunchLog *log, const char *name, dim3 grid, dim3 bl
     return rt_launch_end(log, entry, slot, err);
 }
 
+/* Launches kernel<<<grid, block, smem, stream>>>(args...) as a programmatic
+ * dependent of the kernel before it in the stream: it may be scheduled
+ * while that one's last blocks run, so its launch overlaps their end. The
+ * kernel must call rt_wait_previous() before it reads anything the kernel
+ * before it wrote (or that the host queued before it). Counted and timed
+ * as rt_launch (a timed log's events between two kernels leave no overlap). */
+template <typename... KArgs, typename... Args>
+static RtStatus rt_launch_dependent(RtLaunchLog *log, cudaStream_t stream, const char *name, dim3 grid, dim3 block,
+                                    size_t smem, void (*kernel)(KArgs...), RtError *err, Args... args)
+{
+    if (grid.x == 0 || grid.y == 0 || grid.z == 0) return RT_OK;
+    int entry, slot;
+    RtStatus st = rt_launch_begin(log, name, &entry, &slot, err);
+    if (st != RT_OK) return st;
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = smem, cfg.stream = stream;
+    cfg.attrs = &attr, cfg.numAttrs = 1;
+    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return rt_fail(err, RT_ERR_CUDA, "CUDA: launch of %s (%u blocks): %s", name, grid.x, cudaGetErrorString(e));
+    }
+    return rt_launch_end(log, entry, slot, err);
+}
+
+/* First thing in a kernel launched by rt_launch_dependent: waits for the
+ * kernel before it (and its memory); launched plainly, returns at once. */
+static __device__ __forceinline__ void rt_wait_previous() { cudaGridDependencySynchronize(); }
+
 /* The same for a cooperative kernel (grid-wide barriers: every block must be
  * resident, so grid is at most the occupancy times the multiprocessors).
  * The arguments must have exactly the kernel's parameter types. */

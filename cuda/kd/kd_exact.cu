@@ -235,24 +235,23 @@ struct ExValid {
 };
 
 /* Every kernel here is launched as a programmatic dependent of the one
- * before it in its stream (ex_launch_on): it may be scheduled while that
- * one's last blocks run, so it waits here for it (and its memory) before
- * it reads anything; launched plainly, this returns at once. */
-__device__ __forceinline__ void ex_after_previous() { cudaGridDependencySynchronize(); }
+ * before it in its stream (rt_launch_dependent): a level is a chain of
+ * short kernels, whose launch gaps were a large part of a small scene's
+ * build. Each waits first (rt_wait_previous). */
 
 /* ---- the root ------------------------------------------------------------------- */
 
 /* The bounds' starting values (empty). */
 __global__ void ex_start(int *bounds)
 {
-    ex_after_previous();
+    rt_wait_previous();
     if (threadIdx.x < 6) bounds[threadIdx.x] = rt_f2ord(threadIdx.x < 3 ? INFINITY : -INFINITY);
 }
 
 /* Which triangles enter the tree (kd_clip.h's rule), and their bounds. */
 __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n, uint32_t *valid, int *bounds)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     float lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY};
     if (t < n) {
@@ -293,7 +292,7 @@ __global__ void ex_tri_boxes(const float4 *verts, const float4 *woop, uint32_t n
 __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const uint32_t *vscan, uint32_t n,
                                u64 *k0, u64 *k1, u64 *k2, uint32_t *prim, uint32_t *rnode)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const uint32_t t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= n) return;
     const uint32_t r = vscan[t];
@@ -324,7 +323,7 @@ __global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, in
                         ExTotals *tot, uint32_t *nd_first, uint32_t *nd_count, uint32_t *nd_tree, RtAabb *nd_cell,
                         RtAabb *root_box, uint32_t *n_strad, u64 *best, uint32_t *builds)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const uint32_t valid = vscan[n];
     RtAabb box = aabb_empty();
     double extent = 0.0;
@@ -397,7 +396,7 @@ __device__ __forceinline__ void ex_cut(const ExRules &L, double gap, u64 *key, i
  * (the lists of a node line up on the three axes), the best to its node. */
 __global__ void ex_best(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t n = 0xffffffffu;
@@ -447,7 +446,7 @@ __global__ void ex_best(ExLevel L)
 /* A thread per node (and one for the scan's end): split or leaf. */
 __global__ void ex_decide(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n > S.N) return;
@@ -474,7 +473,7 @@ __global__ void ex_decide(ExLevel L)
 /* A thread per node: its entry in nodes[] (and leaves[]). */
 __global__ void ex_nodes(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
     if (n >= S.N) return;
@@ -511,7 +510,7 @@ __global__ void ex_nodes(ExLevel L)
  * event lies on is its reference's verdict for that side. */
 __global__ void ex_classify(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= S.E) return;
@@ -530,7 +529,7 @@ __global__ void ex_classify(ExLevel L)
  * leaves a child its triangle misses. */
 __global__ void ex_refs(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
     if (r >= S.R) return;
@@ -558,7 +557,7 @@ __global__ void ex_refs(ExLevel L)
  * are its planes there (tight), and a child it misses loses it. */
 __global__ void ex_clip(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= *L.n_strad) return;
     const uint32_t r = L.strad[q], n = L.rnode[r];
@@ -671,7 +670,7 @@ __device__ void ex_tight_events(const ExLevel &L, const ExSizes &S, uint32_t r, 
  * children. */
 __global__ void ex_refs_scatter(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     if (!S.N2) return;
     const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
@@ -720,7 +719,7 @@ __global__ void ex_refs_scatter(ExLevel L)
  * first of the right); on the other axes planes never change. */
 __global__ void ex_events_scatter(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     if (!S.N2) return;
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
@@ -795,7 +794,7 @@ __device__ void ex_tight_events(const ExLevel &L, const ExSizes &S, uint32_t r, 
 #define EX_RANK_SEGMENT 8192u
 __global__ void ex_tight_rank(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     const uint32_t nt = 6u * S.T;
     if (!S.N2 || blockIdx.x * EX_BLOCK >= nt) return;
@@ -901,7 +900,7 @@ __device__ void ex_tight_merge(const ExLevel &L, const ExSizes &S, uint32_t q)
  * per sorted tight event. */
 __global__ void ex_merge(ExLevel L)
 {
-    ex_after_previous();
+    rt_wait_previous();
     const ExSizes S = *L.sz;
     if (!S.N2) return;
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x, kept = 3u * S.E;
@@ -1012,7 +1011,7 @@ template <typename In, typename T, typename Op>
 __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTileWord<T> *words, const ExSizes *sz,
                                                     uint32_t scan)
 {
-    ex_after_previous();
+    rt_wait_previous();
     enum { ITEMS = EX_SCAN_ITEMS(T), TILE = EX_SCAN_TILE(T) };
     typedef cub::BlockLoad<T, EX_BLOCK, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE> Load;
     typedef cub::BlockStore<T, EX_BLOCK, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE> Store;
@@ -1242,32 +1241,6 @@ static RtStatus ex_reserve_zeroed(KdExact *x, int i, size_t bytes, cudaStream_t 
 #define EX_GRID(n) dim3((unsigned)(((n) + EX_BLOCK - 1) / EX_BLOCK))
 #define ARR(x, i, T) ((T *)(x)->arr[i].p)
 
-/* kernel<<<grid, block, 0, stream>>>(args...) as a programmatic dependent
- * of the stream's kernel before it (it waits in ex_after_previous), so its
- * launch overlaps that one's end: a level is a chain of short kernels.
- * Counted (and timed) through the log, as rt_launch. */
-template <typename... KArgs, typename... Args>
-static RtStatus ex_launch_on(const ExRun *u, cudaStream_t stream, const char *name, dim3 grid, dim3 block,
-                             void (*kernel)(KArgs...), RtError *err, Args... args)
-{
-    if (grid.x == 0) return RT_OK;
-    int entry, slot;
-    RtStatus st = rt_launch_begin(u->log, name, &entry, &slot, err);
-    if (st != RT_OK) return st;
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr.val.programmaticStreamSerializationAllowed = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = 0, cfg.stream = stream;
-    cfg.attrs = &attr, cfg.numAttrs = 1;
-    const cudaError_t e = cudaLaunchKernelEx(&cfg, kernel, args...);
-    if (e != cudaSuccess) {
-        cudaGetLastError();
-        return rt_fail(err, RT_ERR_CUDA, "CUDA: launch of %s (%u blocks): %s", name, grid.x, cudaGetErrorString(e));
-    }
-    return rt_launch_end(u->log, entry, slot, err);
-}
-
 /* A kernel over `threads` threads in blocks of `block` on the stream,
  * unless the levels are only planned. */
 template <typename... KArgs, typename... Args>
@@ -1275,8 +1248,8 @@ static RtStatus ex_launch_in(const ExRun *u, const char *name, size_t threads, u
                              void (*kernel)(KArgs...), RtError *err, Args... args)
 {
     if (u->x->mode == EX_PLAN) return RT_OK;
-    return ex_launch_on(u, u->stream, name, dim3((unsigned)((threads + block - 1) / block)), dim3(block), kernel, err,
-                        args...);
+    return rt_launch_dependent(u->log, u->stream, name, dim3((unsigned)((threads + block - 1) / block)), dim3(block),
+                               0, kernel, err, args...);
 }
 template <typename... KArgs, typename... Args>
 static RtStatus ex_launch(const ExRun *u, const char *name, size_t threads, void (*kernel)(KArgs...), RtError *err,
@@ -1327,8 +1300,9 @@ static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In i
     if (x->mode == EX_PLAN) return RT_OK;
     const size_t tiles = (items + EX_SCAN_TILE(T) - 1) / EX_SCAN_TILE(T);
     ExTileWord<T> *words = (ExTileWord<T> *)((char *)x->arr[X_SCAN_TILES].p + which * x->tile_stride);
-    return ex_launch_on(u, beside && u->beside ? x->side : u->stream, name, dim3((unsigned)tiles), dim3(EX_BLOCK),
-                        ex_scan<In, T, Op>, err, in, out, op, words, sz, (uint32_t)(level * EX_SCANS + which));
+    return rt_launch_dependent(u->log, beside && u->beside ? x->side : u->stream, name, dim3((unsigned)tiles),
+                               dim3(EX_BLOCK), 0, ex_scan<In, T, Op>, err, in, out, op, words, sz,
+                               (uint32_t)(level * EX_SCANS + which));
 }
 
 /* The side stream takes up the stream's work from here (fork k), or the
