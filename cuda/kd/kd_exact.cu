@@ -133,13 +133,17 @@ struct ExRules {
  * never need them from the host, which reads them back only when it drives
  * the levels itself (kd_exact_build has the two ways). */
 struct ExSizes {
-    uint32_t N, R, E;   /* active nodes, references, events per axis (2 R) */
+    uint32_t N, R;      /* active nodes, references (events per axis: ex_events) */
     uint32_t T, N2;     /* tight copies, children (ex_sizes; N2 = 0: nothing goes down) */
     uint32_t node_base, leaf_base, index_base; /* the tree's counts before the level */
     int max_depth;
     uint32_t build;     /* this build's number (ex_root): the scans' tile words carry it */
     double gap;         /* the thinnest slab a split may cut off (RT_KD_MIN_GAP of the scene) */
 };
+/* Events per axis of a level: two per reference (START and END, or two
+ * PLANAR). */
+__host__ __device__ __forceinline__ uint32_t ex_events(const ExSizes &S) { return 2u * S.R; }
+
 
 /* The build's totals, in device memory (copied back once when the levels
  * run as one graph). overflow: EX_OVER_* bits; the tree is not to be used. */
@@ -188,17 +192,24 @@ struct ExLevel {
     ExRules k;
 };
 
+/* Event j of the three lists (n events each) taken axis-major. */
+__host__ __device__ __forceinline__ u64 ex_axis_major(const u64 *ev0, const u64 *ev1, const u64 *ev2, uint32_t n,
+                                                      uint32_t j)
+{
+    return j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
+}
+
 /* The scans' inputs, computed on the fly (ex_scan: count() and the
  * items; ex_emit: what else is done with a thread's exclusive prefixes). */
 struct ExTypeCount { /* per axis-major event index, plus zeros from the end on */
     const u64 *ev0, *ev1, *ev2;
     const ExSizes *sz;
-    __device__ uint32_t count() const { return 3u * sz->E + 1u; }
+    __device__ uint32_t count() const { return 3u * ex_events(*sz) + 1u; }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
-        const uint32_t n = sz->E;
+        const uint32_t n = ex_events(*sz);
         if (j >= 3u * n) return 0;
-        const u64 e = j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
+        const u64 e = ex_axis_major(ev0, ev1, ev2, n, j);
         const uint32_t t = rt_kd_event_type(e);
         return t == RT_KD_EV_START ? 1ull : (t == RT_KD_EV_END ? (1ull << 32) : 0ull);
     }
@@ -208,12 +219,12 @@ struct ExSideCount { /* per axis-major event index (and zeros from the end on): 
     const u64 *ev0, *ev1, *ev2;
     const uint8_t *side;
     const ExSizes *sz;
-    __device__ uint32_t count() const { return 3u * sz->E + 1u; }
+    __device__ uint32_t count() const { return 3u * ex_events(*sz) + 1u; }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
-        const uint32_t n = sz->E;
+        const uint32_t n = ex_events(*sz);
         if (j >= 3u * n) return 0;
-        const u64 e = j < n ? ev0[j] : (j < 2u * n ? ev1[j - n] : ev2[j - 2u * n]);
+        const u64 e = ex_axis_major(ev0, ev1, ev2, n, j);
         const uint8_t s = side[rt_kd_event_id(e)];
         if (s & 4u) return 0;
         return (u64)(s & 1u) | ((u64)((s >> 1) & 1u) << 32);
@@ -336,7 +347,7 @@ __global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, in
     if (!(gap > 0.0)) gap = 2.2250738585072014e-308; /* DBL_MIN: faces are never interior planes */
     ExSizes s;
     memset(&s, 0, sizeof s);
-    s.N = 1, s.R = valid, s.E = 2 * valid;
+    s.N = 1, s.R = valid;
     s.node_base = 1; /* the root's children come after it */
     s.max_depth = rt_kd_max_depth(max_depth_asked, valid);
     s.gap = gap;
@@ -401,7 +412,7 @@ __global__ void ex_best(ExLevel L)
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     uint32_t n = 0xffffffffu;
     u64 key = ~0ull;
-    if (i < S.E) {
+    if (i < ex_events(S)) {
         n = L.rnode[rt_kd_event_id(L.ev[0][i])];
         const uint32_t count = L.nd_count[n];
         const RtAabb cell = L.nd_cell[n];
@@ -416,7 +427,7 @@ __global__ void ex_best(ExLevel L)
                 const double A = ext[(a + 1) % 3] * ext[(a + 2) % 3] * inv;
                 const double B = (ext[(a + 1) % 3] + ext[(a + 2) % 3]) * inv;
                 const u64 *ev = L.ev[a];
-                const u64 *sc = L.scan_types + (size_t)a * S.E;
+                const u64 *sc = L.scan_types + (size_t)a * ex_events(S);
                 const u64 c0 = sc[s0], ck = sc[i], ce = sc[s0 + 2 * count];
                 const uint32_t nnp = lo32(ce - c0), npl = count - nnp;
                 const u64 d = ck - c0;
@@ -513,7 +524,7 @@ __global__ void ex_classify(ExLevel L)
     rt_wait_previous();
     const ExSizes S = *L.sz;
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= S.E) return;
+    if (i >= ex_events(S)) return;
     const uint32_t n = L.rnode[rt_kd_event_id(L.ev[0][i])];
     const ExDec d = L.dec[n];
     if (d.axis < 0) return;
@@ -598,7 +609,7 @@ __device__ void ex_sizes(const ExLevel &L, const ExCap &cap, ExRefScan f)
     ExSizes *sz = L.sz;
     const ExSizes S = *sz;
     ExSizes nx = S;
-    nx.N = nx.R = nx.E = nx.T = nx.N2 = 0;
+    nx.N = nx.R = nx.T = nx.N2 = 0;
     *L.n_strad = 0; /* ex_clip has read it */
     if (!S.N) {
         sz[1] = nx;
@@ -621,7 +632,7 @@ __device__ void ex_sizes(const ExLevel &L, const ExCap &cap, ExRefScan f)
         return;
     }
     sz->T = T, sz->N2 = N2;
-    nx.N = N2, nx.R = (uint32_t)R2, nx.E = 2 * nx.R;
+    nx.N = N2, nx.R = (uint32_t)R2;
     sz[1] = nx;
 }
 
@@ -649,8 +660,8 @@ struct ExEventAt {
 __device__ __forceinline__ ExEventAt ex_event_at(const ExLevel &L, const ExSizes &S, uint32_t j)
 {
     ExEventAt x;
-    x.a = (int)(j / S.E);
-    x.i = j - (uint32_t)x.a * S.E;
+    x.a = (int)(j / ex_events(S));
+    x.i = j - (uint32_t)x.a * ex_events(S);
     x.e = L.ev[x.a][x.i];
     x.r = rt_kd_event_id(x.e);
     return x;
@@ -659,7 +670,7 @@ __device__ __forceinline__ ExEventAt ex_event_at(const ExLevel &L, const ExSizes
  * p of axis a, from the start of node n's list (its first reference first). */
 __device__ __forceinline__ u64 ex_kept_before(const ExLevel &L, const ExSizes &S, int a, uint32_t p, uint32_t first)
 {
-    const u64 *sc = L.scan_sides + (size_t)a * S.E;
+    const u64 *sc = L.scan_sides + (size_t)a * ex_events(S);
     return sc[p] - sc[2 * first];
 }
 
@@ -723,7 +734,7 @@ __global__ void ex_events_scatter(ExLevel L)
     const ExSizes S = *L.sz;
     if (!S.N2) return;
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= 3u * S.E) return;
+    if (j >= 3u * ex_events(S)) return;
     const ExEventAt x = ex_event_at(L, S, j);
     const uint8_t s = L.side[x.r];
     if (!s) return;
@@ -820,7 +831,7 @@ __global__ void ex_tight_rank(ExLevel L)
         if (threadIdx.x == 0) {
             atomicOr(&L.tot->overflow, (uint32_t)EX_OVER_SEGMENT);
             L.sz->N2 = 0;                          /* the merges do nothing */
-            L.sz[1].N = L.sz[1].R = L.sz[1].E = 0; /* nor the levels below */
+            L.sz[1].N = L.sz[1].R = 0; /* nor the levels below */
         }
         return;
     }
@@ -903,7 +914,7 @@ __global__ void ex_merge(ExLevel L)
     rt_wait_previous();
     const ExSizes S = *L.sz;
     if (!S.N2) return;
-    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x, kept = 3u * S.E;
+    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x, kept = 3u * ex_events(S);
     if (j < kept) ex_events_merge(L, S, j);
     else if (j - kept < 6u * S.T) ex_tight_merge(L, S, j - kept);
 }
