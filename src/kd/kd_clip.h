@@ -125,6 +125,18 @@ RT_HD int rt_kd_clip_tri(double buf[2][RT_KD_CLIP_TRI_MAX][3], RtAabb cell, int 
     return n;
 }
 
+/* Bounds [lo, hi] rounded outward to float and clamped to cell (the box
+ * they were clipped to). */
+RT_HD RtAabb rt_kd_round_bounds(const double lo[3], const double hi[3], RtAabb cell)
+{
+    RtAabb r;
+    r.lo = v3(rt_kd_round_down(lo[0]), rt_kd_round_down(lo[1]), rt_kd_round_down(lo[2]));
+    r.hi = v3(rt_kd_round_up(hi[0]), rt_kd_round_up(hi[1]), rt_kd_round_up(hi[2]));
+    r.lo = v3_max(r.lo, cell.lo);
+    r.hi = v3_min(r.hi, cell.hi);
+    return r;
+}
+
 /* Bounds of polygon p (n > 0 vertices), rounded outward to float and
  * clamped to cell (the box it was clipped to). */
 RT_HD RtAabb rt_kd_clip_bounds(double (*p)[3], int n, RtAabb cell)
@@ -135,12 +147,20 @@ RT_HD RtAabb rt_kd_clip_bounds(double (*p)[3], int n, RtAabb cell)
             lo[k] = fmin(lo[k], p[i][k]);
             hi[k] = fmax(hi[k], p[i][k]);
         }
-    RtAabb r;
-    r.lo = v3(rt_kd_round_down(lo[0]), rt_kd_round_down(lo[1]), rt_kd_round_down(lo[2]));
-    r.hi = v3(rt_kd_round_up(hi[0]), rt_kd_round_up(hi[1]), rt_kd_round_up(hi[2]));
-    r.lo = v3_max(r.lo, cell.lo);
-    r.hi = v3_min(r.hi, cell.hi);
-    return r;
+    return rt_kd_round_bounds(lo, hi, cell);
+}
+
+/* Point x added to the bounds of a polygon of m vertices so far, as the
+ * m-th vertex; a polygon holds at most RT_KD_CLIP_SPLIT_MAX (the cap
+ * rt_kd_clip_poly keeps to), so a vertex beyond it is dropped as there. */
+RT_HD void rt_kd_fold_vertex(const double x[3], double lo[3], double hi[3], int *m)
+{
+    if (*m >= RT_KD_CLIP_SPLIT_MAX) return;
+    for (int k = 0; k < 3; k++) {
+        lo[k] = *m ? fmin(lo[k], x[k]) : x[k];
+        hi[k] = *m ? fmax(hi[k], x[k]) : x[k];
+    }
+    (*m)++;
 }
 
 /* Bounds of the part of triangle (v0, v1, v2) inside the closed box: the
@@ -165,23 +185,47 @@ RT_HD int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *o
  * a split at pos on axis: clipped to the parent cell once, then cut by the
  * plane into both children (child: their cells). A side it misses (only
  * when the straddle came from outward rounding or a loose box) gets the
- * empty box. Returns a mask: 1 the left child reached, 2 the right. */
+ * empty box. Returns a mask: 1 the left child reached, 2 the right.
+ * The two cuts are one walk around the polygon that folds each child's
+ * vertices into its bounds as rt_kd_clip_poly would emit them (same
+ * vertices, same order, same cap): no polygon is stored, the crossings are
+ * computed once for both sides, and the boxes are those of clipping each
+ * half and taking its bounds, to the bit. Child 0 keeps x_axis <= pos
+ * (distance pos - x), child 1 x_axis >= pos (its negation, exact in IEEE
+ * arithmetic, as is the crossing's parameter). */
 RT_HD int rt_tri_split_boxes(const RtFloat4 *v, RtAabb cell, int axis, float pos, const RtAabb child[2],
                              RtAabb out[2])
 {
-    double buf[2][RT_KD_CLIP_TRI_MAX][3], half[RT_KD_CLIP_SPLIT_MAX][3];
+    double buf[2][RT_KD_CLIP_TRI_MAX][3];
     for (int k = 0; k < 3; k++) {
         buf[0][k][0] = v[k].x;
         buf[0][k][1] = v[k].y;
         buf[0][k][2] = v[k].z;
     }
-    int at, mask = 0;
+    int at;
     const int n = rt_kd_clip_tri(buf, cell, &at);
+    double lo[2][3], hi[2][3];
+    int m[2] = {0, 0};
+    const double bound = pos;
+    for (int i = 0; i < n; i++) {
+        const double *P = buf[at][i], *Q = buf[at][i + 1 == n ? 0 : i + 1];
+        const double dp = bound - P[axis], dq = bound - Q[axis];
+        const int inp[2] = {dp >= 0.0, -dp >= 0.0}, inq[2] = {dq >= 0.0, -dq >= 0.0};
+        for (int c = 0; c < 2; c++)
+            if (inp[c]) rt_kd_fold_vertex(P, lo[c], hi[c], &m[c]);
+        if (inp[0] != inq[0] || inp[1] != inq[1]) {
+            const double t = dp / (dp - dq);
+            double x[3];
+            for (int k = 0; k < 3; k++) x[k] = P[k] + t * (Q[k] - P[k]);
+            x[axis] = bound;
+            for (int c = 0; c < 2; c++)
+                if (inp[c] != inq[c]) rt_kd_fold_vertex(x, lo[c], hi[c], &m[c]);
+        }
+    }
+    int mask = 0;
     for (int c = 0; c < 2; c++) {
-        /* child 0 keeps x_axis <= pos (side 1), child 1 x_axis >= pos (side 0) */
-        int m = n ? rt_kd_clip_poly(buf[at], n, half, RT_KD_CLIP_SPLIT_MAX, axis, !c, pos) : 0;
-        out[c] = m ? rt_kd_clip_bounds(half, m, child[c]) : aabb_empty();
-        if (m) mask |= 1 << c;
+        out[c] = m[c] ? rt_kd_round_bounds(lo[c], hi[c], child[c]) : aabb_empty();
+        if (m[c]) mask |= 1 << c;
     }
     return mask;
 }
