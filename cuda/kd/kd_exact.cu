@@ -70,7 +70,6 @@
 #include "gpu/gpu.h"
 
 #define EX_BLOCK 256
-#define EX_CLIP_BLOCK 64
 /* a cut's position in its node's list takes 29 bits of the best-split key */
 #define EX_CUT_BITS 29
 
@@ -173,7 +172,6 @@ struct ExLevel {
     uint8_t *left, *right, *side; /* per reference: its events' verdicts, then its sides (bit 0 left,
                                      1 right, 2 tight: its planes are new) */
     RtAabb *tbox;           /* per tight reference: its boxes in the left and right child */
-    uint32_t *strad, *n_strad; /* the straddlers to clip (exact_clip), and their count */
     const ExRefScan *scan_refs;
     u64 *tkeys;             /* tight events (plane, type), per axis and child, sorted; tvals: their
                                references, the child's side in the top bit */
@@ -332,7 +330,7 @@ __global__ void ex_root_events(const float4 *verts, const uint32_t *valid, const
  * the scene's rules, the totals. */
 __global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, int max_depth_asked, ExSizes *sz,
                         ExTotals *tot, uint32_t *nd_first, uint32_t *nd_count, uint32_t *nd_tree, RtAabb *nd_cell,
-                        RtAabb *root_box, uint32_t *n_strad, u64 *best, uint32_t *builds)
+                        RtAabb *root_box, u64 *best, uint32_t *builds)
 {
     rt_wait_previous();
     const uint32_t valid = vscan[n];
@@ -355,8 +353,7 @@ __global__ void ex_root(const uint32_t *vscan, uint32_t n, const int *bounds, in
     if (!s.build) s.build = ++*builds;
     *sz = s;
     *nd_first = 0, *nd_count = valid, *nd_tree = 0, *nd_cell = box, *root_box = box;
-    *n_strad = 0;
-    *best = ~0ull; /* the root's best split (ex_nodes clears the levels' below) */
+    *best = ~0ull; /* the root's best split (ex_node clears the levels' below) */
     ExTotals t;
     memset(&t, 0, sizeof t);
     t.nodes = 1, t.valid = valid, t.box = box;
@@ -481,13 +478,29 @@ __global__ void ex_decide(ExLevel L)
     L.nscan_in[n] = ExNodeScan{(uint32_t)split, split ? 0u : count};
 }
 
-/* A thread per node: its entry in nodes[] (and leaves[]). */
-__global__ void ex_nodes(ExLevel L)
+/* ---- ClippingAndPartitioning (Alg. 7) ---------------------------------------------- */
+
+/* A thread per event position on the split axis: which side of the cut the
+ * event lies on is its reference's verdict for that side. */
+__global__ void ex_classify(ExLevel L)
 {
     rt_wait_previous();
     const ExSizes S = *L.sz;
-    const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n >= S.N) return;
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= ex_events(S)) return;
+    const uint32_t n = L.rnode[rt_kd_event_id(L.ev[0][i])];
+    const ExDec d = L.dec[n];
+    if (d.axis < 0) return;
+    const u64 e = L.ev[d.axis][i];
+    const uint32_t r = rt_kd_event_id(e), t = rt_kd_event_type(e);
+    const uint8_t before = (i - 2 * L.nd_first[n]) < d.cut;
+    if (t != RT_KD_EV_END) L.left[r] = before;   /* START, PLANAR */
+    if (t != RT_KD_EV_START) L.right[r] = !before; /* END, PLANAR */
+}
+
+/* Node n's entry in nodes[] (and leaves[]): ex_nodes_refs' thread. */
+__device__ void ex_node(const ExLevel &L, const ExSizes &S, uint32_t n)
+{
     /* the next level's best splits start empty (ex_decide has read these;
      * the next level has at most twice the nodes) */
     L.best[2 * n] = L.best[2 * n + 1] = ~0ull;
@@ -515,63 +528,29 @@ __global__ void ex_nodes(ExLevel L)
     }
 }
 
-/* ---- ClippingAndPartitioning (Alg. 7) ---------------------------------------------- */
-
-/* A thread per event position on the split axis: which side of the cut the
- * event lies on is its reference's verdict for that side. */
-__global__ void ex_classify(ExLevel L)
+/* Reference r: a leaf's goes to tri_index, a split node's gets its sides
+ * (ex_classify's verdicts). Returns 1 for a straddler to clip (exact_clip),
+ * whose sides ex_clip_ref writes. */
+__device__ int ex_ref(const ExLevel &L, const ExSizes &S, uint32_t r)
 {
-    rt_wait_previous();
-    const ExSizes S = *L.sz;
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= ex_events(S)) return;
-    const uint32_t n = L.rnode[rt_kd_event_id(L.ev[0][i])];
-    const ExDec d = L.dec[n];
-    if (d.axis < 0) return;
-    const u64 e = L.ev[d.axis][i];
-    const uint32_t r = rt_kd_event_id(e), t = rt_kd_event_type(e);
-    const uint8_t before = (i - 2 * L.nd_first[n]) < d.cut;
-    if (t != RT_KD_EV_END) L.left[r] = before;   /* START, PLANAR */
-    if (t != RT_KD_EV_START) L.right[r] = !before; /* END, PLANAR */
-}
-
-/* A thread per reference: a leaf's reference goes to tri_index; a
- * straddler, with exact_clip, is clipped against both children's cells and
- * leaves a child its triangle misses. */
-__global__ void ex_refs(ExLevel L)
-{
-    rt_wait_previous();
-    const ExSizes S = *L.sz;
-    const uint32_t r = blockIdx.x * blockDim.x + threadIdx.x;
-    if (r >= S.R) return;
     const uint32_t n = L.rnode[r];
     const ExDec d = L.dec[n];
     if (d.axis < 0) {
         L.tri_index[S.index_base + L.nscan[n].index + (r - L.nd_first[n])] = L.prim[r];
         L.side[r] = 0;
-        return;
+        return 0;
     }
     const int l = L.left[r], rt = L.right[r];
-    if (l && rt && L.k.exact_clip) {
-        /* a straddler: clipped by ex_clip, from a list (one in ten or so
-         * references: here a warp would wait for its few straddlers) */
-        L.strad[atomicAdd(L.n_strad, 1u)] = r;
-        return;
-    }
+    if (l && rt && L.k.exact_clip) return 1;
     L.side[r] = (uint8_t)(l | (rt << 1));
+    return 0;
 }
 
-/* A thread per straddler (ex_refs' list; the grid is sized for every
- * reference, in small blocks: the clipping's polygons live in local
- * memory, and the few straddlers spread over many multiprocessors keep it
- * in their L1): the parts of its triangle in the two children; their boxes
+/* Straddler r: the parts of its triangle in the two children; their boxes
  * are its planes there (tight), and a child it misses loses it. */
-__global__ void ex_clip(ExLevel L)
+__device__ void ex_clip_ref(const ExLevel &L, uint32_t r)
 {
-    rt_wait_previous();
-    const uint32_t q = blockIdx.x * blockDim.x + threadIdx.x;
-    if (q >= *L.n_strad) return;
-    const uint32_t r = L.strad[q], n = L.rnode[r];
+    const uint32_t n = L.rnode[r];
     const ExDec d = L.dec[n];
     const uint32_t t = L.prim[r];
     RtFloat4 v[3];
@@ -592,6 +571,26 @@ __global__ void ex_clip(ExLevel L)
     L.side[r] = (uint8_t)(mask | 4);
 }
 
+/* A thread per node, then one per reference (neither needs the other's
+ * results: one launch). A block's straddlers (one reference in ten or so)
+ * are gathered in shared memory and clipped by its first threads, so a warp
+ * does not wait on its few straddlers' clipping and no launch of its own
+ * follows the references'. */
+__global__ void __launch_bounds__(EX_BLOCK) ex_nodes_refs(ExLevel L)
+{
+    rt_wait_previous();
+    __shared__ uint32_t strad[EX_BLOCK];
+    __shared__ uint32_t n_strad;
+    if (threadIdx.x == 0) n_strad = 0;
+    __syncthreads();
+    const ExSizes S = *L.sz;
+    const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j < S.N) ex_node(L, S, j);
+    else if (j - S.N < S.R && ex_ref(L, S, j - S.N)) strad[atomicAdd(&n_strad, 1u)] = j - S.N;
+    __syncthreads();
+    if (threadIdx.x < n_strad) ex_clip_ref(L, strad[threadIdx.x]);
+}
+
 /* What the arrays hold room for, for ex_sizes' check: the children (N2),
  * their references (R2), this level's tight copies (T), the tree's nodes,
  * leaves and leaf references. The host-driven levels size the arrays after
@@ -610,7 +609,6 @@ __device__ void ex_sizes(const ExLevel &L, const ExCap &cap, ExRefScan f)
     const ExSizes S = *sz;
     ExSizes nx = S;
     nx.N = nx.R = nx.T = nx.N2 = 0;
-    *L.n_strad = 0; /* ex_clip has read it */
     if (!S.N) {
         sz[1] = nx;
         return;
@@ -1107,7 +1105,7 @@ enum {
     X_PRIM = X_EV_END, X_PRIM2, X_RNODE, X_RNODE2,
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
     X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN_IN, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
-    X_TBOX, X_STRAD, X_NSTRAD, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
+    X_TBOX, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
     X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB, /* CUB's storage */
     X_BUILDS, X_SCAN_TILES, /* the builds counted, the level scans' tile words (ex_scan) */
     X_COUNT
@@ -1371,8 +1369,7 @@ static RtStatus ex_root_queue(const ExRun *u, RtError *err)
             (st = ex_reserve(x, X_NCELL + k, sizeof(RtAabb), 0, stream, err)) != RT_OK)
             return st;
     }
-    if ((st = ex_reserve(x, X_NSTRAD, 4, 0, stream, err)) != RT_OK ||
-        (st = ex_reserve(x, X_BEST, 2 * 8, 1, stream, err)) != RT_OK ||
+    if ((st = ex_reserve(x, X_BEST, 2 * 8, 1, stream, err)) != RT_OK ||
         (st = ex_reserve_zeroed(x, X_BUILDS, 4, stream, err)) != RT_OK)
         return st;
     int *bounds = ARR(x, X_BOUNDS, int);
@@ -1387,7 +1384,7 @@ static RtStatus ex_root_queue(const ExRun *u, RtError *err)
         (st = ex_launch(u, "ex_root", 1, ex_root, err, (const uint32_t *)vscan, n, (const int *)bounds,
                         u->rules.max_depth_asked, ARR(x, X_SIZES, ExSizes), ARR(x, X_TOTALS, ExTotals),
                         ARR(x, X_NFIRST, uint32_t), ARR(x, X_NCOUNT, uint32_t), ARR(x, X_NTREE, uint32_t),
-                        ARR(x, X_NCELL, RtAabb), ARR(x, X_ROOT_BOX, RtAabb), ARR(x, X_NSTRAD, uint32_t),
+                        ARR(x, X_NCELL, RtAabb), ARR(x, X_ROOT_BOX, RtAabb),
                         ARR(x, X_BEST, u64), ARR(x, X_BUILDS, uint32_t))) != RT_OK)
         return st;
     /* the unsorted events went to the second lists, sorted into the first;
@@ -1432,7 +1429,6 @@ static ExLevel ex_level_view(const ExRun *u, int level)
     L.left = ARR(x, X_LEFT, uint8_t), L.right = ARR(x, X_RIGHT, uint8_t), L.side = ARR(x, X_SIDE, uint8_t);
     L.scan_refs = ARR(x, X_SCAN_REFS, ExRefScan);
     L.tbox = ARR(x, X_TBOX, RtAabb);
-    L.strad = ARR(x, X_STRAD, uint32_t), L.n_strad = ARR(x, X_NSTRAD, uint32_t);
     L.slot = ARR(x, X_SLOT, uint2);
     L.scan_sides = ARR(x, X_SCAN_SIDES, u64);
     L.tkeys_in = ARR(x, X_TKEYS_IN, u64), L.tkeys = ARR(x, X_TKEYS, u64);
@@ -1470,7 +1466,6 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
         (st = ex_reserve(x, X_SIDE, R, 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_SCAN_REFS, ((size_t)R + 1) * sizeof(ExRefScan), 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_TBOX, (size_t)2 * R * sizeof(RtAabb), 0, s, err)) != RT_OK ||
-        (st = ex_reserve(x, X_STRAD, (size_t)R * 4, 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_SLOT, (size_t)R * sizeof(uint2), 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_NODES, (size_t)nodes * sizeof(RtKdNode), 1, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_LEAVES, (size_t)leaves * sizeof(RtKdLeaf), 1, s, err)) != RT_OK ||
@@ -1496,10 +1491,7 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
                             L.sz, level, EX_SCAN_NODES, err)) != RT_OK ||
         (st = ex_side_done(u, 0, err)) != RT_OK ||
         (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK || (st = ex_join(u, 0, err)) != RT_OK ||
-        (st = ex_launch(u, "ex_nodes", N, ex_nodes, err, L)) != RT_OK ||
-        (st = ex_launch(u, "ex_refs", R, ex_refs, err, L)) != RT_OK ||
-        (u->rules.exact_clip &&
-         (st = ex_launch_in(u, "ex_clip", R, EX_CLIP_BLOCK, ex_clip, err, L)) != RT_OK))
+        (st = ex_launch(u, "ex_nodes_refs", (size_t)N + R, ex_nodes_refs, err, L)) != RT_OK)
         return st;
     /* the sides are final: the kept copies' scan beside the references'
      * scan (with the totals: ExRefIn) and the children's lists (the merge
