@@ -173,8 +173,8 @@ struct ExLevel {
                                      1 right, 2 tight: its planes are new) */
     RtAabb *tbox;           /* per tight reference: its boxes in the left and right child */
     const ExRefScan *scan_refs;
-    u64 *tkeys;             /* tight events (plane, type), per axis and child, sorted; tvals: their
-                               references, the child's side in the top bit */
+    u64 *tkeys;             /* tight events (list events of the level's references), per axis and
+                               child, sorted; tvals: their references, the child's side in the top bit */
     uint32_t *tvals;
     u64 *tkeys_in;
     uint32_t *tvals_in;
@@ -754,19 +754,10 @@ __global__ void ex_events_scatter(ExLevel L)
 
 /* ---- exact clipping: the tight events, merged in order -------------------- */
 
-/* A tight event's sort key within its axis and child: its order in a list
- * (plane, type); the value, its reference, breaks ties as the lists do (the
- * sort is stable and the references come in order). */
-__device__ __forceinline__ u64 ex_tight_key(uint32_t pos_key, uint32_t type)
-{
-    return ((u64)pos_key << 2) | type;
-}
+/* A tight event is a list event of its reference (rt_kd_event: plane,
+ * type, the level's slot r), so its order in the child's list is its
+ * value; the side it goes to rides in its value (tvals). */
 #define EX_SIDE_BIT 0x80000000u
-/* The list order of a tight event with this key and reference. */
-__device__ __forceinline__ u64 ex_tight_order(u64 key, uint32_t r)
-{
-    return (((key >> 2) & 0xffffffffull) << 32) | ((key & 3u) << RT_KD_EV_ID_BITS) | r;
-}
 
 /* A tight reference r (side s, node n): its events in the children it
  * reaches, from its parts' boxes, unsorted (ex_refs_scatter's thread). */
@@ -782,10 +773,10 @@ __device__ void ex_tight_events(const ExLevel &L, const ExSizes &S, uint32_t r, 
             const float lo = v3_get(b.lo, a), hi = v3_get(b.hi, a);
             const size_t at = (size_t)a * 2 * S.T + 2 * (size_t)q;
             if (lo == hi) {
-                L.tkeys_in[at] = L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), RT_KD_EV_PLANAR);
+                L.tkeys_in[at] = L.tkeys_in[at + 1] = rt_kd_event(rt_kd_pos_key(lo), RT_KD_EV_PLANAR, r);
             } else {
-                L.tkeys_in[at] = ex_tight_key(rt_kd_pos_key(hi), RT_KD_EV_END);
-                L.tkeys_in[at + 1] = ex_tight_key(rt_kd_pos_key(lo), RT_KD_EV_START);
+                L.tkeys_in[at] = rt_kd_event(rt_kd_pos_key(hi), RT_KD_EV_END, r);
+                L.tkeys_in[at + 1] = rt_kd_event(rt_kd_pos_key(lo), RT_KD_EV_START, r);
             }
             L.tvals_in[at] = L.tvals_in[at + 1] = r | (side ? EX_SIDE_BIT : 0u);
         }
@@ -866,11 +857,10 @@ __device__ void ex_events_merge(const ExLevel &L, const ExSizes &S, uint32_t j)
         const ExChild c = ex_child(L, n, side);
         /* tight events of this child before e */
         const u64 *k = L.tkeys + (size_t)a * 2 * S.T + 2 * (size_t)c.tfirst;
-        const uint32_t *v = L.tvals + (size_t)a * 2 * S.T + 2 * (size_t)c.tfirst;
         uint32_t lo = 0, hi = 2 * c.tcount;
         while (lo < hi) {
             const uint32_t mid = (lo + hi) >> 1;
-            if (ex_tight_order(k[mid], v[mid] & ~EX_SIDE_BIT) < e) lo = mid + 1;
+            if (k[mid] < e) lo = mid + 1;
             else hi = mid;
         }
         const uint32_t pos = 2 * c.first + (side ? hi32(rank) : lo32(rank)) + lo;
@@ -883,14 +873,13 @@ __device__ void ex_events_merge(const ExLevel &L, const ExSizes &S, uint32_t j)
  * them in order, and counted by the kept events' scan). */
 __device__ void ex_tight_merge(const ExLevel &L, const ExSizes &S, uint32_t q)
 {
-    const u64 key = L.tkeys[q];
-    const uint32_t r = L.tvals[q] & ~EX_SIDE_BIT;
+    const u64 order = L.tkeys[q];
+    const uint32_t r = rt_kd_event_id(order);
     const int a = (int)(q / (2 * S.T));
     const int side = (L.tvals[q] & EX_SIDE_BIT) != 0;
     const uint32_t n = L.rnode[r];
     const ExChild c = ex_child(L, n, side);
     const uint32_t rank = q - (uint32_t)a * 2 * S.T - 2 * c.tfirst;
-    const u64 order = ex_tight_order(key, r);
     const uint32_t first = L.nd_first[n], count = L.nd_count[n];
     const u64 *ev = L.ev[a];
     uint32_t lo = 2 * first, hi = 2 * (first + count);
