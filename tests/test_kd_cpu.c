@@ -2,7 +2,8 @@
  * (rt_kd_validate) on every kind of triangle soup, the traversal against
  * brute force (same triangle, same t, Woop and Moller-Trumbore), any-hit and
  * filters, determinism across thread counts, the SAH cost, and the
- * validator itself on broken trees (the same message on any thread count). */
+ * validator itself on broken trees (the same message on any thread count),
+ * and the straddlers' split boxes against clipping each half. */
 #include "soup.h"
 #include "kd/kd_sah.h"
 #include "scene/load.h"
@@ -1019,6 +1020,60 @@ static void kd_clip_box_is_the_perfect_split_box(void **state)
     assert_true((double)out.hi.x >= 2.0 - (double)0.1f);
 }
 
+/* The split boxes by definition: the triangle clipped to the cell, each
+ * child's half of that polygon clipped at the plane, its bounds. */
+static int split_boxes_by_halves(const RtFloat4 *v, RtAabb cell, int axis, float pos, const RtAabb child[2],
+                                 RtAabb out[2])
+{
+    double buf[2][RT_KD_CLIP_TRI_MAX][3], half[RT_KD_CLIP_SPLIT_MAX][3];
+    for (int k = 0; k < 3; k++) buf[0][k][0] = v[k].x, buf[0][k][1] = v[k].y, buf[0][k][2] = v[k].z;
+    int at, mask = 0;
+    const int n = rt_kd_clip_tri(buf, cell, &at);
+    for (int c = 0; c < 2; c++) {
+        const int m = n ? rt_kd_clip_poly(buf[at], n, half, RT_KD_CLIP_SPLIT_MAX, axis, !c, pos) : 0;
+        out[c] = m ? rt_kd_clip_bounds(half, m, child[c]) : aabb_empty();
+        if (m) mask |= 1 << c;
+    }
+    return mask;
+}
+
+/* rt_tri_split_boxes folds both halves' bounds in one walk around the
+ * clipped polygon: the same boxes and masks as clipping each half, to the
+ * bit (the oracle's and the GPU's trees depend on them), on random cells,
+ * triangles (some flat on an axis) and planes (some through a vertex, some
+ * on the cell's faces). */
+static void kd_split_boxes_are_the_halves_boxes(void **state)
+{
+    (void)state;
+    RtTestRng r = {977};
+    int masks[4] = {0};
+    for (int i = 0; i < 200000; i++) {
+        const RtVec3 c = rnd_vec(&r), e = v3_add(v3_scale(rnd_vec(&r), 0.5f), v3(0.01f, 0.01f, 0.01f));
+        const RtAabb cell = {v3_sub(c, e), v3_add(c, e)};
+        RtVec3 p[3];
+        for (int k = 0; k < 3; k++) p[k] = v3_add(v3_sub(c, v3_scale(e, 1.3f)), v3_mul(v3_scale(e, 2.6f), rnd_vec(&r)));
+        const int axis = (int)(rt_test_rand(&r) % 3), how = (int)(rt_test_rand(&r) % 8);
+        if (how == 0) /* flat on the split axis */
+            for (int k = 1; k < 3; k++) v3_set(&p[k], axis, v3_get(p[0], axis));
+        const float lo = v3_get(cell.lo, axis), hi = v3_get(cell.hi, axis);
+        float pos = lo + (hi - lo) * rt_test_randf(&r);
+        if (how <= 2) pos = v3_get(p[rt_test_rand(&r) % 3], axis); /* through a vertex */
+        if (how == 3) pos = rt_test_rand(&r) & 1 ? lo : hi;         /* on a face */
+        if (pos < lo || pos > hi) continue;
+        RtFloat4 v[3];
+        for (int k = 0; k < 3; k++) v[k] = f4(p[k].x, p[k].y, p[k].z, 0.0f);
+        RtAabb child[2], got[2], want[2];
+        kd_child_cells(cell, kd_make_interior(axis, pos, 0), &child[0], &child[1]);
+        const int mg = rt_tri_split_boxes(v, cell, axis, pos, child, got);
+        const int mw = split_boxes_by_halves(v, cell, axis, pos, child, want);
+        if (mg != mw || memcmp(got, want, sizeof got))
+            fail_msg("case %d: mask %d, by halves %d (axis %d at %.9g)", i, mg, mw, axis, (double)pos);
+        masks[mw]++;
+    }
+    /* every outcome occurs: missed, either side alone, both */
+    for (int m = 0; m < 4; m++) assert_true(masks[m] > 100);
+}
+
 /* ---- parameters ------------------------------------------------------------ */
 
 static void kd_bad_params_are_rejected(void **state)
@@ -1130,6 +1185,7 @@ int main(void)
         cmocka_unit_test(kd_stats_of_a_hand_made_tree),
         cmocka_unit_test(kd_validate_rejects_broken_trees),
         cmocka_unit_test(kd_validate_loose_references),
+        cmocka_unit_test(kd_split_boxes_are_the_halves_boxes),
         cmocka_unit_test(kd_validate_same_message_on_any_thread_count),
         cmocka_unit_test(kd_triangle_box_overlap),
         cmocka_unit_test(kd_clip_box_is_the_perfect_split_box),
