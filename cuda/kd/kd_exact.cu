@@ -1236,24 +1236,17 @@ static RtStatus ex_reserve_zeroed(KdExact *x, int i, size_t bytes, cudaStream_t 
     return st;
 }
 
-#define EX_GRID(n) dim3((unsigned)(((n) + EX_BLOCK - 1) / EX_BLOCK))
 #define ARR(x, i, T) ((T *)(x)->arr[i].p)
 
-/* A kernel over `threads` threads in blocks of `block` on the stream,
+/* A kernel over `threads` threads in blocks of EX_BLOCK on the stream,
  * unless the levels are only planned. */
-template <typename... KArgs, typename... Args>
-static RtStatus ex_launch_in(const ExRun *u, const char *name, size_t threads, unsigned block,
-                             void (*kernel)(KArgs...), RtError *err, Args... args)
-{
-    if (u->x->mode == EX_PLAN) return RT_OK;
-    return rt_launch_dependent(u->log, u->stream, name, dim3((unsigned)((threads + block - 1) / block)), dim3(block),
-                               0, kernel, err, args...);
-}
 template <typename... KArgs, typename... Args>
 static RtStatus ex_launch(const ExRun *u, const char *name, size_t threads, void (*kernel)(KArgs...), RtError *err,
                           Args... args)
 {
-    return ex_launch_in(u, name, threads, EX_BLOCK, kernel, err, args...);
+    if (u->x->mode == EX_PLAN) return RT_OK;
+    return rt_launch_dependent(u->log, u->stream, name, dim3((unsigned)((threads + EX_BLOCK - 1) / EX_BLOCK)),
+                               dim3(EX_BLOCK), 0, kernel, err, args...);
 }
 
 /* CUB calls (call(tmp, bytes, stream)) on the stream, counted as one
