@@ -494,6 +494,54 @@ static void gpu_kd_exact_frames(void **state)
         rt_kd_gpu_free(bw);
         free_scene(&big);
     }
+    /* a tree that grows deeper than the schedule's levels: the graph's
+     * margin levels (a conditional node) build its new levels. Frames that
+     * move ever more of the triangles into one small cluster (its subtree
+     * about half a level deeper each frame), so that some frame is a level
+     * or two deeper than the last host-driven build and fits its
+     * capacities */
+    {
+        RtKdGpuParams p = rt_kd_gpu_params_default(), pt;
+        p.builder = RT_KD_GPU_BUILDER_EXACT;
+        pt = p;
+        pt.timed = 1;
+        const uint32_t m = 4096;
+        RtKdGpu *fresh = NULL; /* (no schedule yet: frame 0 is host-driven) */
+        assert_int_equal(rt_kd_gpu_create(&fresh, &err), RT_OK);
+        RtTriArrays cur = make_scene(SC_CLUSTER, m, 130);
+        RtFloat4 *mv, *mw;
+        upload_scene(&cur, &mv, &mw);
+        uint32_t sched_levels = 0;
+        int margin_frames = 0;
+        for (int f = 0; f < 12; f++) {
+            const uint32_t dense = (uint32_t)(64.0 * pow(1.41421356, f)); /* in the cluster */
+            for (uint32_t i = 0; i < m; i++) {
+                RtTestRng r = {1000 + i}; /* (each triangle the same shape every frame) */
+                const int in = i < dense;
+                const RtVec3 c = rnd3(&r, in ? 1.0f : 60.0f);
+                const float e = in ? 0.02f : 0.6f;
+                set_tri(&cur, i, v3_add(c, rnd3(&r, e)), v3_add(c, rnd3(&r, e)), v3_add(c, rnd3(&r, e)));
+            }
+            assert_int_equal(rt_gpu_memcpy(mv, cur.verts, 3 * (size_t)m * sizeof *cur.verts, RT_COPY_TO_DEVICE, &err),
+                             RT_OK);
+            RtKdTree da, db;
+            RtKdGpuStats sa, sb;
+            assert_int_equal(rt_kd_gpu_build(fresh, &p, mv, NULL, m, &da, &sa, &err), RT_OK);
+            assert_int_equal(rt_kd_gpu_build(ref, &pt, mv, NULL, m, &db, &sb, &err), RT_OK);
+            const int graph = sa.round_trips == 1;
+            print_message("exact frames, deeper %d: round trips %u, levels %u (the schedule's %u)%s\n", f,
+                          sa.round_trips, sa.large_levels, sched_levels,
+                          graph && sa.large_levels > sched_levels ? ": margin levels" : "");
+            assert_same_tree(&da, &db, "exact frames, deeper");
+            if (graph && sa.large_levels > sched_levels) margin_frames++;
+            if (!graph) sched_levels = sa.large_levels; /* host-driven: the schedule anew */
+        }
+        assert_true(margin_frames >= 1);
+        rt_kd_gpu_destroy(fresh);
+        rt_kd_gpu_free(mv);
+        rt_kd_gpu_free(mw);
+        free_scene(&cur);
+    }
     rt_kd_gpu_destroy(kd);
     rt_kd_gpu_destroy(ref);
     rt_kd_gpu_free(dv);

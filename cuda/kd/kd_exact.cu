@@ -400,6 +400,14 @@ __device__ __forceinline__ void ex_cut(const ExRules &L, double gap, u64 *key, i
     }
 }
 
+/* The graph's margin levels run when the first of them has nodes
+ * (ex_margin_begin). */
+__global__ void ex_if_deeper(cudaGraphConditionalHandle h, const ExSizes *sz)
+{
+    rt_wait_previous();
+    cudaGraphSetConditional(h, sz->N != 0u);
+}
+
 /* A thread per event position i: the cuts before position i on every axis
  * (the lists of a node line up on the three axes), the best to its node. */
 __global__ void ex_best(ExLevel L)
@@ -1122,6 +1130,7 @@ typedef struct ExPinned {
 typedef struct ExSchedule {
     int valid;
     int levels;
+    int sure;                       /* the levels the host-driven build had; the rest are a margin */
     uint32_t gen;                   /* counts the host-driven builds, which may move the arrays (the graph's key) */
     uint32_t n;                     /* triangles */
     ExRules rules;
@@ -1141,6 +1150,7 @@ struct KdExact {
     cudaEvent_t ev[2];
     /* two scans of a level run beside the stream (ex_split_queue) */
     cudaStream_t side;
+    cudaStream_t margin;  /* captures the graph's margin levels (ex_margin_begin) */
     cudaEvent_t fork[2], join[2];
     int side_pending;     /* the second scan not yet waited for */
     size_t tile_stride;   /* bytes of one level scan's tile words (X_SCAN_TILES holds EX_SCANS) */
@@ -1170,6 +1180,7 @@ RtStatus kd_exact_create(KdExact **out, RtError *err)
         CUDA_CHECK(err, cudaEventCreateWithFlags(&x->join[i], cudaEventDisableTiming));
     }
     CUDA_CHECK(err, cudaStreamCreateWithFlags(&x->side, cudaStreamNonBlocking));
+    CUDA_CHECK(err, cudaStreamCreateWithFlags(&x->margin, cudaStreamNonBlocking));
     CUDA_CHECK(err, cudaMallocHost((void **)&x->h, sizeof(ExPinned)));
     return RT_OK;
 }
@@ -1186,6 +1197,7 @@ void kd_exact_destroy(KdExact *x)
         if (x->join[i]) cudaEventDestroy(x->join[i]);
     }
     if (x->side) cudaStreamDestroy(x->side);
+    if (x->margin) cudaStreamDestroy(x->margin);
     if (x->h) cudaFreeHost(x->h);
     free(x);
 }
@@ -1565,6 +1577,7 @@ static void ex_schedule(KdExact *x, const ExRun *u, int levels, const uint32_t *
     ExSchedule *s = &x->sched;
     const uint64_t most_refs = (1u << (EX_CUT_BITS - 1)) - 1u;
     s->levels = levels + 2 < EX_MAX_LEVELS ? levels + 2 : EX_MAX_LEVELS;
+    s->sure = levels;
     for (int l = 0; l < s->levels; l++) {
         uint32_t n = 0, r = 0, t = 0;
         for (int k = l - 1; k <= l + 1; k++)
@@ -1587,6 +1600,51 @@ static void ex_schedule(KdExact *x, const ExRun *u, int levels, const uint32_t *
     s->valid = 1;
 }
 
+/* The graph's margin: the levels past those the host-driven build had, for
+ * a tree that grows deeper from frame to frame, are the body of a
+ * conditional node that runs them only when the first of them has nodes
+ * (ex_if_deeper sets its condition). A tree that keeps its depth launches
+ * none of their kernels, each of which would cost its launch and wait
+ * though it has nothing to do. Begun while the stream is captured: the
+ * margin's launches go to *margin (the same run on x->margin, captured into
+ * the body, its scans on that stream too) until ex_margin_end. */
+static RtStatus ex_margin_begin(const ExRun *u, int level, ExRun *margin, RtError *err)
+{
+    KdExact *x = u->x;
+    cudaStreamCaptureStatus cs;
+    cudaGraph_t g = NULL;
+    const cudaGraphNode_t *deps = NULL;
+    const cudaGraphEdgeData *edges = NULL;
+    size_t n_deps = 0;
+    cudaGraphConditionalHandle h;
+    RtStatus st;
+    CUDA_CHECK(err, cudaStreamGetCaptureInfo(u->stream, &cs, NULL, &g, NULL, NULL, NULL));
+    CUDA_CHECK(err, cudaGraphConditionalHandleCreate(&h, g, 0, cudaGraphCondAssignDefault));
+    if ((st = ex_launch(u, "ex_if_deeper", 1, ex_if_deeper, err, h, (const ExSizes *)ARR(x, X_SIZES, ExSizes) + level)) !=
+        RT_OK)
+        return st;
+    CUDA_CHECK(err, cudaStreamGetCaptureInfo(u->stream, &cs, NULL, &g, &deps, &edges, &n_deps));
+    cudaGraphNodeParams p = {cudaGraphNodeTypeConditional, {0, 0, 0}, {{0}}, 0}; /* (no default constructor) */
+    p.conditional.handle = h;
+    p.conditional.type = cudaGraphCondTypeIf;
+    p.conditional.size = 1;
+    cudaGraphNode_t node;
+    CUDA_CHECK(err, cudaGraphAddNode(&node, g, deps, edges, n_deps, &p));
+    CUDA_CHECK(err, cudaStreamUpdateCaptureDependencies(u->stream, &node, NULL, 1, cudaStreamSetCaptureDependencies));
+    CUDA_CHECK(err, cudaStreamBeginCaptureToGraph(x->margin, p.conditional.phGraph_out[0], NULL, NULL, 0,
+                                                  cudaStreamCaptureModeThreadLocal));
+    *margin = *u;
+    margin->stream = x->margin;
+    margin->beside = 0; /* (x->side is in the outer capture: the margin scans on its stream) */
+    return RT_OK;
+}
+static RtStatus ex_margin_end(KdExact *x, RtError *err)
+{
+    cudaGraph_t body = NULL;
+    CUDA_CHECK(err, cudaStreamEndCapture(x->margin, &body));
+    return RT_OK;
+}
+
 /* The levels as one graph over the schedule's capacities (planned or
  * captured: x->mode), the totals copied back at the end. */
 static RtStatus ex_graph_queue(void *ctx, RtError *err)
@@ -1597,15 +1655,29 @@ static RtStatus ex_graph_queue(void *ctx, RtError *err)
     RtStatus st;
     if ((st = ex_root_queue(u, err)) != RT_OK) return st;
     x->cur = 0;
+    ExRun margin;
+    int in_margin = 0;
     for (int l = 0; l < sc->levels; l++) {
+        if (l == sc->sure && x->mode == EX_CAPTURE) {
+            if ((st = ex_margin_begin(u, l, &margin, err)) != RT_OK) return st;
+            u = &margin;
+            in_margin = 1;
+        }
         const int last = l + 1 == sc->levels;
         const uint32_t N2 = last ? 0 : sc->N[l + 1], R2 = last ? 0 : sc->R[l + 1];
         const ExCap cap = {N2, R2, sc->T[l], sc->nodes, sc->leaves, sc->index};
-        if ((st = ex_split_queue(u, l, sc->N[l], sc->R[l], sc->nodes, sc->leaves, sc->index, cap, err)) != RT_OK)
+        if ((st = ex_split_queue(u, l, sc->N[l], sc->R[l], sc->nodes, sc->leaves, sc->index, cap, err)) != RT_OK ||
+            (!last && (st = ex_down_queue(u, l, sc->N[l], sc->R[l], sc->T[l], N2, R2, err)) != RT_OK) ||
+            (st = ex_join(u, 1, err)) != RT_OK) { /* (the last level has no merge) */
+            RtError ignored;
+            if (in_margin) ex_margin_end(x, &ignored); /* (the first error is the one said) */
             return st;
-        if (!last && (st = ex_down_queue(u, l, sc->N[l], sc->R[l], sc->T[l], N2, R2, err)) != RT_OK) return st;
-        if ((st = ex_join(u, 1, err)) != RT_OK) return st; /* (the last level has no merge) */
+        }
         x->cur ^= 1;
+    }
+    if (in_margin) {
+        if ((st = ex_margin_end(x, err)) != RT_OK) return st;
+        u = (const ExRun *)ctx;
     }
     if (x->mode == EX_PLAN) return RT_OK;
     ExTotals *tot = ARR(x, X_TOTALS, ExTotals);
