@@ -202,30 +202,35 @@ __host__ __device__ __forceinline__ u64 ex_axis_major(const u64 *ev0, const u64 
 
 /* The scans' inputs, computed on the fly (ex_scan: count() and the
  * items; ex_emit: what else is done with a thread's exclusive prefixes). */
-struct ExTypeCount { /* per axis-major event index, plus zeros from the end on */
+struct ExAxisMajor { /* the level's events of the three axes taken axis-major, plus a zero item */
     const u64 *ev0, *ev1, *ev2;
     const ExSizes *sz;
     __device__ uint32_t count() const { return 3u * ex_events(*sz) + 1u; }
-    __host__ __device__ u64 operator()(uint32_t j) const
+    /* 0 past the events (the zero items), else 1 and event j in *e */
+    __host__ __device__ int at(uint32_t j, u64 *e) const
     {
         const uint32_t n = ex_events(*sz);
         if (j >= 3u * n) return 0;
-        const u64 e = ex_axis_major(ev0, ev1, ev2, n, j);
+        *e = ex_axis_major(ev0, ev1, ev2, n, j);
+        return 1;
+    }
+};
+struct ExTypeCount : ExAxisMajor { /* per event: a START (low) or an END (high) */
+    __host__ __device__ u64 operator()(uint32_t j) const
+    {
+        u64 e;
+        if (!at(j, &e)) return 0;
         const uint32_t t = rt_kd_event_type(e);
         return t == RT_KD_EV_START ? 1ull : (t == RT_KD_EV_END ? (1ull << 32) : 0ull);
     }
 };
-struct ExSideCount { /* per axis-major event index (and zeros from the end on): its
-                       reference's copies whose planes stay (not tight) */
-    const u64 *ev0, *ev1, *ev2;
+struct ExSideCount : ExAxisMajor { /* per event: its reference's copies whose planes stay
+                                      (not tight), left (low) and right (high) */
     const uint8_t *side;
-    const ExSizes *sz;
-    __device__ uint32_t count() const { return 3u * ex_events(*sz) + 1u; }
     __host__ __device__ u64 operator()(uint32_t j) const
     {
-        const uint32_t n = ex_events(*sz);
-        if (j >= 3u * n) return 0;
-        const u64 e = ex_axis_major(ev0, ev1, ev2, n, j);
+        u64 e;
+        if (!at(j, &e)) return 0;
         const uint8_t s = side[rt_kd_event_id(e)];
         if (s & 4u) return 0;
         return (u64)(s & 1u) | ((u64)((s >> 1) & 1u) << 32);
@@ -1474,7 +1479,7 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
     x->tile_stride = ((most + EX_SCAN_TILE_MOST) / EX_SCAN_TILE_MOST) * EX_TILE_WORD_BYTES;
     if ((st = ex_reserve_zeroed(x, X_SCAN_TILES, EX_SCANS * x->tile_stride, s, err)) != RT_OK) return st;
     ExLevel L = ex_level_view(u, level);
-    if (E && (st = ex_level_scan(u, 0, "ex_scan_types", ExTypeCount{L.ev[0], L.ev[1], L.ev[2], L.sz},
+    if (E && (st = ex_level_scan(u, 0, "ex_scan_types", ExTypeCount{{L.ev[0], L.ev[1], L.ev[2], L.sz}},
                                  ARR(x, X_SCAN_TYPES, u64), ExAdd(), (size_t)3 * E + 1, L.sz, level, EX_SCAN_TYPES,
                                  err)) != RT_OK)
         return st;
@@ -1494,7 +1499,7 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
      * scan (with the totals: ExRefIn) and the children's lists (the merge
      * waits for it: ex_join(u, 1)) */
     if ((st = ex_fork(u, 1, err)) != RT_OK ||
-        (st = ex_level_scan(u, 1, "ex_scan_sides", ExSideCount{L.ev[0], L.ev[1], L.ev[2], L.side, L.sz},
+        (st = ex_level_scan(u, 1, "ex_scan_sides", ExSideCount{{L.ev[0], L.ev[1], L.ev[2], L.sz}, L.side},
                             ARR(x, X_SCAN_SIDES, u64), ExAdd(), (size_t)3 * E + 1, L.sz, level, EX_SCAN_SIDES, err)) !=
             RT_OK ||
         (st = ex_side_done(u, 1, err)) != RT_OK)

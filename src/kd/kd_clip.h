@@ -75,11 +75,22 @@ RT_HD float rt_kd_round_up(double d)
 #endif
 }
 
+/* Where edge P -> Q (distances dp, dq to the plane x_a = bound, of
+ * opposite signs) crosses the plane, into x: the plane coordinate exactly,
+ * so the polygon never leaves the closed box on an axis it has been clipped
+ * against. The parameter is the same for either side's signs (negation is
+ * exact). */
+RT_HD void rt_kd_crossing(const double *P, const double *Q, double dp, double dq, int a, double bound, double *x)
+{
+    const double t = dp / (dp - dq);
+    for (int k = 0; k < 3; k++) x[k] = P[k] + t * (Q[k] - P[k]);
+    x[a] = bound;
+}
+
 /* Sutherland-Hodgman against one axis-aligned plane x_a = bound: polygon p
  * (n vertices) clipped to its side `side` (0: x_a >= bound, 1: x_a <= bound)
- * into q (at most cap vertices); returns q's vertex count (0: all clipped).
- * A crossing gets the plane coordinate exactly, so the polygon never leaves
- * the closed box on an axis it has been clipped against. */
+ * into q (at most cap vertices); returns q's vertex count (0: all clipped);
+ * crossings by rt_kd_crossing. */
 RT_HD int rt_kd_clip_poly(double (*p)[3], int n, double (*q)[3], int cap, int a, int side, double bound)
 {
     int m = 0;
@@ -90,12 +101,7 @@ RT_HD int rt_kd_clip_poly(double (*p)[3], int n, double (*q)[3], int cap, int a,
             q[m][0] = P[0], q[m][1] = P[1], q[m][2] = P[2];
             m++;
         }
-        if ((dp >= 0.0) != (dq >= 0.0) && m < cap) {
-            double t = dp / (dp - dq);
-            for (int k = 0; k < 3; k++) q[m][k] = P[k] + t * (Q[k] - P[k]);
-            q[m][a] = bound;
-            m++;
-        }
+        if ((dp >= 0.0) != (dq >= 0.0) && m < cap) rt_kd_crossing(P, Q, dp, dq, a, bound, q[m++]);
     }
     return m;
 }
@@ -192,7 +198,7 @@ RT_HD int rt_tri_clip_box(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb box, RtAabb *o
  * computed once for both sides, and the boxes are those of clipping each
  * half and taking its bounds, to the bit. Child 0 keeps x_axis <= pos
  * (distance pos - x), child 1 x_axis >= pos (its negation, exact in IEEE
- * arithmetic, as is the crossing's parameter). */
+ * arithmetic). */
 RT_HD int rt_tri_split_boxes(const RtFloat4 *v, RtAabb cell, int axis, float pos, const RtAabb child[2],
                              RtAabb out[2])
 {
@@ -214,10 +220,8 @@ RT_HD int rt_tri_split_boxes(const RtFloat4 *v, RtAabb cell, int axis, float pos
         for (int c = 0; c < 2; c++)
             if (inp[c]) rt_kd_fold_vertex(P, lo[c], hi[c], &m[c]);
         if (inp[0] != inq[0] || inp[1] != inq[1]) {
-            const double t = dp / (dp - dq);
             double x[3];
-            for (int k = 0; k < 3; k++) x[k] = P[k] + t * (Q[k] - P[k]);
-            x[axis] = bound;
+            rt_kd_crossing(P, Q, dp, dq, axis, bound, x);
             for (int c = 0; c < 2; c++)
                 if (inp[c] != inq[c]) rt_kd_fold_vertex(x, lo[c], hi[c], &m[c]);
         }
