@@ -171,7 +171,7 @@ struct ExLevel {
     const u64 *scan_types;  /* per axis, per event: STARTs (low) and ENDs (high) before it */
     u64 *best;              /* per node: the best candidate's key (ex_best) */
     ExDec *dec;
-    ExNodeScan *nscan_in, *nscan;
+    ExNodeScan *nscan;
     uint8_t *left, *right, *side; /* per reference: its events' verdicts, then its sides (bit 0 left,
                                      1 right, 2 tight: its planes are new) */
     RtAabb *tbox;           /* per tight reference: its boxes in the left and right child */
@@ -236,11 +236,43 @@ struct ExSideCount : ExAxisMajor { /* per event: its reference's copies whose pl
         return (u64)(s & 1u) | ((u64)((s >> 1) & 1u) << 32);
     }
 };
-struct ExNodeCount { /* per node, and a zero at the end (ex_decide's) */
-    const ExNodeScan *in;
+/* Node n's decision from its best split (ex_best's key): a split (axis >=
+ * 0) when its best cut beats a leaf (the CPU oracle's termination: a split
+ * must beat C_i N), else a leaf (axis -1); the plane only with with_x. Made
+ * where it is needed (the nodes' scan, the classification, the nodes and
+ * references), so no launch of its own waits between the best splits and
+ * them; ex_node records it (dec[n]) for the kernels after. */
+__device__ __forceinline__ ExDec ex_decision(const u64 *best, const uint32_t *nd_count, const u64 *const ev[3],
+                                             const uint32_t *nd_first, const ExRules &k, int level, int max_depth,
+                                             uint32_t n, int with_x)
+{
+    const uint32_t count = nd_count[n];
+    const u64 key = best[n];
+    ExDec d = {0.0f, 0, -1};
+    if (key != ~0ull && count > k.max_leaf && level < max_depth &&
+        rt_kd_split_pays((double)__uint_as_float((uint32_t)(key >> 32)), k.c_isect, count)) {
+        d.axis = (int32_t)((key >> 30) & 3u);
+        d.cut = (uint32_t)(key >> 1) & ((1u << EX_CUT_BITS) - 1u);
+        if (with_x) d.x = ex_plane(ev[d.axis][2 * nd_first[n] + d.cut - (uint32_t)(key & 1u)]);
+    }
+    return d;
+}
+/* The nodes' scan: per node its split (1 or 0) and its leaf references, and
+ * a zero at the end. Its items only load (no store between them, so that a
+ * thread's items' loads overlap). */
+struct ExNodeCount {
+    const u64 *best;
+    const uint32_t *nd_count;
     const ExSizes *sz;
+    ExRules k;
+    int level;
     __device__ uint32_t count() const { return sz->N + 1u; }
-    __host__ __device__ ExNodeScan operator()(uint32_t n) const { return in[n]; }
+    __device__ ExNodeScan operator()(uint32_t n) const
+    {
+        if (n >= sz->N) return ExNodeScan{0, 0};
+        const int split = ex_decision(best, nd_count, NULL, NULL, k, level, sz->max_depth, n, 0).axis >= 0;
+        return ExNodeScan{(uint32_t)split, split ? 0u : nd_count[n]};
+    }
 };
 struct ExAdd {
     __host__ __device__ u64 operator()(u64 a, u64 b) const { return a + b; }
@@ -467,33 +499,6 @@ __global__ void ex_best(ExLevel L)
     }
 }
 
-/* A thread per node (and one for the scan's end): split or leaf. */
-__global__ void ex_decide(ExLevel L)
-{
-    rt_wait_previous();
-    const ExSizes S = *L.sz;
-    const uint32_t n = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n > S.N) return;
-    if (n == S.N) {
-        L.nscan_in[n] = ExNodeScan{0, 0};
-        return;
-    }
-    const uint32_t count = L.nd_count[n];
-    const u64 key = L.best[n];
-    /* the oracle's termination: a split must beat the leaf's C_i * N */
-    int split = key != ~0ull && count > L.k.max_leaf && L.level < S.max_depth &&
-                rt_kd_split_pays((double)__uint_as_float((uint32_t)(key >> 32)), L.k.c_isect, count);
-    ExDec d = {0.0f, 0, -1};
-    if (split) {
-        d.axis = (int32_t)((key >> 30) & 3u);
-        d.cut = (uint32_t)(key >> 1) & ((1u << EX_CUT_BITS) - 1u);
-        const uint32_t at = 2 * L.nd_first[n] + d.cut - (uint32_t)(key & 1u);
-        d.x = ex_plane(L.ev[d.axis][at]);
-    }
-    L.dec[n] = d;
-    L.nscan_in[n] = ExNodeScan{(uint32_t)split, split ? 0u : count};
-}
-
 /* ---- ClippingAndPartitioning (Alg. 7) ---------------------------------------------- */
 
 /* A thread per event position on the split axis: which side of the cut the
@@ -505,7 +510,7 @@ __global__ void ex_classify(ExLevel L)
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= ex_events(S)) return;
     const uint32_t n = L.rnode[rt_kd_event_id(L.ev[0][i])];
-    const ExDec d = L.dec[n];
+    const ExDec d = ex_decision(L.best, L.nd_count, L.ev, L.nd_first, L.k, L.level, S.max_depth, n, 0);
     if (d.axis < 0) return;
     const u64 e = L.ev[d.axis][i];
     const uint32_t r = rt_kd_event_id(e), t = rt_kd_event_type(e);
@@ -517,10 +522,8 @@ __global__ void ex_classify(ExLevel L)
 /* Node n's entry in nodes[] (and leaves[]): ex_nodes_refs' thread. */
 __device__ void ex_node(const ExLevel &L, const ExSizes &S, uint32_t n)
 {
-    /* the next level's best splits start empty (ex_decide has read these;
-     * the next level has at most twice the nodes) */
-    L.best[2 * n] = L.best[2 * n + 1] = ~0ull;
-    const ExDec d = L.dec[n];
+    const ExDec d = ex_decision(L.best, L.nd_count, L.ev, L.nd_first, L.k, L.level, S.max_depth, n, 1);
+    L.dec[n] = d; /* (for the kernels after this one) */
     const ExNodeScan s = L.nscan[n];
     const uint32_t slot = L.nd_tree[n];
     if (d.axis < 0) {
@@ -550,7 +553,7 @@ __device__ void ex_node(const ExLevel &L, const ExSizes &S, uint32_t n)
 __device__ int ex_ref(const ExLevel &L, const ExSizes &S, uint32_t r)
 {
     const uint32_t n = L.rnode[r];
-    const ExDec d = L.dec[n];
+    const ExDec d = ex_decision(L.best, L.nd_count, L.ev, L.nd_first, L.k, L.level, S.max_depth, n, 0);
     if (d.axis < 0) {
         L.tri_index[S.index_base + L.nscan[n].index + (r - L.nd_first[n])] = L.prim[r];
         L.side[r] = 0;
@@ -564,10 +567,10 @@ __device__ int ex_ref(const ExLevel &L, const ExSizes &S, uint32_t r)
 
 /* Straddler r: the parts of its triangle in the two children; their boxes
  * are its planes there (tight), and a child it misses loses it. */
-__device__ void ex_clip_ref(const ExLevel &L, uint32_t r)
+__device__ void ex_clip_ref(const ExLevel &L, const ExSizes &S, uint32_t r)
 {
     const uint32_t n = L.rnode[r];
-    const ExDec d = L.dec[n];
+    const ExDec d = ex_decision(L.best, L.nd_count, L.ev, L.nd_first, L.k, L.level, S.max_depth, n, 1);
     const uint32_t t = L.prim[r];
     RtFloat4 v[3];
     for (int k = 0; k < 3; k++) {
@@ -604,7 +607,7 @@ __global__ void __launch_bounds__(EX_BLOCK) ex_nodes_refs(ExLevel L)
     if (j < S.N) ex_node(L, S, j);
     else if (j - S.N < S.R && ex_ref(L, S, j - S.N)) strad[atomicAdd(&n_strad, 1u)] = j - S.N;
     __syncthreads();
-    if (threadIdx.x < n_strad) ex_clip_ref(L, strad[threadIdx.x]);
+    if (threadIdx.x < n_strad) ex_clip_ref(L, S, strad[threadIdx.x]);
 }
 
 /* What the arrays hold room for, for ex_sizes' check: the children (N2),
@@ -720,6 +723,9 @@ __global__ void ex_refs_scatter(ExLevel L)
     }
     L.slot[r] = slot;
     if (r == first) {
+        /* the children's best splits start empty (nothing reads this
+         * level's after ex_nodes_refs) */
+        L.best[child] = L.best[child + 1] = ~0ull;
         RtAabb cell[2];
         kd_child_cells(L.nd_cell[n], kd_make_interior(d.axis, d.x, 0), &cell[0], &cell[1]);
         for (int h = 0; h < 2; h++) {
@@ -1109,7 +1115,7 @@ enum {
     X_EV, X_EV_END = X_EV + 6,          /* two lists per axis: read, written */
     X_PRIM = X_EV_END, X_PRIM2, X_RNODE, X_RNODE2,
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
-    X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN_IN, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
+    X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
     X_TBOX, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
     X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB, /* CUB's storage */
     X_BUILDS, X_SCAN_TILES, /* the builds counted, the level scans' tile words (ex_scan) */
@@ -1427,7 +1433,7 @@ static ExLevel ex_level_view(const ExRun *u, int level)
     L.scan_types = ARR(x, X_SCAN_TYPES, u64);
     L.best = ARR(x, X_BEST, u64);
     L.dec = ARR(x, X_DEC, ExDec);
-    L.nscan_in = ARR(x, X_NSCAN_IN, ExNodeScan), L.nscan = ARR(x, X_NSCAN, ExNodeScan);
+    L.nscan = ARR(x, X_NSCAN, ExNodeScan);
     L.left = ARR(x, X_LEFT, uint8_t), L.right = ARR(x, X_RIGHT, uint8_t), L.side = ARR(x, X_SIDE, uint8_t);
     L.scan_refs = ARR(x, X_SCAN_REFS, ExRefScan);
     L.tbox = ARR(x, X_TBOX, RtAabb);
@@ -1462,7 +1468,6 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
         (st = ex_reserve(x, X_SCAN_SIDES, ((size_t)3 * E + 1) * 8, 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_BEST, (size_t)2 * N * 8, 1, s, err)) != RT_OK || /* (cleared a level ahead) */
         (st = ex_reserve(x, X_DEC, (size_t)N * sizeof(ExDec), 0, s, err)) != RT_OK ||
-        (st = ex_reserve(x, X_NSCAN_IN, ((size_t)N + 1) * sizeof(ExNodeScan), 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_NSCAN, ((size_t)N + 1) * sizeof(ExNodeScan), 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_LEFT, R, 0, s, err)) != RT_OK || (st = ex_reserve(x, X_RIGHT, R, 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_SIDE, R, 0, s, err)) != RT_OK ||
@@ -1483,13 +1488,12 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
                                  ARR(x, X_SCAN_TYPES, u64), ExAdd(), (size_t)3 * E + 1, L.sz, level, EX_SCAN_TYPES,
                                  err)) != RT_OK)
         return st;
-    if ((st = ex_launch(u, "ex_best", E, ex_best, err, L)) != RT_OK ||
-        (st = ex_launch(u, "ex_decide", (size_t)N + 1, ex_decide, err, L)) != RT_OK)
-        return st;
-    /* the nodes' scan beside the classification, which needs only the
-     * decisions; the nodes and the references wait for both */
+    if ((st = ex_launch(u, "ex_best", E, ex_best, err, L)) != RT_OK) return st;
+    /* the nodes' scan beside the classification, each making the decisions
+     * it needs from the best splits; the nodes and the references wait for
+     * both */
     if ((st = ex_fork(u, 0, err)) != RT_OK ||
-        (st = ex_level_scan(u, 1, "ex_scan_nodes", ExNodeCount{L.nscan_in, L.sz}, L.nscan, ExNodeSum(), (size_t)N + 1,
+        (st = ex_level_scan(u, 1, "ex_scan_nodes", ExNodeCount{L.best, L.nd_count, L.sz, L.k, level}, L.nscan, ExNodeSum(), (size_t)N + 1,
                             L.sz, level, EX_SCAN_NODES, err)) != RT_OK ||
         (st = ex_side_done(u, 0, err)) != RT_OK ||
         (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK || (st = ex_join(u, 0, err)) != RT_OK ||
