@@ -156,6 +156,15 @@ struct ExTotals {
     RtAabb box;
 };
 
+/* Per reference, what the merges need of it, in one 16-byte record (one
+ * access where its events find it through their ids, in no order): its
+ * slots in the children's lists (left, right), its node, its sides (0: a
+ * leaf's, or a split's ex_ref bits). */
+struct __align__(16) ExRefOut {
+    uint32_t slot[2];
+    uint32_t node, side;
+};
+
 /* Everything a level's kernels read and write (passed by value). */
 struct ExLevel {
     ExSizes *sz;            /* this level's sizes (sz[1]: the next level's) */
@@ -182,7 +191,7 @@ struct ExLevel {
     u64 *tkeys_in;
     uint32_t *tvals_in;
     uint32_t *seg_begin, *seg_end; /* per axis and child: its tight events */
-    uint2 *slot;            /* per reference: its slots in the children's list */
+    ExRefOut *out;          /* per reference: where its copies went (ex_refs_scatter) */
     const u64 *scan_sides;  /* per axis, per event: left and right copies before it */
     RtKdNode *nodes;
     RtKdLeaf *leaves;
@@ -705,7 +714,10 @@ __global__ void ex_refs_scatter(ExLevel L)
     if (r >= S.R) return;
     const uint32_t n = L.rnode[r];
     const ExDec d = L.dec[n];
-    if (d.axis < 0) return;
+    if (d.axis < 0) {
+        L.out[r] = ExRefOut{{0, 0}, n, 0};
+        return;
+    }
     const uint32_t first = L.nd_first[n], child = 2 * L.nscan[n].splits;
     const ExRefScan sb = L.scan_refs[first], sr = L.scan_refs[r];
     const ExChild c[2] = {ex_child(L, n, 0), ex_child(L, n, 1)};
@@ -721,7 +733,7 @@ __global__ void ex_refs_scatter(ExLevel L)
         L.prim_out[slot.y] = L.prim[r];
         L.rnode_out[slot.y] = child + 1;
     }
-    L.slot[r] = slot;
+    L.out[r] = ExRefOut{{slot.x, slot.y}, n, s};
     if (r == first) {
         /* the children's best splits start empty (nothing reads this
          * level's after ex_nodes_refs) */
@@ -756,13 +768,14 @@ __global__ void ex_events_scatter(ExLevel L)
     const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
     if (j >= 3u * ex_events(S)) return;
     const ExEventAt x = ex_event_at(L, S, j);
-    const uint8_t s = L.side[x.r];
+    const ExRefOut o = L.out[x.r];
+    const uint32_t s = o.side;
     if (!s) return;
-    const uint32_t n = L.rnode[x.r];
+    const uint32_t n = o.node;
     const ExDec d = L.dec[n];
     const uint32_t first = L.nd_first[n], k = x.i - 2 * first;
     const u64 rank = ex_kept_before(L, S, x.a, x.i, first);
-    const uint2 slot = L.slot[x.r];
+    const uint2 slot = make_uint2(o.slot[0], o.slot[1]);
     const uint32_t type = rt_kd_event_type(x.e), snapped = rt_kd_pos_key(d.x), plane = rt_kd_event_key(x.e);
     if (s & 1u) {
         const uint32_t pos = 2 * ex_child(L, n, 0).first + lo32(rank);
@@ -869,11 +882,10 @@ __device__ void ex_events_merge(const ExLevel &L, const ExSizes &S, uint32_t j)
     const ExEventAt x = ex_event_at(L, S, j);
     const int a = x.a;
     const u64 e = x.e;
-    const uint8_t s = L.side[x.r];
+    const ExRefOut o = L.out[x.r];
+    const uint32_t s = o.side, n = o.node;
     if (!s || (s & 4u)) return;
-    const uint32_t n = L.rnode[x.r];
     const u64 rank = ex_kept_before(L, S, a, x.i, L.nd_first[n]);
-    const uint2 slot = L.slot[x.r];
     for (int side = 0; side < 2; side++) {
         if (!(s & (1u << side))) continue;
         const ExChild c = ex_child(L, n, side);
@@ -886,7 +898,7 @@ __device__ void ex_events_merge(const ExLevel &L, const ExSizes &S, uint32_t j)
             else hi = mid;
         }
         const uint32_t pos = 2 * c.first + (side ? hi32(rank) : lo32(rank)) + lo;
-        L.ev_out[a][pos] = (e & ~(u64)RT_KD_EV_ID_MASK) | (side ? slot.y : slot.x);
+        L.ev_out[a][pos] = (e & ~(u64)RT_KD_EV_ID_MASK) | (side ? o.slot[1] : o.slot[0]);
     }
 }
 
@@ -899,7 +911,8 @@ __device__ void ex_tight_merge(const ExLevel &L, const ExSizes &S, uint32_t q)
     const uint32_t r = rt_kd_event_id(order);
     const int a = (int)(q / (2 * S.T));
     const int side = (L.tvals[q] & EX_SIDE_BIT) != 0;
-    const uint32_t n = L.rnode[r];
+    const ExRefOut o = L.out[r];
+    const uint32_t n = o.node;
     const ExChild c = ex_child(L, n, side);
     const uint32_t rank = q - (uint32_t)a * 2 * S.T - 2 * c.tfirst;
     const uint32_t first = L.nd_first[n], count = L.nd_count[n];
@@ -912,8 +925,7 @@ __device__ void ex_tight_merge(const ExLevel &L, const ExSizes &S, uint32_t q)
     }
     const u64 before = ex_kept_before(L, S, a, lo, first);
     const uint32_t pos = 2 * c.first + rank + (side ? hi32(before) : lo32(before));
-    const uint2 slot = L.slot[r];
-    L.ev_out[a][pos] = (order & ~(u64)RT_KD_EV_ID_MASK) | (side ? slot.y : slot.x);
+    L.ev_out[a][pos] = (order & ~(u64)RT_KD_EV_ID_MASK) | (side ? o.slot[1] : o.slot[0]);
 }
 
 /* The two merges in one launch: a thread per event of every axis, then one
@@ -1115,7 +1127,7 @@ enum {
     X_EV, X_EV_END = X_EV + 6,          /* two lists per axis: read, written */
     X_PRIM = X_EV_END, X_PRIM2, X_RNODE, X_RNODE2,
     X_NFIRST, X_NFIRST2, X_NCOUNT, X_NCOUNT2, X_NTREE, X_NTREE2, X_NCELL, X_NCELL2,
-    X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_SLOT, X_SCAN_SIDES,
+    X_SCAN_TYPES, X_BEST, X_DEC, X_NSCAN, X_LEFT, X_RIGHT, X_SIDE, X_SCAN_REFS, X_REF_OUT, X_SCAN_SIDES,
     X_TBOX, X_TKEYS_IN, X_TKEYS, X_TVALS_IN, X_TVALS, X_SEG_BEGIN, X_SEG_END,
     X_NODES, X_LEAVES, X_LEAF_BOXES, X_TRI_INDEX, X_CUB, /* CUB's storage */
     X_BUILDS, X_SCAN_TILES, /* the builds counted, the level scans' tile words (ex_scan) */
@@ -1437,7 +1449,7 @@ static ExLevel ex_level_view(const ExRun *u, int level)
     L.left = ARR(x, X_LEFT, uint8_t), L.right = ARR(x, X_RIGHT, uint8_t), L.side = ARR(x, X_SIDE, uint8_t);
     L.scan_refs = ARR(x, X_SCAN_REFS, ExRefScan);
     L.tbox = ARR(x, X_TBOX, RtAabb);
-    L.slot = ARR(x, X_SLOT, uint2);
+    L.out = ARR(x, X_REF_OUT, ExRefOut);
     L.scan_sides = ARR(x, X_SCAN_SIDES, u64);
     L.tkeys_in = ARR(x, X_TKEYS_IN, u64), L.tkeys = ARR(x, X_TKEYS, u64);
     L.tvals_in = ARR(x, X_TVALS_IN, uint32_t), L.tvals = ARR(x, X_TVALS, uint32_t);
@@ -1473,7 +1485,7 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
         (st = ex_reserve(x, X_SIDE, R, 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_SCAN_REFS, ((size_t)R + 1) * sizeof(ExRefScan), 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_TBOX, (size_t)2 * R * sizeof(RtAabb), 0, s, err)) != RT_OK ||
-        (st = ex_reserve(x, X_SLOT, (size_t)R * sizeof(uint2), 0, s, err)) != RT_OK ||
+        (st = ex_reserve(x, X_REF_OUT, (size_t)R * sizeof(ExRefOut), 0, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_NODES, (size_t)nodes * sizeof(RtKdNode), 1, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_LEAVES, (size_t)leaves * sizeof(RtKdLeaf), 1, s, err)) != RT_OK ||
         (st = ex_reserve(x, X_LEAF_BOXES, (size_t)leaves * sizeof(RtAabb), 1, s, err)) != RT_OK ||
