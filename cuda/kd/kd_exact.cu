@@ -512,11 +512,9 @@ __global__ void ex_best(ExLevel L)
 
 /* A thread per event position on the split axis: which side of the cut the
  * event lies on is its reference's verdict for that side. */
-__global__ void ex_classify(ExLevel L)
+__device__ void ex_classify(const ExLevel &L, uint32_t i)
 {
-    rt_wait_previous();
     const ExSizes S = *L.sz;
-    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= ex_events(S)) return;
     const uint32_t n = L.rnode[rt_kd_event_id(L.ev[0][i])];
     const ExDec d = ex_decision(L.best, L.nd_count, L.ev, L.nd_first, L.k, L.level, S.max_depth, n, 0);
@@ -527,6 +525,13 @@ __global__ void ex_classify(ExLevel L)
     if (t != RT_KD_EV_END) L.left[r] = before;   /* START, PLANAR */
     if (t != RT_KD_EV_START) L.right[r] = !before; /* END, PLANAR */
 }
+
+/* The classification rides in the nodes' scan's launch (ex_scan's job):
+ * both need only the best splits, and the nodes' entries need both. */
+struct ExClassifyJob {
+    ExLevel L;
+    __device__ void operator()(uint32_t block) const { ex_classify(L, block * EX_BLOCK + threadIdx.x); }
+};
 
 /* Node n's entry in nodes[] (and leaves[]): ex_nodes_refs' thread. */
 __device__ void ex_node(const ExLevel &L, const ExSizes &S, uint32_t n)
@@ -1039,11 +1044,24 @@ __device__ __forceinline__ int ex_published(const ulonglong2 *w, u64 tag, T *v)
     return ok;
 }
 
-template <typename In, typename T, typename Op>
+/* No work beside a scan. */
+struct ExNoJob {
+    __device__ void operator()(uint32_t) const {}
+};
+
+/* The grid's first blocks are the scan's tiles (a capacity's: those past
+ * the count end at once); the last job_blocks run job(0 .. job_blocks - 1),
+ * work that may run beside the scan, in the same launch. */
+template <typename In, typename T, typename Op, typename Job>
 __global__ void __launch_bounds__(EX_BLOCK) ex_scan(In in, T *out, Op op, ExTileWord<T> *words, const ExSizes *sz,
-                                                    uint32_t scan)
+                                                    uint32_t scan, Job job, uint32_t job_blocks)
 {
     rt_wait_previous();
+    const uint32_t tiles = gridDim.x - job_blocks;
+    if (blockIdx.x >= tiles) {
+        job(blockIdx.x - tiles);
+        return;
+    }
     enum { ITEMS = EX_SCAN_ITEMS(T), TILE = EX_SCAN_TILE(T) };
     typedef cub::BlockLoad<T, EX_BLOCK, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE> Load;
     typedef cub::BlockStore<T, EX_BLOCK, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE> Store;
@@ -1174,11 +1192,11 @@ struct KdExact {
     int cur;              /* which of each pair of level lists is read */
     int mode;
     cudaEvent_t ev[2];
-    /* two scans of a level run beside the stream (ex_split_queue) */
+    /* a level's kept copies' scan runs beside the stream (ex_split_queue) */
     cudaStream_t side;
     cudaStream_t margin;  /* captures the graph's margin levels (ex_margin_begin) */
-    cudaEvent_t fork[2], join[2];
-    int side_pending;     /* the second scan not yet waited for */
+    cudaEvent_t fork, join;
+    int side_pending;     /* that scan not yet waited for */
     size_t tile_stride;   /* bytes of one level scan's tile words (X_SCAN_TILES holds EX_SCANS) */
     ExPinned *h;          /* pinned host memory, one allocation */
     ExSchedule sched;
@@ -1200,11 +1218,9 @@ RtStatus kd_exact_create(KdExact **out, RtError *err)
     KdExact *x = (KdExact *)calloc(1, sizeof *x);
     *out = x;
     if (!x) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory");
-    for (int i = 0; i < 2; i++) {
-        CUDA_CHECK(err, cudaEventCreate(&x->ev[i]));
-        CUDA_CHECK(err, cudaEventCreateWithFlags(&x->fork[i], cudaEventDisableTiming));
-        CUDA_CHECK(err, cudaEventCreateWithFlags(&x->join[i], cudaEventDisableTiming));
-    }
+    for (int i = 0; i < 2; i++) CUDA_CHECK(err, cudaEventCreate(&x->ev[i]));
+    CUDA_CHECK(err, cudaEventCreateWithFlags(&x->fork, cudaEventDisableTiming));
+    CUDA_CHECK(err, cudaEventCreateWithFlags(&x->join, cudaEventDisableTiming));
     CUDA_CHECK(err, cudaStreamCreateWithFlags(&x->side, cudaStreamNonBlocking));
     CUDA_CHECK(err, cudaStreamCreateWithFlags(&x->margin, cudaStreamNonBlocking));
     CUDA_CHECK(err, cudaMallocHost((void **)&x->h, sizeof(ExPinned)));
@@ -1217,11 +1233,10 @@ void kd_exact_destroy(KdExact *x)
     rt_launch_graph_destroy(&x->graph);
     for (int i = 0; i < X_COUNT; i++)
         if (x->arr[i].p) cudaFree(x->arr[i].p);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 2; i++)
         if (x->ev[i]) cudaEventDestroy(x->ev[i]);
-        if (x->fork[i]) cudaEventDestroy(x->fork[i]);
-        if (x->join[i]) cudaEventDestroy(x->join[i]);
-    }
+    if (x->fork) cudaEventDestroy(x->fork);
+    if (x->join) cudaEventDestroy(x->join);
     if (x->side) cudaStreamDestroy(x->side);
     if (x->margin) cudaStreamDestroy(x->margin);
     if (x->h) cudaFreeHost(x->h);
@@ -1236,7 +1251,7 @@ typedef struct ExRun {
     cudaStream_t stream;
     RtLaunchLog *log;
     ExRules rules;
-    int beside; /* two scans a level beside the stream (not with a timed log: its events are the stream's) */
+    int beside; /* the kept copies' scan beside the stream (not with a timed log: its events are the stream's) */
 } ExRun;
 
 /* At least `bytes` in array i (grown by half again, so a tree that grows a
@@ -1321,44 +1336,48 @@ static RtStatus ex_count_scan(const ExRun *u, const char *name, F f, T *out, siz
 /* A level's scan (ex_scan) of `in` into out, over a grid for `items` (the
  * level's count, or a capacity), on the stream or beside it (ExRun.beside,
  * else the stream). which: the level's scan (its tile words, EX_SCAN_*). */
-template <typename In, typename T, typename Op>
+template <typename In, typename T, typename Op, typename Job = ExNoJob>
 static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In in, T *out, Op op, size_t items,
-                              const ExSizes *sz, int level, int which, RtError *err)
+                              const ExSizes *sz, int level, int which, RtError *err, Job job = Job(),
+                              size_t job_threads = 0)
 {
     KdExact *x = u->x;
     if (x->mode == EX_PLAN) return RT_OK;
     const size_t tiles = (items + EX_SCAN_TILE(T) - 1) / EX_SCAN_TILE(T);
     ExTileWord<T> *words = (ExTileWord<T> *)((char *)x->arr[X_SCAN_TILES].p + which * x->tile_stride);
-    return rt_launch_dependent(u->log, beside && u->beside ? x->side : u->stream, name, dim3((unsigned)tiles),
-                               dim3(EX_BLOCK), 0, ex_scan<In, T, Op>, err, in, out, op, words, sz,
-                               (uint32_t)(level * EX_SCANS + which));
+    const size_t job_blocks = (job_threads + EX_BLOCK - 1) / EX_BLOCK;
+    return rt_launch_dependent(u->log, beside && u->beside ? x->side : u->stream, name,
+                               dim3((unsigned)(tiles + job_blocks)), dim3(EX_BLOCK), 0, ex_scan<In, T, Op, Job>, err,
+                               in, out, op, words, sz, (uint32_t)(level * EX_SCANS + which), job,
+                               (uint32_t)job_blocks);
 }
 
-/* The side stream takes up the stream's work from here (fork k), or the
- * stream waits for what the side stream queued (join k). Nothing when the
- * scans do not run beside it or the levels are only planned. */
-static RtStatus ex_fork(const ExRun *u, int k, RtError *err)
+/* The side stream takes up the stream's work from here (fork), marks the
+ * end of what it queued (side_done), and the stream waits for that (join,
+ * once: later joins of the level do nothing). Nothing when the scans do
+ * not run beside it or the levels are only planned. */
+static RtStatus ex_fork(const ExRun *u, RtError *err)
 {
     KdExact *x = u->x;
     if (!u->beside || x->mode == EX_PLAN) return RT_OK;
-    CUDA_CHECK(err, cudaEventRecord(x->fork[k], u->stream));
-    CUDA_CHECK(err, cudaStreamWaitEvent(x->side, x->fork[k], 0));
+    CUDA_CHECK(err, cudaEventRecord(x->fork, u->stream));
+    CUDA_CHECK(err, cudaStreamWaitEvent(x->side, x->fork, 0));
     return RT_OK;
 }
-static RtStatus ex_side_done(const ExRun *u, int k, RtError *err)
+static RtStatus ex_side_done(const ExRun *u, RtError *err)
 {
     KdExact *x = u->x;
     if (!u->beside || x->mode == EX_PLAN) return RT_OK;
-    CUDA_CHECK(err, cudaEventRecord(x->join[k], x->side));
-    if (k == 1) x->side_pending = 1;
+    CUDA_CHECK(err, cudaEventRecord(x->join, x->side));
+    x->side_pending = 1;
     return RT_OK;
 }
-static RtStatus ex_join(const ExRun *u, int k, RtError *err)
+static RtStatus ex_join(const ExRun *u, RtError *err)
 {
     KdExact *x = u->x;
-    if (!u->beside || x->mode == EX_PLAN || (k == 1 && !x->side_pending)) return RT_OK;
-    CUDA_CHECK(err, cudaStreamWaitEvent(u->stream, x->join[k], 0));
-    if (k == 1) x->side_pending = 0;
+    if (!u->beside || x->mode == EX_PLAN || !x->side_pending) return RT_OK;
+    CUDA_CHECK(err, cudaStreamWaitEvent(u->stream, x->join, 0));
+    x->side_pending = 0;
     return RT_OK;
 }
 
@@ -1501,24 +1520,22 @@ static RtStatus ex_split_queue(const ExRun *u, int level, uint32_t N, uint32_t R
                                  err)) != RT_OK)
         return st;
     if ((st = ex_launch(u, "ex_best", E, ex_best, err, L)) != RT_OK) return st;
-    /* the nodes' scan beside the classification, each making the decisions
-     * it needs from the best splits; the nodes and the references wait for
-     * both */
-    if ((st = ex_fork(u, 0, err)) != RT_OK ||
-        (st = ex_level_scan(u, 1, "ex_scan_nodes", ExNodeCount{L.best, L.nd_count, L.sz, L.k, level}, L.nscan, ExNodeSum(), (size_t)N + 1,
-                            L.sz, level, EX_SCAN_NODES, err)) != RT_OK ||
-        (st = ex_side_done(u, 0, err)) != RT_OK ||
-        (st = ex_launch(u, "ex_classify", E, ex_classify, err, L)) != RT_OK || (st = ex_join(u, 0, err)) != RT_OK ||
+    /* the nodes' scan and the classification in one launch, each making the
+     * decisions it needs from the best splits; the nodes and the references
+     * wait for both */
+    if ((st = ex_level_scan(u, 0, "ex_scan_nodes_classify", ExNodeCount{L.best, L.nd_count, L.sz, L.k, level},
+                            L.nscan, ExNodeSum(), (size_t)N + 1, L.sz, level, EX_SCAN_NODES, err,
+                            ExClassifyJob{L}, E)) != RT_OK ||
         (st = ex_launch(u, "ex_nodes_refs", (size_t)N + R, ex_nodes_refs, err, L)) != RT_OK)
         return st;
     /* the sides are final: the kept copies' scan beside the references'
      * scan (with the totals: ExRefIn) and the children's lists (the merge
-     * waits for it: ex_join(u, 1)) */
-    if ((st = ex_fork(u, 1, err)) != RT_OK ||
+     * waits for it: ex_join) */
+    if ((st = ex_fork(u, err)) != RT_OK ||
         (st = ex_level_scan(u, 1, "ex_scan_sides", ExSideCount{{L.ev[0], L.ev[1], L.ev[2], L.sz}, L.side},
                             ARR(x, X_SCAN_SIDES, u64), ExAdd(), (size_t)3 * E + 1, L.sz, level, EX_SCAN_SIDES, err)) !=
             RT_OK ||
-        (st = ex_side_done(u, 1, err)) != RT_OK)
+        (st = ex_side_done(u, err)) != RT_OK)
         return st;
     return ex_level_scan(u, 0, "ex_scan_refs", ExRefIn{L, cap}, ARR(x, X_SCAN_REFS, ExRefScan), ExRefSum(),
                          (size_t)R + 1, L.sz, level, EX_SCAN_REFS, err);
@@ -1558,7 +1575,7 @@ static RtStatus ex_down_queue(const ExRun *u, int level, uint32_t N, uint32_t R,
     ExLevel L = ex_level_view(u, level);
     if ((st = ex_launch(u, "ex_refs_scatter", R, ex_refs_scatter, err, L)) != RT_OK) return st;
     if (!u->rules.exact_clip)
-        return (st = ex_join(u, 1, err)) != RT_OK
+        return (st = ex_join(u, err)) != RT_OK
                    ? st
                    : ex_launch(u, "ex_events_scatter", (size_t)3 * E, ex_events_scatter, err, L);
     /* the tight references' events, sorted, merged with the rest */
@@ -1578,7 +1595,7 @@ static RtStatus ex_down_queue(const ExRun *u, int level, uint32_t N, uint32_t R,
             return st;
         }
     }
-    if ((st = ex_join(u, 1, err)) != RT_OK) return st;
+    if ((st = ex_join(u, err)) != RT_OK) return st;
     return ex_launch(u, "ex_merge", (size_t)3 * E + nt, ex_merge, err, L);
 }
 
@@ -1692,7 +1709,7 @@ static RtStatus ex_graph_queue(void *ctx, RtError *err)
         const ExCap cap = {N2, R2, sc->T[l], sc->nodes, sc->leaves, sc->index};
         if ((st = ex_split_queue(u, l, sc->N[l], sc->R[l], sc->nodes, sc->leaves, sc->index, cap, err)) != RT_OK ||
             (!last && (st = ex_down_queue(u, l, sc->N[l], sc->R[l], sc->T[l], N2, R2, err)) != RT_OK) ||
-            (st = ex_join(u, 1, err)) != RT_OK) { /* (the last level has no merge) */
+            (st = ex_join(u, err)) != RT_OK) { /* (the last level has no merge) */
             RtError ignored;
             if (in_margin) ex_margin_end(x, &ignored); /* (the first error is the one said) */
             return st;
@@ -1807,7 +1824,7 @@ static RtStatus ex_host_build(const ExRun *u, RtKdGpuStats *s, RtAabb *bounds, R
             return rt_fail(err, RT_ERR_OOM, "KD: exact builder: %u references at level %d, more than it addresses",
                            R2, level + 1);
         if (N2 && (st = ex_down_queue(u, level, N, R, T, N2, R2, err)) != RT_OK) return st;
-        if ((st = ex_join(u, 1, err)) != RT_OK) return st; /* (a level without children has no merge) */
+        if ((st = ex_join(u, err)) != RT_OK) return st; /* (a level without children has no merge) */
         x->cur ^= 1;
         N = N2;
         R = R2;
