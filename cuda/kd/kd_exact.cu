@@ -1334,8 +1334,9 @@ static RtStatus ex_count_scan(const ExRun *u, const char *name, F f, T *out, siz
 }
 
 /* A level's scan (ex_scan) of `in` into out, over a grid for `items` (the
- * level's count, or a capacity), on the stream or beside it (ExRun.beside,
- * else the stream). which: the level's scan (its tile words, EX_SCAN_*). */
+ * level's count, or a capacity), with job_threads threads of job in the same
+ * launch, on the stream or beside it (ExRun.beside, else the stream).
+ * which: the level's scan (its tile words, EX_SCAN_*). */
 template <typename In, typename T, typename Op, typename Job = ExNoJob>
 static RtStatus ex_level_scan(const ExRun *u, int beside, const char *name, In in, T *out, Op op, size_t items,
                               const ExSizes *sz, int level, int which, RtError *err, Job job = Job(),
