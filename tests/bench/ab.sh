@@ -18,6 +18,9 @@
 #   AB_TARGETS  what to build (default build/tests/bench_gpu_kd)
 #   AB_GREP     the lines to print per run (default: the exact builder's row)
 #   AB_TIMEOUT  seconds a run may take (default 300)
+#   AB_FIELD    the field of a matched line (split at '|') the summary
+#               at the end takes per commit and line: lowest, median,
+#               highest over the rounds (default 3: bench_gpu_kd's GPU ms)
 set -o pipefail
 dir=.gpudata/ab
 
@@ -62,7 +65,7 @@ run() {
     done
     local failed=0
     for j in $(jobs -p); do wait "$j" || failed=1; done
-    [ $failed = 0 ] || { echo "ab: a build failed (build_*.log)"; tail -5 "$out"/build_*.log; tar czf "$out.tgz" -C "$(dirname "$out")" ab; exit 1; }
+    [ $failed = 0 ] || { echo "ab: a build failed (build_*.log)"; tail -n 5 "$out"/build_*.log; tar czf "$out.tgz" -C "$(dirname "$out")" ab; exit 1; }
     local grep=${AB_GREP:-'^\| exact SAH \(Kolodzey\), exact clips'}
     for r in $(seq 1 "$rounds"); do
         for name in "${names[@]}"; do
@@ -71,12 +74,31 @@ run() {
             grep -E "$grep" "$out/${name}_$r.log"
         done
     done
+    summary "$out" "$grep" "$rounds" "${names[@]}"
     tar czf "$out.tgz" -C "$(dirname "$out")" ab && rm -rf "$out"
     cd "$top"
+}
+
+# Per commit, per matched line (the k-th of each round's log: a scene),
+# the rounds' lowest, median and highest value of field AB_FIELD (split
+# at '|'; default 3, the GPU ms of bench_gpu_kd's rows).
+summary() {
+    local out=$1 grep=$2 rounds=$3
+    shift 3
+    echo "== summary (field ${AB_FIELD:-3}: lowest / median / highest of $rounds rounds)"
+    for name in "$@"; do
+        for r in $(seq 1 "$rounds"); do
+            grep -E "$grep" "$out/${name}_$r.log" | awk -F'|' -v f="${AB_FIELD:-3}" '{ gsub(/ /, "", $f); print NR, $f }'
+        done | sort -k1,1n -k2,2g | awk -v name="$name" '
+            function flush() { if (n) printf "%s row %d: %s / %s / %s\n", name, row, v[1], v[int((n + 1) / 2)], v[n] }
+            $1 != row { flush(); row = $1; n = 0 }
+            { v[++n] = $2 }
+            END { flush() }'
+    done
 }
 
 case "$1" in
 pack) shift; pack "$@" ;;
 run) shift; run "$@" ;;
-*) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 1 ;;
+*) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 1 ;;
 esac
