@@ -390,6 +390,21 @@ static void assert_same_tree(const RtKdTree *a, const RtKdTree *b, const char *w
     rt_kd_tree_free(&hb);
 }
 
+/* One frame of the exact builder with p on `graph` (its levels as one
+ * graph once it has a schedule) and timed on `timed` (always host-driven),
+ * the two trees equal; da and the stats are the caller's to look at. */
+static void exact_both(RtKdGpu *graph, RtKdGpu *timed, const RtKdGpuParams *p, const RtFloat4 *dv, uint32_t n,
+                       const char *what, RtKdTree *da, RtKdGpuStats *sa, RtKdGpuStats *sb)
+{
+    RtError err = {0};
+    RtKdGpuParams pt = *p;
+    pt.timed = 1;
+    RtKdTree db;
+    assert_int_equal(rt_kd_gpu_build(graph, p, dv, NULL, n, da, sa, &err), RT_OK);
+    assert_int_equal(rt_kd_gpu_build(timed, &pt, dv, NULL, n, &db, sb, &err), RT_OK);
+    assert_same_tree(da, &db, what);
+}
+
 /* The exact builder's frames: after a host-driven build its levels run as
  * one graph over capacities from that build (replayed while the scene's
  * count and the rules hold); a frame that outgrows them is built again
@@ -410,11 +425,9 @@ static void gpu_kd_exact_frames(void **state)
     RtFloat4 *dv, *dw;
     upload_scene(&t, &dv, &dw);
     for (int clip = 1; clip >= 0; clip--) {
-        RtKdGpuParams p = rt_kd_gpu_params_default(), pt;
+        RtKdGpuParams p = rt_kd_gpu_params_default();
         p.builder = RT_KD_GPU_BUILDER_EXACT;
         p.exact_clip = clip;
-        pt = p;
-        pt.timed = 1;
         /* frames: the clusters turning (0-3), the soup (4-5, the same
          * vertices: outgrows the capacities, then fits its own), the
          * clusters again (6) */
@@ -432,17 +445,15 @@ static void gpu_kd_exact_frames(void **state)
             }
             assert_int_equal(rt_gpu_memcpy(dv, t.verts, 3 * (size_t)n * sizeof *t.verts, RT_COPY_TO_DEVICE, &err),
                              RT_OK);
-            RtKdTree da, db;
+            RtKdTree da;
             RtKdGpuStats sa, sb;
-            assert_int_equal(rt_kd_gpu_build(kd, &p, dv, NULL, n, &da, &sa, &err), RT_OK);
-            assert_int_equal(rt_kd_gpu_build(ref, &pt, dv, NULL, n, &db, &sb, &err), RT_OK);
+            char what[64];
+            snprintf(what, sizeof what, "exact frames (clip %d) %d", clip, f);
+            exact_both(kd, ref, &p, dv, n, what, &da, &sa, &sb);
             print_message("exact frames (clip %d) %d: round trips %u (host-driven %u), launches %u / %u, levels %u, "
                           "nodes %u, refs %u, GPU %.3f / %.3f ms\n",
                           clip, f, sa.round_trips, sb.round_trips, sa.launches, sb.launches, sa.large_levels, sa.nodes,
                           sa.references, sa.gpu_ms, sb.gpu_ms);
-            char what[64];
-            snprintf(what, sizeof what, "exact frames (clip %d) %d", clip, f);
-            assert_same_tree(&da, &db, what);
             assert_true(sb.round_trips == sb.large_levels + 2);
             if (f == 0) assert_int_equal(sa.round_trips, sb.round_trips);    /* no schedule yet */
             /* the graph (one wait), or its capacities outgrown and the
@@ -466,10 +477,8 @@ static void gpu_kd_exact_frames(void **state)
      * the graph's sort takes; the frame after the host-driven one finds it,
      * and the next stays host-driven; each tree equal to the timed build's */
     {
-        RtKdGpuParams p = rt_kd_gpu_params_default(), pt;
+        RtKdGpuParams p = rt_kd_gpu_params_default();
         p.builder = RT_KD_GPU_BUILDER_EXACT;
-        pt = p;
-        pt.timed = 1;
         /* clusters that split well, and 6000 triangles across the whole
          * scene that every split clips */
         RtTriArrays big = make_scene(SC_CLUSTER, 20000, 123);
@@ -480,13 +489,11 @@ static void gpu_kd_exact_frames(void **state)
         RtFloat4 *bv, *bw;
         upload_scene(&big, &bv, &bw);
         for (int f = 0; f < 3; f++) {
-            RtKdTree da, db;
+            RtKdTree da;
             RtKdGpuStats sa, sb;
-            assert_int_equal(rt_kd_gpu_build(kd, &p, bv, NULL, big.count, &da, &sa, &err), RT_OK);
-            assert_int_equal(rt_kd_gpu_build(ref, &pt, bv, NULL, big.count, &db, &sb, &err), RT_OK);
+            exact_both(kd, ref, &p, bv, big.count, "exact frames, large triangles", &da, &sa, &sb);
             print_message("exact frames, large triangles %d: round trips %u (host-driven %u), levels %u, refs %u\n", f,
                           sa.round_trips, sb.round_trips, sa.large_levels, sa.references);
-            assert_same_tree(&da, &db, "exact frames, large triangles");
             if (f == 1) assert_int_equal(sa.round_trips, 1 + sb.round_trips); /* the graph stopped, then the host */
             if (f == 2) assert_int_equal(sa.round_trips, sb.round_trips);
         }
@@ -501,10 +508,8 @@ static void gpu_kd_exact_frames(void **state)
      * or two deeper than the last host-driven build and fits its
      * capacities */
     {
-        RtKdGpuParams p = rt_kd_gpu_params_default(), pt;
+        RtKdGpuParams p = rt_kd_gpu_params_default();
         p.builder = RT_KD_GPU_BUILDER_EXACT;
-        pt = p;
-        pt.timed = 1;
         const uint32_t m = 4096;
         RtKdGpu *fresh = NULL; /* (no schedule yet: frame 0 is host-driven) */
         assert_int_equal(rt_kd_gpu_create(&fresh, &err), RT_OK);
@@ -524,15 +529,13 @@ static void gpu_kd_exact_frames(void **state)
             }
             assert_int_equal(rt_gpu_memcpy(mv, cur.verts, 3 * (size_t)m * sizeof *cur.verts, RT_COPY_TO_DEVICE, &err),
                              RT_OK);
-            RtKdTree da, db;
+            RtKdTree da;
             RtKdGpuStats sa, sb;
-            assert_int_equal(rt_kd_gpu_build(fresh, &p, mv, NULL, m, &da, &sa, &err), RT_OK);
-            assert_int_equal(rt_kd_gpu_build(ref, &pt, mv, NULL, m, &db, &sb, &err), RT_OK);
+            exact_both(fresh, ref, &p, mv, m, "exact frames, deeper", &da, &sa, &sb);
             const int graph = sa.round_trips == 1;
             print_message("exact frames, deeper %d: round trips %u, levels %u (the schedule's %u)%s\n", f,
                           sa.round_trips, sa.large_levels, sched_levels,
                           graph && sa.large_levels > sched_levels ? ": margin levels" : "");
-            assert_same_tree(&da, &db, "exact frames, deeper");
             if (graph && sa.large_levels > sched_levels) margin_frames++;
             if (!graph) sched_levels = sa.large_levels; /* host-driven: the schedule anew */
         }
