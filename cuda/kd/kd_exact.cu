@@ -1180,7 +1180,16 @@ typedef struct ExSchedule {
     ExRules rules;
     uint32_t N[EX_MAX_LEVELS], R[EX_MAX_LEVELS], T[EX_MAX_LEVELS];
     uint32_t nodes, leaves, index;
+    /* the room to grow: a 2^-slack share of each capacity. Every capacity
+     * costs the grids and scans sized for it (a level kernel's blocks past
+     * the count still take their turn on a multiprocessor), so a scene
+     * starts with little room and each build that outgrows the capacities
+     * doubles it (EX_SLACK_FIRST down to EX_SLACK_MOST): a still scene
+     * keeps tight grids, a moving one finds the room its motion needs after
+     * a few host-driven frames. */
+    int slack;
 } ExSchedule;
+enum { EX_SLACK_FIRST = 5, EX_SLACK_MOST = 1 };
 
 /* How the levels are queued: host-driven (sizes read back per level),
  * planned (nothing launched: the arrays and CUB's storage are sized for the
@@ -1218,6 +1227,7 @@ RtStatus kd_exact_create(KdExact **out, RtError *err)
     KdExact *x = (KdExact *)calloc(1, sizeof *x);
     *out = x;
     if (!x) return rt_fail(err, RT_ERR_OOM, "KD: out of host memory");
+    x->sched.slack = EX_SLACK_FIRST;
     for (int i = 0; i < 2; i++) CUDA_CHECK(err, cudaEventCreate(&x->ev[i]));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&x->fork, cudaEventDisableTiming));
     CUDA_CHECK(err, cudaEventCreateWithFlags(&x->join, cudaEventDisableTiming));
@@ -1603,12 +1613,11 @@ static RtStatus ex_down_queue(const ExRun *u, int level, uint32_t N, uint32_t R,
 /* No limit for ex_sizes: the host sizes the arrays after reading back. */
 static const ExCap ex_no_cap = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu};
 
-/* Room to grow for a capacity, within what the builder addresses: a
- * quarter (an animated scene's levels change by a few per cent a frame;
- * each capacity costs the scans and grids over it, not only memory). */
-static uint32_t ex_grow(uint64_t v, uint64_t most)
+/* Room to grow for a capacity (ExSchedule.slack), within what the builder
+ * addresses. */
+static uint32_t ex_grow(uint64_t v, int slack, uint64_t most)
 {
-    v += v / 4 + 256;
+    v += (v >> slack) + 256;
     return (uint32_t)(v < most ? v : most);
 }
 
@@ -1628,15 +1637,15 @@ static void ex_schedule(KdExact *x, const ExRun *u, int levels, const uint32_t *
                 r = R[k] > r ? R[k] : r;
                 t = T[k] > t ? T[k] : t;
             }
-        s->N[l] = ex_grow(n, RT_KD_MAX_INDEX);
-        s->R[l] = ex_grow(r, most_refs);
-        s->T[l] = ex_grow(2 * (uint64_t)t, most_refs); /* few, and the most variable; they cost little */
+        s->N[l] = ex_grow(n, s->slack, RT_KD_MAX_INDEX);
+        s->R[l] = ex_grow(r, s->slack, most_refs);
+        s->T[l] = ex_grow(2 * (uint64_t)t, s->slack, most_refs); /* few, and the most variable; they cost little */
     }
     s->N[0] = 1, s->R[0] = u->n; /* the root: every triangle may be valid */
-    s->nodes = ex_grow(nodes, RT_KD_MAX_INDEX);
-    s->leaves = ex_grow(leaves, RT_KD_MAX_INDEX);
+    s->nodes = ex_grow(nodes, s->slack, RT_KD_MAX_INDEX);
+    s->leaves = ex_grow(leaves, s->slack, RT_KD_MAX_INDEX);
     /* (a root that stays a leaf lists every valid triangle) */
-    s->index = ex_grow(index > u->n ? index : u->n, RT_KD_MAX_INDEX);
+    s->index = ex_grow(index > u->n ? index : u->n, s->slack, RT_KD_MAX_INDEX);
     s->n = u->n;
     s->rules = u->rules;
     s->valid = 1;
@@ -1767,6 +1776,7 @@ static RtStatus ex_graph_build(ExRun *u, RtKdGpuStats *s, RtAabb *bounds, int *b
         *bounds = x->h->tot.box;
     } else {
         s->rebuilds = 1; /* built again host-driven */
+        if ((x->h->tot.overflow & EX_OVER_CAP) && x->sched.slack > EX_SLACK_MOST) x->sched.slack--;
         if (x->h->tot.overflow & EX_OVER_SEGMENT) x->graph_off = 1, x->off_n = u->n, x->off_rules = u->rules;
     }
     return RT_OK;
