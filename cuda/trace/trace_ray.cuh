@@ -326,8 +326,12 @@ RT_TRACE_FN static bool kd_search_leaf(const Prims &pr, const TraceTree &tr, con
     float b0 = lo - eps, b1 = hi + eps;
     if (cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, inv, eps, &b0, &b1)) return false;
     RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
+    /* each triangle's id read while the one before it is tested: its rows
+     * then wait for one load, not two in a row */
+    uint32_t next = lf.count ? pr.index(&tr.index[lf.first]) : 0u;
     for (uint32_t i = 0; i < lf.count; i++) {
-        uint32_t id = pr.index(&tr.index[lf.first + i]);
+        const uint32_t id = next;
+        if (i + 1 < lf.count) next = pr.index(&tr.index[lf.first + i + 1]);
         float t, u, v;
         float tcap = fminf(best.t, hi + eps);
         if (!pr.isect(kIsect, id, o, d, tmin, tcap, &t, &u, &v)) continue;
@@ -379,12 +383,17 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
     float lo = live ? r0 : INFINITY, hi = live ? r1 : -INFINITY;
     bool done = !live; /* an any-hit ray that has its hit */
     for (;;) {
-        /* --- descend to a leaf, or to a node no ray of the warp is in --- */
-        RtKdNode n;
+        /* --- descend to a leaf, or to a node no ray of the warp is in ---
+         * Each node is loaded where the step before it ends (here, the
+         * first), so the descent keeps a loop head of its own: loaded at
+         * the top of the descent, the compiler made one loop of the
+         * descent and the walk, which waits for the whole warp after every
+         * step (the lanes descending wait for those searching a leaf), and
+         * the walk was 15-40 % slower (docs/trace_gpu.md). */
+        RtKdNode n = pr.node(&tr.nodes[node]);
+        visits++;
         bool at_leaf;
         for (;;) {
-            n = pr.node(&tr.nodes[node]);
-            visits++;
             at_leaf = kd_is_leaf(n);
             if (at_leaf) break;
             const int a = kd_axis(n);
@@ -393,26 +402,31 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
             uint32_t go, other;
             bool push;
             float lo_o, hi_o;
-            if (!kPacket && fabsf(ia) < INFINITY) {
-                /* A lone ray crossing the plane at ts (1/d finite: not
-                 * parallel to it, and its sign is d's): kd_children's four
-                 * cases without their branches. It starts every child at
-                 * its own lo (a ray whose plane lies behind it enters the
-                 * far side at lo; the far side first when it is at the
-                 * plane on entry, ts <= lo, with the flat cell [lo, lo] on
-                 * the near side pushed), so lo changes on the way down
-                 * only where an empty child hands the walk to the other
-                 * side (below), and the interval was checked against the
-                 * best hit when it was popped. The other side is pushed when the
-                 * plane lies inside [lo - eps, hi]. */
+            if (!kPacket) {
+                /* A lone ray (parallel ones too) crossing the plane at ts:
+                 * kd_children's four cases without their branches. It
+                 * starts every child at its own lo (a ray whose plane lies
+                 * behind it enters the far side at lo; the far side first
+                 * when it is at the plane on entry, ts <= lo, with the flat
+                 * cell [lo, lo] on the near side pushed), so lo changes on
+                 * the way down only where an empty child hands the walk to
+                 * the other side (below), and the interval was checked
+                 * against the best hit when it was popped. The other side
+                 * is pushed when the plane lies inside [lo - eps, hi]. A
+                 * ray parallel to the plane (1/d = +-inf) has ts = +-inf,
+                 * which keeps it on its origin's side and pushes nothing,
+                 * or NaN when it lies in the plane: every test below is
+                 * written so that NaN takes both sides over [lo, hi], as
+                 * kd_children's parallel case does (no branch per step for
+                 * these rare rays). */
                 const float ts = (kd_split(n) - v3_get(o, a)) * ia;
                 const bool go_near = ts > lo;
                 const uint32_t off = go_near == (ia > 0.0f) ? 0u : 1u; /* the near side is left when d points up */
                 go = left + off;
                 other = left + 1u - off;
-                push = ts >= lo - eps && ts <= hi;
+                push = !(ts < lo - eps) && !(ts > hi);
                 lo_o = go_near ? ts : lo;
-                hi_o = go_near ? hi : lo;
+                hi_o = ts <= lo ? lo : hi;
                 hi = go_near ? fminf(ts, hi) : hi;
             } else if (kPacket && !pr.any(!(fabsf(ia) < INFINITY))) {
                 /* A packet whose rays all cross the plane: the same two
@@ -446,7 +460,7 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                 hi = need_go ? hi_g : -INFINITY;
             } else {
                 /* packets with a ray parallel to the plane (or nearly: 1/d
-                 * overflows), and such a lone ray */
+                 * overflows) */
                 const bool active = !done && lo <= hi && lo <= best.t + eps;
                 KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
                 if (active) c = kd_children(kd_split(n), v3_get(o, a), v3_get(d, a), ia, lo, hi, eps);
@@ -480,10 +494,10 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                  * instructions cost the walk more than the visits they save
                  * where empty leaves are few (docs/trace_gpu.md). e: bit 0
                  * the left child's mark, bit 1 the right's. */
-                const uint32_t e = kd_empty_children(n) / RT_KD_EMPTY_LEFT, side = go == left ? 0u : 1u;
+                const uint32_t e = kd_empty_children(n) / RT_KD_EMPTY_LEFT, m_go = go == left ? 1u : 2u;
                 if (e) {
-                    push = push && !((e >> (side ^ 1u)) & 1u);
-                    if ((e >> side) & 1u) {
+                    push = push && !(e & (m_go ^ 3u));
+                    if (e & m_go) {
                         if (!push || lo_o > best.t + eps) break;
                         go = other;
                         lo = lo_o;
@@ -499,6 +513,8 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
             }
             node = go;
             if (visits > TRACE_MAX_VISITS) break;
+            n = pr.node(&tr.nodes[node]);
+            visits++;
         }
         if (at_leaf && !done && kd_leaf_count(n) && lo <= hi && lo <= best.t + eps &&
             kd_search_leaf<kIsect>(pr, tr, cfg, n, o, d, inv, tmin, lo, hi, eps, any, best))
