@@ -460,6 +460,12 @@ static void gpu_kd_exact_frames(void **state)
              * levels host-driven after it */
             assert_true(f == 0 || sa.round_trips == 1 || sa.round_trips == 1 + sb.round_trips);
             if (f >= 1 && f <= 3) graphs += sa.round_trips == 1;
+            /* frame 5 repeats frame 4, whose host-driven build set the
+             * schedule: as deep as its sure levels, the graph skips the
+             * margin's levels, whose kernels are then not counted (beyond
+             * the host-driven build's launches: the condition's kernel and
+             * the children's lists of the last sure level) */
+            if (f == 5) assert_true(sa.launches <= sb.launches + 12);
             if (f == 3) assert_true(graphs >= 1);                            /* turning a little fits */
             if (f == 4) assert_int_equal(sa.round_trips, 1 + sb.round_trips); /* the soup outgrows the clusters' */
             if (f == 4) assert_int_equal(sa.rebuilds, 1);

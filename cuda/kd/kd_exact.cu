@@ -1209,6 +1209,13 @@ struct KdExact {
     size_t tile_stride;   /* bytes of one level scan's tile words (X_SCAN_TILES holds EX_SCANS) */
     ExPinned *h;          /* pinned host memory, one allocation */
     ExSchedule sched;
+    /* what the margin's capture added to the launch log (ex_margin_begin /
+     * ex_margin_end): its kernels run only when the tree grows deeper than
+     * the schedule's sure levels, so a replay that skips them takes them
+     * off the count (ex_graph_build) */
+    uint32_t margin_launches;
+    int margin_entry_count;
+    RtLaunchEntry margin_entries[RT_LAUNCH_MAX_NAMES];
     int graph_off;        /* a segment too long for ex_tight_rank: host-driven for these rules and count */
     uint32_t off_n;
     ExRules off_rules;
@@ -1687,10 +1694,25 @@ static RtStatus ex_margin_begin(const ExRun *u, int level, ExRun *margin, RtErro
     *margin = *u;
     margin->stream = x->margin;
     margin->beside = 0; /* (x->side is in the outer capture: the margin scans on its stream) */
+    /* the log's counts before the margin (ex_margin_end keeps what it adds) */
+    x->margin_launches = u->log->launches;
+    x->margin_entry_count = u->log->entry_count;
+    memcpy(x->margin_entries, u->log->entries, sizeof x->margin_entries);
     return RT_OK;
 }
-static RtStatus ex_margin_end(KdExact *x, RtError *err)
+static RtStatus ex_margin_end(const ExRun *u, RtError *err)
 {
+    KdExact *x = u->x;
+    const RtLaunchLog *log = u->log;
+    x->margin_launches = log->launches - x->margin_launches;
+    int k = 0;
+    for (int i = 0; i < log->entry_count; i++) {
+        const uint32_t was = i < x->margin_entry_count ? x->margin_entries[i].count : 0u;
+        if (log->entries[i].count == was) continue;
+        x->margin_entries[k] = log->entries[i];
+        x->margin_entries[k++].count -= was;
+    }
+    x->margin_entry_count = k;
     cudaGraph_t body = NULL;
     CUDA_CHECK(err, cudaStreamEndCapture(x->margin, &body));
     return RT_OK;
@@ -1721,13 +1743,13 @@ static RtStatus ex_graph_queue(void *ctx, RtError *err)
             (!last && (st = ex_down_queue(u, l, sc->N[l], sc->R[l], sc->T[l], N2, R2, err)) != RT_OK) ||
             (st = ex_join(u, err)) != RT_OK) { /* (the last level has no merge) */
             RtError ignored;
-            if (in_margin) ex_margin_end(x, &ignored); /* (the first error is the one said) */
+            if (in_margin) ex_margin_end(u, &ignored); /* (the first error is the one said) */
             return st;
         }
         x->cur ^= 1;
     }
     if (in_margin) {
-        if ((st = ex_margin_end(x, err)) != RT_OK) return st;
+        if ((st = ex_margin_end(u, err)) != RT_OK) return st;
         u = (const ExRun *)ctx;
     }
     if (x->mode == EX_PLAN) return RT_OK;
@@ -1771,6 +1793,14 @@ static RtStatus ex_graph_build(ExRun *u, RtKdGpuStats *s, RtAabb *bounds, int *b
     CUDA_CHECK(err, cudaEventRecord(x->ev[1], u->stream));
     CUDA_CHECK(err, cudaEventSynchronize(x->ev[1]));
     s->round_trips++;
+    /* the margin's kernels ran only if the tree went deeper than the sure
+     * levels: otherwise they are no launches of this build */
+    if (x->h->tot.levels <= (uint32_t)x->sched.sure && x->sched.levels > x->sched.sure) {
+        RtLaunchLog *log = u->log;
+        log->launches -= x->margin_launches;
+        for (int i = 0; i < x->margin_entry_count; i++)
+            log->entries[rt_launch_entry(log, x->margin_entries[i].name)].count -= x->margin_entries[i].count;
+    }
     if (!x->h->tot.overflow) {
         *built = 1;
         *bounds = x->h->tot.box;
