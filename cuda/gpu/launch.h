@@ -166,6 +166,47 @@ static inline RtStatus rt_launch_log_resolve(RtLaunchLog *log, RtError *err)
     return RT_OK;
 }
 
+/* What a stretch of queued launches added to a log (a graph's capture, a
+ * conditional part of it): the launches and each kernel's count, so a
+ * replay can count them again (sign 1) or a part that did not run take
+ * them off (sign -1). */
+typedef struct RtLaunchCounts {
+    uint32_t launches;
+    int entry_count;
+    RtLaunchEntry entries[RT_LAUNCH_MAX_NAMES];
+} RtLaunchCounts;
+
+/* The log's counts now, for rt_launch_counts_since. */
+static inline void rt_launch_counts_take(const RtLaunchLog *log, RtLaunchCounts *c)
+{
+    c->launches = log->launches;
+    c->entry_count = log->entry_count;
+    memcpy(c->entries, log->entries, sizeof c->entries);
+}
+
+/* *c: taken before, becomes what the log gained since (kernels with no new
+ * launches left out). */
+static inline void rt_launch_counts_since(const RtLaunchLog *log, RtLaunchCounts *c)
+{
+    const RtLaunchCounts before = *c;
+    c->launches = log->launches - before.launches;
+    c->entry_count = 0;
+    for (int i = 0; i < log->entry_count; i++) {
+        const uint32_t was = i < before.entry_count ? before.entries[i].count : 0u;
+        if (log->entries[i].count == was) continue;
+        c->entries[c->entry_count] = log->entries[i];
+        c->entries[c->entry_count++].count -= was;
+    }
+}
+
+/* Counts c into the log (sign 1) or out of it (sign -1). */
+static inline void rt_launch_counts_add(RtLaunchLog *log, const RtLaunchCounts *c, int sign)
+{
+    log->launches += (uint32_t)sign * c->launches;
+    for (int i = 0; i < c->entry_count; i++)
+        log->entries[rt_launch_entry(log, c->entries[i].name)].count += (uint32_t)sign * c->entries[i].count;
+}
+
 /* A sequence of launches replayed as one CUDA graph. A per-frame build
  * queues the same launches with the same arguments frame after frame, and
  * queued one by one the GPU waits for the host between short kernels (CUB's
@@ -177,10 +218,7 @@ typedef struct RtLaunchGraph {
     cudaGraphExec_t exec; /* NULL: nothing captured */
     unsigned char key[RT_LAUNCH_GRAPH_KEY];
     size_t key_bytes;
-    /* the log as the captured launches left it, restored at each replay */
-    uint32_t launches;
-    int entry_count;
-    RtLaunchEntry entries[RT_LAUNCH_MAX_NAMES];
+    RtLaunchCounts counts; /* what the capture added to the log, added again at each replay */
 } RtLaunchGraph;
 
 static inline void rt_launch_graph_destroy(RtLaunchGraph *g)
@@ -198,14 +236,10 @@ static inline RtStatus rt_launch_graph_run(RtLaunchGraph *g, RtLaunchLog *log, c
 {
     if (log->timed || key_bytes > RT_LAUNCH_GRAPH_KEY) return queue(ctx, err);
     if (g->exec && g->key_bytes == key_bytes && !memcmp(g->key, key, key_bytes)) {
-        log->launches += g->launches;
-        for (int i = 0; i < g->entry_count; i++) log->entries[rt_launch_entry(log, g->entries[i].name)].count += g->entries[i].count;
+        rt_launch_counts_add(log, &g->counts, 1);
     } else {
         rt_launch_graph_destroy(g);
-        const uint32_t launches0 = log->launches;
-        RtLaunchEntry before[RT_LAUNCH_MAX_NAMES];
-        const int entries0 = log->entry_count;
-        memcpy(before, log->entries, sizeof before);
+        rt_launch_counts_take(log, &g->counts);
         CUDA_CHECK(err, cudaStreamBeginCapture(log->stream, cudaStreamCaptureModeThreadLocal));
         RtStatus st = queue(ctx, err);
         cudaGraph_t graph = NULL;
@@ -223,15 +257,7 @@ static inline RtStatus rt_launch_graph_run(RtLaunchGraph *g, RtLaunchLog *log, c
         }
         memcpy(g->key, key, key_bytes);
         g->key_bytes = key_bytes;
-        /* what the capture added to the log */
-        g->launches = log->launches - launches0;
-        g->entry_count = 0;
-        for (int i = 0; i < log->entry_count; i++) {
-            const uint32_t was = i < entries0 ? before[i].count : 0u;
-            if (log->entries[i].count == was) continue;
-            g->entries[g->entry_count] = log->entries[i];
-            g->entries[g->entry_count++].count -= was;
-        }
+        rt_launch_counts_since(log, &g->counts);
     }
     CUDA_CHECK(err, cudaGraphLaunch(g->exec, log->stream));
     return RT_OK;

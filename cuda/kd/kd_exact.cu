@@ -1213,9 +1213,7 @@ struct KdExact {
      * ex_margin_end): its kernels run only when the tree grows deeper than
      * the schedule's sure levels, so a replay that skips them takes them
      * off the count (ex_graph_build) */
-    uint32_t margin_launches;
-    int margin_entry_count;
-    RtLaunchEntry margin_entries[RT_LAUNCH_MAX_NAMES];
+    RtLaunchCounts margin_counts;
     int graph_off;        /* a segment too long for ex_tight_rank: host-driven for these rules and count */
     uint32_t off_n;
     ExRules off_rules;
@@ -1694,25 +1692,13 @@ static RtStatus ex_margin_begin(const ExRun *u, int level, ExRun *margin, RtErro
     *margin = *u;
     margin->stream = x->margin;
     margin->beside = 0; /* (x->side is in the outer capture: the margin scans on its stream) */
-    /* the log's counts before the margin (ex_margin_end keeps what it adds) */
-    x->margin_launches = u->log->launches;
-    x->margin_entry_count = u->log->entry_count;
-    memcpy(x->margin_entries, u->log->entries, sizeof x->margin_entries);
+    rt_launch_counts_take(u->log, &x->margin_counts); /* (ex_margin_end keeps what the margin adds) */
     return RT_OK;
 }
 static RtStatus ex_margin_end(const ExRun *u, RtError *err)
 {
     KdExact *x = u->x;
-    const RtLaunchLog *log = u->log;
-    x->margin_launches = log->launches - x->margin_launches;
-    int k = 0;
-    for (int i = 0; i < log->entry_count; i++) {
-        const uint32_t was = i < x->margin_entry_count ? x->margin_entries[i].count : 0u;
-        if (log->entries[i].count == was) continue;
-        x->margin_entries[k] = log->entries[i];
-        x->margin_entries[k++].count -= was;
-    }
-    x->margin_entry_count = k;
+    rt_launch_counts_since(u->log, &x->margin_counts);
     cudaGraph_t body = NULL;
     CUDA_CHECK(err, cudaStreamEndCapture(x->margin, &body));
     return RT_OK;
@@ -1795,12 +1781,8 @@ static RtStatus ex_graph_build(ExRun *u, RtKdGpuStats *s, RtAabb *bounds, int *b
     s->round_trips++;
     /* the margin's kernels ran only if the tree went deeper than the sure
      * levels: otherwise they are no launches of this build */
-    if (x->h->tot.levels <= (uint32_t)x->sched.sure && x->sched.levels > x->sched.sure) {
-        RtLaunchLog *log = u->log;
-        log->launches -= x->margin_launches;
-        for (int i = 0; i < x->margin_entry_count; i++)
-            log->entries[rt_launch_entry(log, x->margin_entries[i].name)].count -= x->margin_entries[i].count;
-    }
+    if (x->h->tot.levels <= (uint32_t)x->sched.sure && x->sched.levels > x->sched.sure)
+        rt_launch_counts_add(u->log, &x->margin_counts, -1);
     if (!x->h->tot.overflow) {
         *built = 1;
         *bounds = x->h->tot.box;
