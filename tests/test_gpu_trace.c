@@ -10,7 +10,9 @@
  *
  * RT_GPU_BENCH=1 adds the benchmark of docs/benchmarks.md (Mrays/s per ray
  * type at 1920x1080 on the default scene and Sponza, every variant);
- * RT_GPU_BENCH_SCENES=sponza,bunny,... runs it alone on the scenes named. */
+ * RT_GPU_BENCH_SCENES=sponza,bunny,... runs it alone on the scenes named;
+ * RT_GPU_BENCH_TRAVERSAL=stack (a traversal's name) keeps that kd walk's rows
+ * alone, for quick A/B runs of one walk. */
 #include "trace_check.h"
 #include "scene/load.h"
 #include "app/pipeline.h"
@@ -475,9 +477,10 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
      * over the H-PLOC tree of the same triangles (the `bvh` structure): what
      * a better tree buys the same loop */
     static const char *const bvh_label[2] = {"LBVH (stack)", "H-PLOC (stack)"};
+    const char *only_walk = getenv("RT_GPU_BENCH_TRAVERSAL");
     RtHplocGpu *hb = NULL;
     const RtBvh lbvh_tree = f->dbvh;
-    for (int tree = 0; tree < 2; tree++) {
+    for (int tree = 0; tree < (only_walk ? 1 : 2); tree++) {
         if (tree == 1) {
             RtHplocParams hp = rt_hploc_params_default();
             RtTriArrays d = rt_gpu_scene_tris(f->gs);
@@ -489,6 +492,9 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
         }
         for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
             if ((tree == 1 || v.stack_size < 2 || bvh_only) && !f->walk_bvh) continue;
+            if (only_walk &&
+                (f->walk_bvh || strcmp(rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal), only_walk) != 0))
+                continue;
             bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
             print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
                           f->walk_bvh ? bvh_label[tree] : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
@@ -504,7 +510,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     print_message("BENCH stack | short-stack entries (shortstack, woop, no leaf skip, 4x8, no "
                   "packets) | primary Mrays/s | shadow Mrays/s | reflection Mrays/s | full frame ms |\n");
     static const int sizes[] = {1, 2, 4, 8, 16};
-    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !bvh_only; k++) {
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && !bvh_only && !only_walk; k++) {
         v = rt_trace_params_default();
         v.traversal = RT_TRAV_SHORT_STACK;
         v.isect = RT_ISECT_WOOP;
