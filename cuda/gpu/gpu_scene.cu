@@ -182,7 +182,11 @@ static RtStatus scene_fill(RtGpuScene *gs, const RtScene *s, RtError *err)
     for (uint32_t i = 0; i < s->tex_count; i++)
         if (texture_usable(s, (int32_t)i) && (st = upload_texture(gs, i, &s->texs[i], err)) != RT_OK)
             goto out;
-    for (uint32_t i = 0; i < s->mat_count; i++) mats[i] = gpu_material(s, gs, &s->mats[i]);
+    gs->view.masks = 0;
+    for (uint32_t i = 0; i < s->mat_count; i++) {
+        mats[i] = gpu_material(s, gs, &s->mats[i]);
+        gs->view.masks |= mats[i].tex_mask != 0;
+    }
     {
         RtMaterial def = rt_material_default();
         mats[s->mat_count] = gpu_material(s, gs, &def);

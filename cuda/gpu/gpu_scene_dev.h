@@ -34,6 +34,7 @@ typedef struct RtGpuSceneView {
     uint32_t tri_count, mat_count, light_count;
     float eps;               /* secondary-ray offset (docs/renderer.md) */
     int transmits;           /* some material has d < 1 (rt_shade_materials_transmit) */
+    int masks;               /* some material has a cut-out map (tex_mask) */
 } RtGpuSceneView;
 
 /* Statistics counters the trace kernels add to (device memory). */

@@ -108,7 +108,8 @@ typedef struct RtGpuRay {
  * RT_NO_HIT), through accel (as rt_trace_gpu). The ray map treats ray i as pixel (i % width, i / width), so
  * rays stored in row-major pixel order get the 4x8 tiles. With textures on,
  * map_d cutouts are skipped as in rendering. steps (device, optional)
- * receives the nodes visited per ray. ms (optional) = kernel GPU time. */
+ * receives the nodes visited per ray. ms (optional) = kernel GPU time.
+ * rays and hits lie at 16-byte aligned addresses (else RT_ERR_ARG). */
 RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
                            const RtGpuRay *d_rays, RtHit *d_hits, uint32_t *d_steps,
                            uint32_t n, int width, int any_hit, double *ms, RtError *err);

@@ -119,17 +119,19 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
     const RtAabb bounds = bv.d_bounds ? *bv.d_bounds : bv.bounds;
     float delta, eps;
     if (!live || !trace_ray_tolerance(bounds, bv.node_count, o, d, tmin, tmax, &delta, &eps)) return best;
-    /* A zero direction component would make 0 * inf = NaN; a tiny one keeps
-     * the slab test's signs (with the grown boxes, never a 0 numerator). */
-    const float tiny = 1e-30f;
-    const RtVec3 inv = v3(trace_rcp(fabsf(d.x) > tiny ? d.x : copysignf(tiny, d.x)),
-                          trace_rcp(fabsf(d.y) > tiny ? d.y : copysignf(tiny, d.y)),
-                          trace_rcp(fabsf(d.z) > tiny ? d.z : copysignf(tiny, d.z)));
+    /* the scene box first: most rays that miss everything stop here (1/d
+     * is +-inf along an axis the ray is parallel to, as clip_box wants) */
+    const RtVec3 inv_d = v3(trace_rcp(d.x), trace_rcp(d.y), trace_rcp(d.z));
+    float r0 = tmin, r1 = tmax;
+    if (!clip_box(bounds, o, inv_d, eps, &r0, &r1)) return best;
+    /* In the node tests a zero direction component would make 0 * inf =
+     * NaN; a huge finite 1/d keeps the slab test's signs (with the grown
+     * boxes, never a 0 numerator). */
+    const float huge = 1e30f;
+    const RtVec3 inv = v3(fminf(fmaxf(inv_d.x, -huge), huge), fminf(fmaxf(inv_d.y, -huge), huge),
+                          fminf(fmaxf(inv_d.z, -huge), huge));
     const RtVec3 lo_inv = v3((o.x + delta) * inv.x, (o.y + delta) * inv.y, (o.z + delta) * inv.z);
     const RtVec3 hi_inv = v3((o.x - delta) * inv.x, (o.y - delta) * inv.y, (o.z - delta) * inv.z);
-    /* the scene box first: most rays that miss everything stop here */
-    float r0 = tmin, r1 = tmax;
-    if (!clip_box(bounds, o, d, inv, eps, &r0, &r1)) return best;
 
     /* (entry, bits of its entry distance: trace_f2u), one 8-byte store */
     uint32_t stk[RT_BVH_MAX_DEPTH][2];

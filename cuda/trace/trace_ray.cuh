@@ -42,6 +42,8 @@
 #error "define RT_TRACE_FN (__device__ or __host__) before including trace_ray.cuh"
 #endif
 
+#include <float.h>
+
 #include "kd/kd_layout.h"
 #include "trace/trace.h"
 
@@ -73,30 +75,28 @@ typedef struct TraceCfg {
 } TraceCfg;
 
 /* The ray's [t0, t1] inside box b widened by eps (kd_traverse_cpu.c's
- * clip_ray): a ray parallel to a slab is inside it by its origin alone. */
-RT_TRACE_FN static bool clip_box(RtAabb b, RtVec3 o, RtVec3 d, RtVec3 inv, float eps, float *t0,
-                                 float *t1)
+ * clip_ray). Each slab is entered at its near face (the low one where 1/d
+ * is positive) and left at its far one, so a ray parallel to a slab
+ * (1/d = +-inf) gets -inf and +inf inside it, an empty interval outside,
+ * and NaN at a face it lies in, which fmaxf / fminf pass over (inside, as
+ * clip_ray has it): the rare parallel ray takes no branch of its own. */
+RT_TRACE_FN static bool clip_box(RtAabb b, RtVec3 o, RtVec3 inv, float eps, float *t0, float *t1)
 {
-    float lo = *t0, hi = *t1;
+    float tn[3], tf[3];
 #ifdef __CUDA_ARCH__
 #pragma unroll
 #endif
     for (int a = 0; a < 3; a++) {
-        float oa = v3_get(o, a), da = v3_get(d, a);
-        float bl = v3_get(b.lo, a), bh = v3_get(b.hi, a);
-        if (da == 0.0f) {
-            if (oa < bl || oa > bh) return false;
-            continue;
-        }
-        float ia = v3_get(inv, a);
-        float ta = (bl - oa) * ia, tb = (bh - oa) * ia;
-        float tn = fminf(ta, tb), tf = fmaxf(ta, tb);
-        lo = fmaxf(lo, tn - eps);
-        hi = fminf(hi, tf + eps);
+        const float oa = v3_get(o, a), ia = v3_get(inv, a);
+        const bool up = ia >= 0.0f;
+        tn[a] = (v3_get(up ? b.lo : b.hi, a) - oa) * ia;
+        tf[a] = (v3_get(up ? b.hi : b.lo, a) - oa) * ia;
     }
-    *t0 = lo;
-    *t1 = hi;
-    return lo <= hi;
+    /* fmaxf / fminf return the other operand of a NaN, and NaN - eps
+     * leaves t0 as it is */
+    *t0 = fmaxf(*t0, fmaxf(fmaxf(tn[0], tn[1]), tn[2]) - eps);
+    *t1 = fminf(*t1, fminf(fminf(tf[0], tf[1]), tf[2]) + eps);
+    return *t0 <= *t1;
 }
 
 /* Thread -> pixel: row-major, or Hoedt's Alg. 22 (a warp = a 4x8 tile;
@@ -186,15 +186,22 @@ RT_TRACE_FN static float trace_u2f(uint32_t u)
 }
 
 /* 1/x and 1/sqrt(x), the GPU's approximate instructions (within 1 and 2
- * ulps; 1/+-0 = +-inf), exactly rounded on the host */
+ * ulps; 1/+-0 = +-inf), exactly rounded on the host. The reciprocal
+ * flushes subnormals (1/x of |x| < 2^-126 is +-inf, 1/x of |x| > 2^126 is
+ * +-0, on the host too): a direction that small along an axis is parallel
+ * to it for the walks, and the full-range instruction cost the setup of
+ * every ray three scalings (a sixth of the setup of a ray that misses the
+ * scene box). */
 RT_TRACE_FN static float trace_rcp(float x)
 {
 #ifdef __CUDA_ARCH__
     float r;
-    asm("rcp.approx.f32 %0, %1;" : "=f"(r) : "f"(x));
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
     return r;
 #else
-    return 1.0f / x;
+    if (fabsf(x) < FLT_MIN) return copysignf(INFINITY, x);
+    const float r = 1.0f / x;
+    return fabsf(r) < FLT_MIN ? copysignf(0.0f, r) : r;
 #endif
 }
 RT_TRACE_FN static float trace_rsqrt(float x)
@@ -253,7 +260,7 @@ RT_TRACE_FN static bool kd_ray_start(const TraceTree &tr, RtVec3 o, RtVec3 d, fl
      * loop's most expensive instruction. 1/0 is +-inf (a ray parallel to
      * an axis), which the walk tests for. */
     *inv = v3(trace_rcp(d.x), trace_rcp(d.y), trace_rcp(d.z));
-    return live && clip_box(bounds, o, d, *inv, *eps, r0, r1);
+    return live && clip_box(bounds, o, *inv, *eps, r0, r1);
 }
 
 /* Which children of an interior node (split p on an axis where the ray has
@@ -324,7 +331,7 @@ RT_TRACE_FN static bool kd_search_leaf(const Prims &pr, const TraceTree &tr, con
 {
     uint32_t leaf = kd_leaf_id(n);
     float b0 = lo - eps, b1 = hi + eps;
-    if (cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, d, inv, eps, &b0, &b1)) return false;
+    if (cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, inv, eps, &b0, &b1)) return false;
     RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
     /* each triangle's id read while the one before it is tested: its rows
      * then wait for one load, not two in a row */
