@@ -414,15 +414,44 @@ __global__ void __launch_bounds__(kBlock) photon_kernel(RtGpuSceneView sc, typen
  * 2,842 against 2,998 Mrays/s, H-PLOC tree, NVIDIA H200; 10 blocks, 48
  * registers: 2,889; 12: 2,019, spilling). */
 static const int kCastMinBlocks = 9;
+/* The ray cast's grid: a row of blocks (blockIdx.y, and blockIdx.z past
+ * 65,535 rows) per row of 4x8 tiles, or of pixels with the rows map, so a
+ * thread finds its pixel without a division (pixel_of's tid / tiles_x was
+ * a sixth of the setup of a ray that misses the scene box). A warp is still
+ * one tile, as pixel_of has it; with the rows map it is 32 pixels of one
+ * row (pixel_of wraps rows when the width is not a multiple of 32). */
+static dim3 cast_grid(int ray_map, int w, int h)
+{
+    const bool tiles = ray_map == RT_RAYMAP_TILES;
+    const uint32_t per_row = tiles ? (uint32_t)((w + TILE_W - 1) / TILE_W) * TILE_W * TILE_H : (uint32_t)w;
+    const uint32_t rows = tiles ? (uint32_t)((h + TILE_H - 1) / TILE_H) : (uint32_t)h;
+    const uint32_t y = rows < 65535u ? rows : 65535u;
+    return dim3((per_row + kBlock - 1) / kBlock, y, (rows + y - 1) / y);
+}
+
+/* Thread -> pixel in cast_grid's launch. */
+__device__ static bool cast_pixel(int ray_map, int w, int h, int *px, int *py)
+{
+    const uint32_t x = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.z * gridDim.y + blockIdx.y;
+    if (ray_map == RT_RAYMAP_TILES) {
+        const uint32_t lane = x % (TILE_W * TILE_H);
+        *px = (int)(x / (TILE_W * TILE_H) * TILE_W + lane % TILE_W);
+        *py = (int)(row * TILE_H + lane / TILE_W);
+    } else {
+        *px = (int)x;
+        *py = (int)row;
+    }
+    return *px < w && *py < h;
+}
+
 template <class Walk>
 __global__ void __launch_bounds__(kBlock, kCastMinBlocks) cast_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
                                                       TraceCfg cfg, const RtGpuRay *rays,
                                                       RtHit *hits, uint32_t *steps_out, uint32_t n,
                                                       int width, int height, int ray_map, int any)
 {
-    uint32_t tid = blockIdx.x * blockDim.x + threadIdx.x;
     int px, py;
-    bool valid = pixel_of(ray_map, tid, width, height, &px, &py);
+    bool valid = cast_pixel(ray_map, width, height, &px, &py);
     uint32_t i = (uint32_t)py * (uint32_t)width + (uint32_t)px;
     valid = valid && i < n;
     RtGpuRay r;
@@ -593,8 +622,7 @@ extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel,
     if (log->pending > RT_LAUNCH_MAX_TIMED / 2) rt_launch_log_reset(log);
     int height = (int)((n + (uint32_t)width - 1) / (uint32_t)width);
     int ray_map = params.ray_map;
-    uint32_t threads = thread_count(ray_map, width, height);
-    dim3 grid((threads + kBlock - 1) / kBlock);
+    dim3 grid = cast_grid(ray_map, width, height);
     if (accel->kind == RT_ACCEL_BVH)
         st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0, RT_BVH_DISPATCH(cast_kernel, &params), err,
                        rt_gpu_scene_view(gs), trace_bvh_of(accel->bvh), trace_cfg(&params), d_rays, d_hits,
