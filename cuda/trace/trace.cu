@@ -120,6 +120,16 @@ struct DevPrims {
         RtKdLeaf l = {x.x, x.y};
         return l;
     }
+    /* a leaf's box: three 8-byte loads (boxes are 24 bytes apart) */
+    __device__ RtAabb box(const RtAabb *p) const
+    {
+        const float2 *q = (const float2 *)p;
+        const float2 a = __ldg(&q[0]), b = __ldg(&q[1]), c = __ldg(&q[2]);
+        RtAabb r;
+        r.lo = v3(a.x, a.y, b.x);
+        r.hi = v3(b.y, c.x, c.y);
+        return r;
+    }
     __device__ RtBvhNode bvh_node(const RtBvhNode *p) const
     {
         const float4 *q = (const float4 *)p;

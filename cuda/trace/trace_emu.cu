@@ -116,6 +116,7 @@ struct HostPrims {
     uint32_t index(const uint32_t *p) const { return *p; }
     RtKdNode node(const RtKdNode *p) const { return *p; }
     RtKdLeaf leaf(const RtKdLeaf *p) const { return *p; }
+    RtAabb box(const RtAabb *p) const { return *p; }
     RtBvhNode bvh_node(const RtBvhNode *p) const { return *p; }
 };
 

@@ -11,7 +11,7 @@
  *   int isect(int kIsect, id, o, d, tmin, tmax, &t, &u, &v)
  *   bool alpha(id, u, v)                        map_d cut-outs
  *   uint32_t index(const uint32_t *p)           a leaf's triangle id
- *   RtKdNode node(p), RtKdLeaf leaf(p)          tree loads
+ *   RtKdNode node(p), RtKdLeaf leaf(p), RtAabb box(p)   tree loads
  * so a variant is a template parameter, never a copied loop.
  *
  * Two traversal loops behind one entry, trace_ray<kTrav, kIsect, kPacket>:
@@ -329,10 +329,12 @@ RT_TRACE_FN static bool kd_search_leaf(const Prims &pr, const TraceTree &tr, con
                                        RtVec3 o, RtVec3 d, RtVec3 inv, float tmin, float lo, float hi, float eps,
                                        bool any, RtHit &best)
 {
-    uint32_t leaf = kd_leaf_id(n);
+    const uint32_t leaf = kd_leaf_id(n);
+    /* the leaf's record is read with its box, so that its wait overlaps the
+     * box test rather than following it */
+    const RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
     float b0 = lo - eps, b1 = hi + eps;
-    if (cfg.leaf_skip && !clip_box(tr.boxes[leaf], o, inv, eps, &b0, &b1)) return false;
-    RtKdLeaf lf = pr.leaf(&tr.leaves[leaf]);
+    if (cfg.leaf_skip && !clip_box(pr.box(&tr.boxes[leaf]), o, inv, eps, &b0, &b1)) return false;
     /* each triangle's id read while the one before it is tested: its rows
      * then wait for one load, not two in a row */
     uint32_t next = lf.count ? pr.index(&tr.index[lf.first]) : 0u;
