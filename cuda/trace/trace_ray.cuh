@@ -190,8 +190,8 @@ RT_TRACE_FN static float trace_u2f(uint32_t u)
  * flushes subnormals (1/x of |x| < 2^-126 is +-inf, 1/x of |x| > 2^126 is
  * +-0, on the host too): a direction that small along an axis is parallel
  * to it for the walks, and the full-range instruction cost the setup of
- * every ray three scalings (a sixth of the setup of a ray that misses the
- * scene box). */
+ * every ray three scalings (18 instructions, a tenth of the setup of a ray
+ * that misses the scene box). */
 RT_TRACE_FN static float trace_rcp(float x)
 {
 #ifdef __CUDA_ARCH__
@@ -279,8 +279,9 @@ RT_TRACE_FN static KdChildren kd_children(float p, float oa, float da, float ia,
     c.pref_l = true;
     c.lo_l = c.lo_r = INFINITY;
     c.hi_l = c.hi_r = -INFINITY;
-    if (da == 0.0f) {
-        /* parallel: the origin's side, both when it lies on the plane */
+    if (da == 0.0f || !(fabsf(ia) < INFINITY)) {
+        /* parallel (or so nearly that 1/d, flushing subnormals, is
+         * infinite): the origin's side, both when it lies on the plane */
         c.need_l = oa <= p;
         c.need_r = oa >= p;
         c.lo_l = c.lo_r = lo;
