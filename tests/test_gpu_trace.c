@@ -12,7 +12,8 @@
  * type at 1920x1080 on the default scene and Sponza, every variant);
  * RT_GPU_BENCH_SCENES=sponza,bunny,... runs it alone on the scenes named;
  * RT_GPU_BENCH_TRAVERSAL=stack (a traversal's name) keeps that kd walk's rows
- * alone, for quick A/B runs of one walk. */
+ * alone, for quick A/B runs of one walk; RT_TEST_FILTER="*axis*" runs the
+ * tests whose names match. */
 #include "trace_check.h"
 #include "scene/load.h"
 #include "app/pipeline.h"
@@ -632,6 +633,10 @@ int main(void)
     /* RT_GPU_BENCH=2 (the BVH walk's rows) or RT_GPU_BENCH_SCENES: the
      * benchmark alone (profiler runs) */
     const struct CMUnitTest bench_only[] = {cmocka_unit_test(gpu_trace_benchmark)};
+    /* RT_TEST_FILTER: only the tests whose names match (cmocka's * and ?
+     * wildcards, e.g. "*axis*"), for short runs on the GPU machine */
+    const char *filter = getenv("RT_TEST_FILTER");
+    if (filter) cmocka_set_test_filter(filter);
     const char *b = getenv("RT_GPU_BENCH");
     if (b && (atoi(b) == 2 || getenv("RT_GPU_BENCH_SCENES")))
         return cmocka_run_group_tests_name("gpu_trace_bench", bench_only, gpu_setup, gpu_teardown);
