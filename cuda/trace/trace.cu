@@ -444,9 +444,7 @@ __device__ static bool cast_pixel(int ray_map, int w, int h, int *px, int *py)
 {
     const uint32_t x = blockIdx.x * blockDim.x + threadIdx.x, row = blockIdx.z * gridDim.y + blockIdx.y;
     if (ray_map == RT_RAYMAP_TILES) {
-        const uint32_t lane = x % (TILE_W * TILE_H);
-        *px = (int)(x / (TILE_W * TILE_H) * TILE_W + lane % TILE_W);
-        *py = (int)(row * TILE_H + lane / TILE_W);
+        tile_pixel(x / (TILE_W * TILE_H), row, x % (TILE_W * TILE_H), px, py);
     } else {
         *px = (int)x;
         *py = (int)row;

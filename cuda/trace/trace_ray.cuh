@@ -104,14 +104,18 @@ RT_TRACE_FN static bool clip_box(RtAabb b, RtVec3 o, RtVec3 inv, float eps, floa
  * and bottom edges keep their threads idle). */
 #define TILE_W 4
 #define TILE_H 8
+/* Lane `lane` of the 4x8 tile in tile column col, tile row row. */
+RT_TRACE_FN static void tile_pixel(uint32_t col, uint32_t row, uint32_t lane, int *px, int *py)
+{
+    *px = (int)(col * TILE_W + lane % TILE_W);
+    *py = (int)(row * TILE_H + lane / TILE_W);
+}
 RT_TRACE_FN static bool pixel_of(int ray_map, uint32_t tid, int w, int h, int *px, int *py)
 {
     if (ray_map == RT_RAYMAP_TILES) {
         uint32_t tiles_x = ((uint32_t)w + TILE_W - 1) / TILE_W;
         uint32_t pid = tid / (TILE_W * TILE_H);
-        uint32_t lane = tid % (TILE_W * TILE_H);
-        *px = (int)((pid % tiles_x) * TILE_W + lane % TILE_W);
-        *py = (int)((pid / tiles_x) * TILE_H + lane / TILE_W);
+        tile_pixel(pid % tiles_x, pid / tiles_x, tid % (TILE_W * TILE_H), px, py);
     } else {
         *px = (int)(tid % (uint32_t)w);
         *py = (int)(tid / (uint32_t)w);
