@@ -87,6 +87,15 @@ static void gpu_trace_rejects_bad_params(void **state)
     p.traversal = 7;
     assert_int_equal(rt_trace_gpu(f.gs, RT_ACCEL_OF_KD(&f.dtree), NULL, &f.s.camera, &p, img, 2, 2, NULL, NULL, &err),
                      RT_ERR_ARG);
+    /* the ray cast's 16-byte loads and stores: unaligned arrays are refused
+     * before any launch */
+    void *buf;
+    assert_int_equal(rt_gpu_malloc(&buf, 4 * sizeof(RtGpuRay), &err), RT_OK);
+    assert_int_equal(rt_trace_gpu_rays(f.gs, RT_ACCEL_OF_KD(&f.dtree), NULL, (const RtGpuRay *)((char *)buf + 4), (RtHit *)buf, NULL, 1,
+                                       1, 0, NULL, &err),
+                     RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "16-byte"));
+    rt_gpu_free(buf);
     rt_gpu_free(img);
     fixture_free(&f);
 }
