@@ -121,7 +121,7 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
     if (!live || !trace_ray_tolerance(bounds, bv.node_count, o, d, tmin, tmax, &delta, &eps)) return best;
     /* the scene box first: most rays that miss everything stop here (1/d
      * is +-inf along an axis the ray is parallel to, as clip_box wants) */
-    const RtVec3 inv_d = v3(trace_rcp(d.x), trace_rcp(d.y), trace_rcp(d.z));
+    const RtVec3 inv_d = trace_inv(d);
     float r0 = tmin, r1 = tmax;
     if (!clip_box(bounds, o, inv_d, eps, &r0, &r1)) return best;
     /* In the node tests a zero direction component would make 0 * inf =

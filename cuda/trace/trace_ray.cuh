@@ -208,6 +208,8 @@ RT_TRACE_FN static float trace_rcp(float x)
     return fabsf(r) < FLT_MIN ? copysignf(0.0f, r) : r;
 #endif
 }
+/* 1/d per axis: +-inf along an axis the ray is parallel to */
+RT_TRACE_FN static RtVec3 trace_inv(RtVec3 d) { return v3(trace_rcp(d.x), trace_rcp(d.y), trace_rcp(d.z)); }
 RT_TRACE_FN static float trace_rsqrt(float x)
 {
 #ifdef __CUDA_ARCH__
@@ -263,12 +265,12 @@ RT_TRACE_FN static bool kd_ray_start(const TraceTree &tr, RtVec3 o, RtVec3 d, fl
     /* Plane crossings multiply by 1/d: a division per node visit was the
      * loop's most expensive instruction. 1/0 is +-inf (a ray parallel to
      * an axis), which the walk tests for. */
-    *inv = v3(trace_rcp(d.x), trace_rcp(d.y), trace_rcp(d.z));
+    *inv = trace_inv(d);
     return live && clip_box(bounds, o, *inv, *eps, r0, r1);
 }
 
 /* Which children of an interior node (split p on an axis where the ray has
- * origin oa, direction da, 1/da ia) a ray in [lo, hi] needs, its interval
+ * origin oa and 1/d ia) a ray in [lo, hi] needs, its interval
  * in each, and the one it visits first: the tie rules of kd_layout.h, with
  * every decision widened by eps as kd_traverse_cpu.c's. */
 typedef struct KdChildren {
@@ -276,23 +278,23 @@ typedef struct KdChildren {
     float lo_l, hi_l, lo_r, hi_r;
 } KdChildren;
 
-RT_TRACE_FN static KdChildren kd_children(float p, float oa, float da, float ia, float lo, float hi, float eps)
+RT_TRACE_FN static KdChildren kd_children(float p, float oa, float ia, float lo, float hi, float eps)
 {
     KdChildren c;
     c.need_l = c.need_r = false;
     c.pref_l = true;
     c.lo_l = c.lo_r = INFINITY;
     c.hi_l = c.hi_r = -INFINITY;
-    if (da == 0.0f || !(fabsf(ia) < INFINITY)) {
-        /* parallel (or so nearly that 1/d, flushing subnormals, is
-         * infinite): the origin's side, both when it lies on the plane */
+    if (!(fabsf(ia) < INFINITY)) {
+        /* parallel (1/d of 0, or of a subnormal d flushed, is infinite):
+         * the origin's side, both when it lies on the plane */
         c.need_l = oa <= p;
         c.need_r = oa >= p;
         c.lo_l = c.lo_r = lo;
         c.hi_l = c.hi_r = hi;
     } else {
         float ts = (p - oa) * ia;
-        bool first_l = da > 0.0f;
+        bool first_l = ia > 0.0f;
         float lo_f = INFINITY, hi_f = -INFINITY, lo_s = INFINITY, hi_s = -INFINITY;
         bool pref_first = true;
         if (ts > hi + eps) {
@@ -477,7 +479,7 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                  * overflows) */
                 const bool active = !done && lo <= hi && lo <= best.t + eps;
                 KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
-                if (active) c = kd_children(kd_split(n), v3_get(o, a), v3_get(d, a), ia, lo, hi, eps);
+                if (active) c = kd_children(kd_split(n), v3_get(o, a), ia, lo, hi, eps);
                 if (kPacket) { /* an empty child is needed by none */
                     c.need_l = c.need_l && !(kd_empty_children(n) & RT_KD_EMPTY_LEFT);
                     c.need_r = c.need_r && !(kd_empty_children(n) & RT_KD_EMPTY_RIGHT);
@@ -606,12 +608,12 @@ RT_TRACE_FN static RtHit trace_ray(const Prims &pr, const TraceTree &tr, const T
             if (kd_is_leaf(n)) break;
             bool active = !finished && lo <= hi && lo <= best.t + eps;
             int a = kd_axis(n);
-            float p = kd_split(n), oa = v3_get(o, a), da = v3_get(d, a);
+            float p = kd_split(n), oa = v3_get(o, a);
             uint32_t left = kd_left(n);
             /* which children this ray needs, with its interval in each,
              * and the one it would visit first (the tie rules of kd_layout.h) */
             KdChildren c = {false, false, true, INFINITY, -INFINITY, INFINITY, -INFINITY};
-            if (active) c = kd_children(p, oa, da, v3_get(inv, a), lo, hi, eps);
+            if (active) c = kd_children(p, oa, v3_get(inv, a), lo, hi, eps);
             const bool need_l = c.need_l, need_r = c.need_r, pref_l = c.pref_l;
             const float lo_l = c.lo_l, hi_l = c.hi_l, lo_r = c.lo_r, hi_r = c.hi_r;
             bool any_l = warp_any<kPacket>(pr, need_l), any_r = warp_any<kPacket>(pr, need_r);
