@@ -516,6 +516,28 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     f->walk_bvh = 0;
     f->dbvh = lbvh_tree;
     rt_hploc_gpu_destroy(hb);
+    /* the default walk over the tree a frame traces: the GPU's own build
+     * (Zhou / Chang, default parameters) of the same triangles */
+    if (!bvh_only) {
+        RtKdGpu *kb = NULL;
+        RtKdTree gpu_tree;
+        RtKdGpuStats ks;
+        const RtKdGpuParams kp = rt_kd_gpu_params_default();
+        const RtTriArrays d = rt_gpu_scene_tris(f->gs);
+        assert_int_equal(rt_kd_gpu_create(&kb, &err), RT_OK);
+        assert_int_equal(rt_kd_gpu_build(kb, &kp, d.verts, d.woop, d.count, &gpu_tree, &ks, &err), RT_OK);
+        const RtKdTree oracle = f->dtree;
+        f->dtree = gpu_tree;
+        v = rt_trace_params_default();
+        bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
+        print_message("BENCH | %s, GPU-built tree (%u nodes) | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
+                      rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal), gpu_tree.node_count,
+                      rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
+                      v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1],
+                      r[2], r[3]);
+        f->dtree = oracle;
+        rt_kd_gpu_destroy(kb);
+    }
     /* the short stack's size, on the fastest combination of the rest */
     print_message("BENCH stack | short-stack entries (shortstack, woop, no leaf skip, 4x8, no "
                   "packets) | primary Mrays/s | shadow Mrays/s | reflection Mrays/s | full frame ms |\n");
