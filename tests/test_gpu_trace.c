@@ -17,6 +17,7 @@
 #include "trace_check.h"
 #include "scene/load.h"
 #include "app/pipeline.h"
+#include "app/variants.h"
 #include "bvh/hploc_gpu.h"
 
 static void need_gpu(void **state)
@@ -516,25 +517,39 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     f->walk_bvh = 0;
     f->dbvh = lbvh_tree;
     rt_hploc_gpu_destroy(hb);
-    /* the default walk over the tree a frame traces: the GPU's own build
-     * (Zhou / Chang, default parameters) of the same triangles */
+    /* the default walk over the tree a frame traces: the GPU's own build of
+     * the same triangles, with its default parameters, or with each of the
+     * settings RT_GPU_BENCH_BUILD lists (';' between builds, each as
+     * `rtviewer --build` takes it, e.g. "leaf=32;ce=10;builder=1") */
     if (!bvh_only) {
+        const char *list = getenv("RT_GPU_BENCH_BUILD");
+        char builds[512];
+        snprintf(builds, sizeof builds, "%s", list && *list ? list : "");
         RtKdGpu *kb = NULL;
-        RtKdTree gpu_tree;
-        RtKdGpuStats ks;
-        const RtKdGpuParams kp = rt_kd_gpu_params_default();
-        const RtTriArrays d = rt_gpu_scene_tris(f->gs);
         assert_int_equal(rt_kd_gpu_create(&kb, &err), RT_OK);
-        assert_int_equal(rt_kd_gpu_build(kb, &kp, d.verts, d.woop, d.count, &gpu_tree, &ks, &err), RT_OK);
+        const RtTriArrays d = rt_gpu_scene_tris(f->gs);
         const RtKdTree oracle = f->dtree;
-        f->dtree = gpu_tree;
-        v = rt_trace_params_default();
-        bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
-        print_message("BENCH | %s, GPU-built tree (%u nodes) | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
-                      rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal), gpu_tree.node_count,
-                      rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
-                      v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1],
-                      r[2], r[3]);
+        char *save = NULL;
+        char *one = strtok_r(builds, ";", &save); /* NULL: the defaults, once */
+        do {
+            const char *setting = one ? one : "default";
+            RtPipelineParams pp = rt_pipeline_params_default();
+            if (one) {
+                if (rt_variant_parse_list(&pp, RT_SCOPE_BUILD, one, &err) != RT_OK) fail_msg("%s", err.msg);
+            }
+            RtKdTree gpu_tree;
+            RtKdGpuStats ks;
+            assert_int_equal(rt_kd_gpu_build(kb, &pp.build, d.verts, d.woop, d.count, &gpu_tree, &ks, &err), RT_OK);
+            f->dtree = gpu_tree;
+            v = rt_trace_params_default();
+            bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
+            print_message("BENCH | %s, GPU-built tree (%s: %u nodes, %u references, %.3f ms) | %s | %s | %s | %s | "
+                          "%.0f | %.0f | %.0f | %.3f |\n",
+                          rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal), setting, ks.nodes, ks.references,
+                          ks.gpu_ms, rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
+                          v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1],
+                          r[2], r[3]);
+        } while (one && (one = strtok_r(NULL, ";", &save)));
         f->dtree = oracle;
         rt_kd_gpu_destroy(kb);
     }
