@@ -8,7 +8,9 @@
  * The diffuse pass (rt_pipeline_cast_diffuse) on the CPU: its primary and
  * diffuse hits are the brute force's, its rays the ones sample.h makes for
  * the pixel and the seed, at any thread count, with or without a tree, for
- * 0, 1 and many rays. (The GPU's against the CPU's: test_gpu_trace.c.) */
+ * 0, 1 and many rays. (The GPU's against the CPU's: test_gpu_trace.c.)
+ * The trace per ray type (rt_pipeline_ray_rates): the passes' differences,
+ * and the frame's image kept, on both backends. */
 #include "test_util.h"
 
 #include <ctype.h>
@@ -496,6 +498,79 @@ static void bench_cpu_diffuse_zero_and_one_ray(void **state)
 }
 
 
+/* ---- the trace per ray type (rt_pipeline_ray_rates) ------------------------------------ */
+
+/* Shadow and reflection rays take the differences of the passes; a pass
+ * faster than the one before it (the timer's noise) leaves that type 0 ms
+ * and no rate, and a type without rays has none either. */
+static void ray_rates_derive_differences_and_rates(void **state)
+{
+    (void)state;
+    RtRayRates r = {{2.0, 2.5, 2.4}};
+    const uint64_t rays[3] = {1000000, 500000, 0};
+    rt_ray_rates_derive(&r, rays);
+    assert_true(r.type_ms[0] == 2.0 && r.type_ms[1] == 0.5 && r.type_ms[2] == 0.0);
+    assert_true(fabs(r.mrays[0] - 500.0) < 1e-9 && fabs(r.mrays[1] - 1000.0) < 1e-9);
+    assert_true(isnan(r.mrays[2]));
+    const uint64_t more[3] = {1000000, 500000, 7};
+    rt_ray_rates_derive(&r, more);
+    assert_true(isnan(r.mrays[2])); /* rays, but no time left to them */
+}
+
+/* The passes on a backend, after a frame of sample 0 (the window's case):
+ * every pass timed, the frame's ray counts give the rates, and the target
+ * holds the frame's own image again after one round (the last pass is the
+ * full one). Zero rounds is an argument error. */
+static void ray_rates_on(RtBackend backend)
+{
+    enum { W = 96, H = 72 };
+    RtError err = {0};
+    RtScene s;
+    rt_scene_init(&s);
+    assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
+    RtPipeline *p = NULL;
+    RtStatus rs = rt_pipeline_create(&s, backend, W, H, &p, &err);
+    if (rs == RT_ERR_NO_DEVICE) {
+        print_message("skip: no GPU: %s\n", err.msg);
+        rt_scene_free(&s);
+        skip();
+    }
+    assert_int_equal(rs, RT_OK);
+    RtImage frame, img;
+    assert_int_equal(rt_image_alloc(&frame, W, H), RT_OK);
+    assert_int_equal(rt_image_alloc(&img, W, H), RT_OK);
+    RtPipelineParams pp = rt_pipeline_params_default();
+    RtFrameTarget target = {W, H, NULL, &img};
+    RtFrameStats fs;
+    if (rt_pipeline_frame(p, &pp, 0.0f, NULL, &target, &fs, &err) != RT_OK) fail_msg("%s", err.msg);
+    memcpy(frame.rgba, img.rgba, (size_t)W * H * 4);
+    assert_true(fs.primary_rays == (uint64_t)W * H && fs.shadow_rays > 0 && fs.reflection_rays > 0);
+    RtRayRates r;
+    assert_int_equal(rt_pipeline_ray_rates(p, &pp, NULL, &target, &fs, 0, &r, &err), RT_ERR_ARG);
+    if (rt_pipeline_ray_rates(p, &pp, NULL, &target, &fs, 1, &r, &err) != RT_OK) fail_msg("%s", err.msg);
+    for (int k = 0; k < 3; k++) assert_true(r.pass_ms[k] > 0 && isfinite(r.pass_ms[k]));
+    assert_true(r.mrays[0] > 0 && isfinite(r.mrays[0]));
+    assert_memory_equal(frame.rgba, img.rgba, (size_t)W * H * 4);
+    print_message("  %s: passes %.3f / %.3f / %.3f ms, primary %.2f Mrays/s\n",
+                  backend == RT_BACKEND_GPU ? "GPU" : "CPU", r.pass_ms[0], r.pass_ms[1], r.pass_ms[2], r.mrays[0]);
+    rt_image_free(&frame);
+    rt_image_free(&img);
+    rt_pipeline_destroy(p);
+    rt_scene_free(&s);
+}
+
+static void pipeline_cpu_ray_rates_keep_the_frame(void **state)
+{
+    (void)state;
+    ray_rates_on(RT_BACKEND_CPU);
+}
+
+static void pipeline_gpu_ray_rates_keep_the_frame(void **state)
+{
+    (void)state;
+    ray_rates_on(RT_BACKEND_GPU);
+}
+
 /* ---- the structure slot: kd vs lbvh vs bvh --------------------------------------------- */
 
 /* One frame of s through the slot's structure on a backend into img; the
@@ -845,6 +920,9 @@ int main(void)
         cmocka_unit_test(bench_gpu_json_has_every_field),
         cmocka_unit_test(bench_cpu_diffuse_hits_match_brute_force),
         cmocka_unit_test(bench_cpu_diffuse_zero_and_one_ray),
+        cmocka_unit_test(ray_rates_derive_differences_and_rates),
+        cmocka_unit_test(pipeline_cpu_ray_rates_keep_the_frame),
+        cmocka_unit_test(pipeline_gpu_ray_rates_keep_the_frame),
         cmocka_unit_test(pipeline_cpu_lbvh_frame_equals_kd_frame),
         cmocka_unit_test(pipeline_gpu_lbvh_frame_matches_cpu),
         cmocka_unit_test(pipeline_cpu_bvh_frame_equals_kd_frame),

@@ -211,15 +211,6 @@ static void sample_gpu_mem(Bench *b, BenchRow *r)
  * same rays from the same primary hits. */
 #define BENCH_DIFFUSE_SEED 1u
 
-/* The pass parameters: 0 primary only, 1 + shadows, 2 everything. */
-static RtPipelineParams trace_pass(const RtPipelineParams *pp, int pass)
-{
-    RtPipelineParams p = *pp;
-    if (pass < 2) p.trace.shade.max_bounces = 0;
-    if (pass < 1) p.trace.shade.shadows = 0;
-    return p;
-}
-
 static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtError *err)
 {
     const RtOptions *o = b->o;
@@ -277,18 +268,16 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
         }
     }
 
-    /* trace per ray type: three passes over the same tree and camera, each
-     * run twice (1 2 3 3 2 1, so no pass always runs first on cold caches)
-     * and the faster run kept: the differences between passes are then
+    /* trace per ray type: the three passes over the same tree and camera,
+     * twice (1 2 3 3 2 1, so no pass always runs first on cold caches), the
+     * faster run of each kept: the differences between passes are then
      * differences of like measurements */
-    static const BenchCol pass_col[3] = {BC_PASS_PRIMARY, BC_PASS_SHADOW, BC_PASS_FULL};
-    for (int k = 0; k < 6; k++) {
-        int pass = k < 3 ? k : 5 - k;
-        RtPipelineParams pp = trace_pass(&o->pipe, pass);
-        double ms = 0;
-        if ((st = rt_pipeline_retrace(b->pipe, &pp, rt_app_camera(o), &target, &ms, err)) != RT_OK) return st;
-        if (k < 3 || ms < r->v[pass_col[pass]]) r->v[pass_col[pass]] = ms;
-    }
+    RtRayRates rates;
+    if ((st = rt_pipeline_ray_rates(b->pipe, &o->pipe, rt_app_camera(o), &target, &fs, 2, &rates, err)) != RT_OK)
+        return st;
+    r->v[BC_PASS_PRIMARY] = rates.pass_ms[0];
+    r->v[BC_PASS_SHADOW] = rates.pass_ms[1];
+    r->v[BC_PASS_FULL] = rates.pass_ms[2];
 
     /* diffuse rays: their own cast over the same tree and camera, run
      * twice like the passes, the faster kept */
@@ -307,10 +296,17 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
 static void finish_row(BenchRow *r, float t)
 {
     r->v[BC_T] = t;
-    /* a pass does all of the one before it and more; a difference below
-     * the timer's noise reads 0, not a negative time */
-    r->v[BC_TRACE_SHADOW] = fmax(0.0, r->v[BC_PASS_SHADOW] - r->v[BC_PASS_PRIMARY]);
-    r->v[BC_TRACE_REFLECTION] = fmax(0.0, r->v[BC_PASS_FULL] - r->v[BC_PASS_SHADOW]);
+    RtRayRates rates = {{r->v[BC_PASS_PRIMARY], r->v[BC_PASS_SHADOW], r->v[BC_PASS_FULL]}};
+    _Static_assert(BC_SHADOW_RAYS == BC_PRIMARY_RAYS + 1 && BC_REFLECTION_RAYS == BC_PRIMARY_RAYS + 2,
+                   "the ray counts are adjacent columns, as RtRayRates orders its types");
+    uint64_t type_rays[3];
+    for (int k = 0; k < 3; k++) {
+        const double n = r->v[BC_PRIMARY_RAYS + k];
+        type_rays[k] = n > 0 ? (uint64_t)n : 0;
+    }
+    rt_ray_rates_derive(&rates, type_rays);
+    r->v[BC_TRACE_SHADOW] = rates.type_ms[1];
+    r->v[BC_TRACE_REFLECTION] = rates.type_ms[2];
     double rays = r->v[BC_PRIMARY_RAYS] + r->v[BC_SHADOW_RAYS] + r->v[BC_REFLECTION_RAYS];
     r->v[BC_MRAYS] = r->v[BC_TRACE] > 0 ? rays / (r->v[BC_TRACE] * 1e3) : NAN;
     r->v[BC_DIFFUSE_MRAYS] =

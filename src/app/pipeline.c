@@ -811,6 +811,39 @@ RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const Rt
     return s;
 }
 
+/* ---- the trace per ray type ------------------------------------------------------ */
+
+void rt_ray_rates_derive(RtRayRates *r, const uint64_t rays[3])
+{
+    r->type_ms[0] = r->pass_ms[0];
+    r->type_ms[1] = fmax(0.0, r->pass_ms[1] - r->pass_ms[0]);
+    r->type_ms[2] = fmax(0.0, r->pass_ms[2] - r->pass_ms[1]);
+    for (int k = 0; k < 3; k++)
+        r->mrays[k] = rays[k] && r->type_ms[k] > 0 ? (double)rays[k] / (r->type_ms[k] * 1e3) : NAN;
+}
+
+RtStatus rt_pipeline_ray_rates(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
+                               const RtFrameTarget *target, const RtFrameStats *fs, int rounds, RtRayRates *out,
+                               RtError *err)
+{
+    if (rounds < 1) return rt_fail(err, RT_ERR_ARG, "APP: ray rates need at least one round, not %d", rounds);
+    for (int k = 0; k < 3; k++) out->pass_ms[k] = INFINITY;
+    for (int r = 0; r < rounds; r++)
+        for (int k = 0; k < 3; k++) {
+            const int pass = r % 2 ? 2 - k : k;
+            RtPipelineParams q = *pp;
+            if (pass < 2) q.trace.shade.max_bounces = 0;
+            if (pass < 1) q.trace.shade.shadows = 0;
+            double ms = 0;
+            RtStatus s = rt_pipeline_retrace(p, &q, cam, target, &ms, err);
+            if (s != RT_OK) return s;
+            out->pass_ms[pass] = fmin(out->pass_ms[pass], ms);
+        }
+    const uint64_t rays[3] = {fs->primary_rays, fs->shadow_rays, fs->reflection_rays};
+    rt_ray_rates_derive(out, rays);
+    return RT_OK;
+}
+
 /* ---- the diffuse pass ----------------------------------------------------------- */
 
 /* The buffers for n rays: host always, device on the GPU. */

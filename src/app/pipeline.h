@@ -144,6 +144,32 @@ RtStatus rt_pipeline_frame(RtPipeline *p, const RtPipelineParams *pp, float t, c
 RtStatus rt_pipeline_retrace(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
                              const RtFrameTarget *target, double *trace_ms, RtError *err);
 
+/* The frame's trace per ray type, as three passes over the last frame's
+ * tree (what the benchmark and the window's HUD report): pass 0 primary
+ * rays only (no shadows, no bounces), pass 1 with the shadow rays, pass 2
+ * everything pp asks for; shadow rays take pass 1 - pass 0, reflection
+ * (and refraction) rays pass 2 - pass 1 (rt_ray_rates_derive). */
+typedef struct RtRayRates {
+    double pass_ms[3];  /* each pass's fastest run: the trace alone */
+    double type_ms[3];  /* primary, shadow, reflection: rt_ray_rates_derive */
+    double mrays[3];    /* the rays of each type / type_ms (NAN: none cast, or no time left to them) */
+} RtRayRates;
+
+/* type_ms and mrays from pass_ms and the frame's ray counts (rays: primary,
+ * shadow, reflection). A pass does all of the one before it and more, so a
+ * difference below the timer's noise reads 0, not a negative time. */
+void rt_ray_rates_derive(RtRayRates *r, const uint64_t rays[3]);
+
+/* Runs the three passes `rounds` times (forward, then backward, and so on:
+ * no pass always runs first on cold caches), keeps each one's fastest run
+ * and derives the rates with fs's ray counts (the last frame's, traced with
+ * pp). The passes render into target like rt_pipeline_retrace: with rounds
+ * odd the last is pass 2, so after a frame of sample 0 traced with pp the
+ * target and the accumulation hold that frame's image again. */
+RtStatus rt_pipeline_ray_rates(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
+                               const RtFrameTarget *target, const RtFrameStats *fs, int rounds, RtRayRates *out,
+                               RtError *err);
+
 /* What rt_pipeline_cast_diffuse did. The arrays are optional and the
  * caller's (w*h entries each, pixel order y * w + x; NULL = not wanted). */
 typedef struct RtDiffuseCast {

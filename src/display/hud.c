@@ -295,6 +295,16 @@ static void stats_lines(const RtHud *h, const RtHudInfo *in, Lines *l)
     add(l, kText, "animate %s  build %s  trace %s  display %s ms", ms(a, t->stage_ms[RT_STAGE_ANIMATE]),
         ms(b, t->stage_ms[RT_STAGE_BUILD]), ms(c, t->stage_ms[RT_STAGE_TRACE]),
         ms(d, t->stage_ms[RT_STAGE_DISPLAY]));
+    if (in->rates) {
+        char r[3][16];
+        for (int k = 0; k < 3; k++) {
+            if (isnan(in->rates->mrays[k])) snprintf(r[k], sizeof r[k], "-");
+            else snprintf(r[k], sizeof r[k], "%.0f", in->rates->mrays[k]);
+        }
+        add(l, kText, "Mrays/s by type: primary %s  shadow %s  reflection %s", r[0], r[1], r[2]);
+    } else if (in->rates_note) {
+        add(l, kDim, "Mrays/s by type: %s", in->rates_note);
+    }
     if (in->gpu_stages) add(l, kDim, "GPU stage times: n/a (%s)", in->gpu_stages);
     if (in->anim) add(l, kText, "animation: %s", in->anim);
     if (in->kd_gpu) {

@@ -40,6 +40,8 @@ typedef struct RtHudInfo {
     const RtKdGpuStats *kd_gpu; /* the GPU build's stages, launches, round trips; NULL on the CPU */
     const char *structure_note;    /* auto's choice and why, or the memory fallback; or NULL */
     const RtPhotonStats *photons;  /* the frame's photon stage; NULL when it had none */
+    const RtRayRates *rates;  /* the trace per ray type (rt_pipeline_ray_rates), or NULL */
+    const char *rates_note;   /* why there are none yet (rates NULL), or NULL */
     uint32_t samples;              /* samples per pixel accumulated in the image shown */
     int gpu_variants;         /* the GPU groups (1-0, Y) act on this frame */
     const char *anim;         /* animation state line, e.g. "t 3.20 s of 0..20  x1" */

@@ -35,6 +35,8 @@
  * took this long. */
 #define VIEW_MAX_DT_S 1.0
 #define VIEW_MESSAGE_MS 4000.0
+/* how often the HUD's rates per ray type are measured while the view changes */
+#define VIEW_RATES_MS 2000.0
 /* N steps the animation by one frame of a 30 Hz animation; [ ] halve and
  * double its speed within these bounds. */
 #define VIEW_STEP_S (1.0 / 30.0)
@@ -78,6 +80,8 @@ typedef struct RtViewer {
         int w, h, gpu;
     } last_view;
     uint32_t sample;          /* the next frame's sample index (0: the view changed) */
+    RtRayRates rates;         /* the HUD's trace per ray type (GPU backend), measured at rates_at */
+    double rates_at;          /* rt_now_ms() of that measurement; 0: none yet */
     char clip_buf[16];        /* opt.clip after the clip key: the index played */
     char message[256];
     double message_until;
@@ -527,6 +531,11 @@ static void next_sample(RtViewer *v, int w, int h)
                v->anim_t == v->last_view.t && !memcmp(&v->cam, &v->last_view.cam, sizeof v->cam) &&
                !memcmp(&pp, &v->last_view.pp, sizeof pp);
     if (!same) v->sample = 0;
+    /* new settings, size or backend: the HUD's rates per ray type are
+     * measured again at once (a moving camera only every VIEW_RATES_MS) */
+    if (w != v->last_view.w || h != v->last_view.h || v->use_gpu != v->last_view.gpu ||
+        memcmp(&pp, &v->last_view.pp, sizeof pp))
+        v->rates_at = 0;
     v->opt.pipe.trace.shade.sample = v->sample;
     /* --max-spp (at most 2^16: float sums stay exact to a byte, rt_shade_accumulate) */
     if (v->sample + 1u < (uint32_t)v->opt.max_spp) v->sample++;
@@ -553,6 +562,15 @@ static RtStatus run_pipeline(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, R
     RtFrameTarget target = {fb_w, fb_h, dev, dev ? NULL : &v->frame};
     next_sample(v, fb_w, fb_h);
     st = rt_pipeline_frame(p, &v->opt.pipe, (float)v->anim_t, &v->cam, &target, &v->fs, err);
+    /* The HUD's trace per ray type, every VIEW_RATES_MS while it shows: the
+     * three passes once, after a frame of sample 0, whose image and
+     * accumulation the last pass (everything) writes again. GPU backend
+     * only: on the CPU the passes would take seconds. */
+    if (st == RT_OK && v->use_gpu && v->show_hud && v->opt.pipe.trace.shade.sample == 0 &&
+        (v->rates_at == 0 || rt_now_ms() - v->rates_at >= VIEW_RATES_MS)) {
+        st = rt_pipeline_ray_rates(p, &v->opt.pipe, &v->cam, &target, &v->fs, 1, &v->rates, err);
+        v->rates_at = rt_now_ms();
+    }
     if (dev) {
         RtStatus su = rt_gl_display_unmap(v->display, err);
         if (st == RT_OK) st = su;
@@ -625,6 +643,8 @@ static RtStatus frame(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, RtError 
             .kd_gpu = v->use_gpu ? v->fs.kd_gpu : NULL,
             .structure_note = v->fs.structure_note,
             .photons = v->fs.has_photons ? &v->fs.photons : NULL,
+            .rates = v->use_gpu && v->rates_at > 0 ? &v->rates : NULL,
+            .rates_note = v->use_gpu ? "not measured yet" : "measured on the GPU backend only (G)",
             .samples = v->opt.pipe.trace.shade.sample + 1u,
             .gpu_variants = v->use_gpu,
             .anim = anim,
