@@ -546,10 +546,11 @@ static void ray_rates_on(RtBackend backend)
     memcpy(frame.rgba, img.rgba, (size_t)W * H * 4);
     assert_true(fs.primary_rays == (uint64_t)W * H && fs.shadow_rays > 0 && fs.reflection_rays > 0);
     RtRayRates r;
-    assert_int_equal(rt_pipeline_ray_rates(p, &pp, NULL, &target, &fs, 0, &r, &err), RT_ERR_ARG);
-    if (rt_pipeline_ray_rates(p, &pp, NULL, &target, &fs, 1, &r, &err) != RT_OK) fail_msg("%s", err.msg);
+    assert_int_equal(rt_pipeline_ray_rates(p, &pp, NULL, &target, 0, &r, &err), RT_ERR_ARG);
+    if (rt_pipeline_ray_rates(p, &pp, NULL, &target, 1, &r, &err) != RT_OK) fail_msg("%s", err.msg);
     for (int k = 0; k < 3; k++) assert_true(r.pass_ms[k] > 0 && isfinite(r.pass_ms[k]));
     assert_true(r.mrays[0] > 0 && isfinite(r.mrays[0]));
+    assert_true(fabs(r.mrays[0] - (double)fs.primary_rays / (r.pass_ms[0] * 1e3)) <= 1e-9 * r.mrays[0]); /* the frame's rays */
     assert_memory_equal(frame.rgba, img.rgba, (size_t)W * H * 4);
     print_message("  %s: passes %.3f / %.3f / %.3f ms, primary %.2f Mrays/s\n",
                   backend == RT_BACKEND_GPU ? "GPU" : "CPU", r.pass_ms[0], r.pass_ms[1], r.pass_ms[2], r.mrays[0]);

@@ -273,7 +273,7 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
      * faster run of each kept: the differences between passes are then
      * differences of like measurements */
     RtRayRates rates;
-    if ((st = rt_pipeline_ray_rates(b->pipe, &o->pipe, rt_app_camera(o), &target, &fs, 2, &rates, err)) != RT_OK)
+    if ((st = rt_pipeline_ray_rates(b->pipe, &o->pipe, rt_app_camera(o), &target, 2, &rates, err)) != RT_OK)
         return st;
     r->v[BC_PASS_PRIMARY] = rates.pass_ms[0];
     r->v[BC_PASS_SHADOW] = rates.pass_ms[1];
@@ -297,13 +297,9 @@ static void finish_row(BenchRow *r, float t)
 {
     r->v[BC_T] = t;
     RtRayRates rates = {{r->v[BC_PASS_PRIMARY], r->v[BC_PASS_SHADOW], r->v[BC_PASS_FULL]}};
-    _Static_assert(BC_SHADOW_RAYS == BC_PRIMARY_RAYS + 1 && BC_REFLECTION_RAYS == BC_PRIMARY_RAYS + 2,
-                   "the ray counts are adjacent columns, as RtRayRates orders its types");
+    const double n[3] = {r->v[BC_PRIMARY_RAYS], r->v[BC_SHADOW_RAYS], r->v[BC_REFLECTION_RAYS]};
     uint64_t type_rays[3];
-    for (int k = 0; k < 3; k++) {
-        const double n = r->v[BC_PRIMARY_RAYS + k];
-        type_rays[k] = n > 0 ? (uint64_t)n : 0;
-    }
+    for (int k = 0; k < 3; k++) type_rays[k] = n[k] > 0 ? (uint64_t)n[k] : 0; /* (NAN: none) */
     rt_ray_rates_derive(&rates, type_rays);
     r->v[BC_TRACE_SHADOW] = rates.type_ms[1];
     r->v[BC_TRACE_REFLECTION] = rates.type_ms[2];

@@ -823,8 +823,7 @@ void rt_ray_rates_derive(RtRayRates *r, const uint64_t rays[3])
 }
 
 RtStatus rt_pipeline_ray_rates(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
-                               const RtFrameTarget *target, const RtFrameStats *fs, int rounds, RtRayRates *out,
-                               RtError *err)
+                               const RtFrameTarget *target, int rounds, RtRayRates *out, RtError *err)
 {
     if (rounds < 1) return rt_fail(err, RT_ERR_ARG, "APP: ray rates need at least one round, not %d", rounds);
     for (int k = 0; k < 3; k++) out->pass_ms[k] = INFINITY;
@@ -839,7 +838,7 @@ RtStatus rt_pipeline_ray_rates(RtPipeline *p, const RtPipelineParams *pp, const 
             if (s != RT_OK) return s;
             out->pass_ms[pass] = fmin(out->pass_ms[pass], ms);
         }
-    const uint64_t rays[3] = {fs->primary_rays, fs->shadow_rays, fs->reflection_rays};
+    const uint64_t rays[3] = {p->last.primary_rays, p->last.shadow_rays, p->last.reflection_rays};
     rt_ray_rates_derive(out, rays);
     return RT_OK;
 }

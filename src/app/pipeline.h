@@ -162,13 +162,12 @@ void rt_ray_rates_derive(RtRayRates *r, const uint64_t rays[3]);
 
 /* Runs the three passes `rounds` times (forward, then backward, and so on:
  * no pass always runs first on cold caches), keeps each one's fastest run
- * and derives the rates with fs's ray counts (the last frame's, traced with
- * pp). The passes render into target like rt_pipeline_retrace: with rounds
+ * and derives the rates with the last frame's ray counts (that frame traced
+ * with pp). The passes render into target like rt_pipeline_retrace: with rounds
  * odd the last is pass 2, so after a frame of sample 0 traced with pp the
  * target and the accumulation hold that frame's image again. */
 RtStatus rt_pipeline_ray_rates(RtPipeline *p, const RtPipelineParams *pp, const RtCamera *cam,
-                               const RtFrameTarget *target, const RtFrameStats *fs, int rounds, RtRayRates *out,
-                               RtError *err);
+                               const RtFrameTarget *target, int rounds, RtRayRates *out, RtError *err);
 
 /* What rt_pipeline_cast_diffuse did. The arrays are optional and the
  * caller's (w*h entries each, pixel order y * w + x; NULL = not wanted). */

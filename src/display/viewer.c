@@ -568,7 +568,7 @@ static RtStatus run_pipeline(RtViewer *v, int fb_w, int fb_h, RtFrameTimes *t, R
      * only: on the CPU the passes would take seconds. */
     if (st == RT_OK && v->use_gpu && v->show_hud && v->opt.pipe.trace.shade.sample == 0 &&
         (v->rates_at == 0 || rt_now_ms() - v->rates_at >= VIEW_RATES_MS)) {
-        st = rt_pipeline_ray_rates(p, &v->opt.pipe, &v->cam, &target, &v->fs, 1, &v->rates, err);
+        st = rt_pipeline_ray_rates(p, &v->opt.pipe, &v->cam, &target, 1, &v->rates, err);
         v->rates_at = rt_now_ms();
     }
     if (dev) {
