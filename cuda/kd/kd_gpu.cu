@@ -468,7 +468,6 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
         return rt_fail(err, RT_ERR_ARG, "KD: %d children per large split: expected 2 or 4", p.large_ways);
     /* 4 ways need the children's boxes from the sort, i.e. [A] and [C] */
     c->ways = p.large_ways == 4 && c->split_at_route ? 4 : 2;
-    c->large_sah = c->split_at_route && c->ways == 2;
     if (p.large_dataflow < 0 || p.large_dataflow > 2)
         return rt_fail(err, RT_ERR_ARG,
                        "KD: large-stage schedule %d: expected 0 (a barrier per level), 1 (dataflow) or 2 (auto)",

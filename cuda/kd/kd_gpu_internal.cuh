@@ -52,8 +52,6 @@ enum {
 /* Children of one large-stage split: 2 (Zhou's binary split) or 4 (ours:
  * both halves split again at their own medians in the same pass). */
 #define KD_WAYS_MAX 4
-/* Bins per axis of the large stage's SAH split (KdConf.large_sah) */
-#define KD_BINS 16
 
 /* An active node of the large-node stage. */
 /* The large stage's per-level arrays (refs, their boxes, active nodes,
@@ -92,11 +90,6 @@ struct KdLargeNode {
     uint32_t kid_cursor[KD_WAYS_MAX]; /* Impl. II: per-block atomicAdd cursor = the child's count at the end */
     int kid_box[KD_WAYS_MAX][6];      /* [C] fused: each child's tight box, 6 atomics per chunk in the sort */
     uint32_t done;             /* persistent stage: chunks sorted; the last one routes the node */
-    /* large-stage SAH (KdConf.large_sah, 2 ways): each child's refs binned
-     * over its cell, [k][a][b] the boxes whose low side on axis a falls in
-     * bin b, [k][3 + a][b] their high sides (the sort's shared atomics, then
-     * one global atomic per bin and chunk) */
-    uint32_t kid_bin[2][6][KD_BINS];
 };
 
 /* Child k's cell (a stopped node: its own cell); W: the most children a
@@ -242,8 +235,6 @@ struct KdConf {
     int small_exact;                   /* small roots' triangles clipped exactly to the root cell */
     int split_at_route;                /* persistent [C]: children split where they are routed */
     int ways;                          /* children per large split: 2, or 4 (split_at_route only) */
-    int large_sah;                     /* large nodes split by binned SAH instead of the spatial median
-                                          (split_at_route, 2 ways) */
     int dataflow;                      /* persistent large stage without barriers between levels
                                           (split_at_route only) */
     int sms;                           /* multiprocessors (grids of the persistent kernels) */

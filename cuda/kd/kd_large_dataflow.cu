@@ -95,7 +95,7 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
         if (ch == KD_CHUNK_FREE) return;
         const uint2 dsc = make_uint2(s_work[2], s_work[3]);
         const uint32_t ni = dsc.x;
-        const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, dsc, s.sh, s.shf, s.off, s.kbin);
+        const bool last = kd_sort_chunk<BALLOT, SHFL, true, W>(b, c, lev, dsc, s.sh, s.shf, s.off);
         if (last) /* a warp per child (a block of fewer warps takes turns) */
             for (int k = (int)(threadIdx.x >> 5); k < W; k += KD_CHUNK / 32)
                 kd_route_node<false, true, W>(b, c, &b.active[kd_list(b, lev)][ni], lev, 0, threadIdx.x & 31,

@@ -118,59 +118,10 @@ __device__ __forceinline__ bool kd_fits(const KdBufs &b, uint32_t first, uint32_
  * median split, and each child's region of `count` refs in the
  * next list. Allocation failures are also flagged in *lovf (the persistent
  * stage's per-level word). */
-/* The best binned-SAH plane inside `cell` (the node's cell after its
- * empty-space cuts) from the bins `bins` (the parent's KdLargeNode.kid_bin[k],
- * copied to shared memory by the routing warp) made over `bcell`, the cell before the cuts:
- * the plane between bins j - 1 and j has on its left the n_lo of bins < j
- * and on its right the count less the n_hi of bins < j. Returns the axis,
- * or -1 when no bin boundary lies inside `cell`. */
-__device__ inline int kd_sah_plane(const uint32_t *bins, const RtAabb &bcell, const RtAabb &cell, uint32_t count,
-                            float *plane)
-{
-    const RtVec3 d = v3_sub(cell.hi, cell.lo);
-    float best = INFINITY;
-    int axis = -1;
-#pragma unroll
-    for (int a = 0; a < 3; a++) {
-        const float blo = v3_get(bcell.lo, a), bext = v3_get(bcell.hi, a) - blo;
-        const float lo = v3_get(cell.lo, a), hi = v3_get(cell.hi, a);
-        if (!(bext > 0.0f)) continue;
-        /* a child's half area along a: x * (sum of the other extents) + their product */
-        const float es = a == 0 ? d.y + d.z : (a == 1 ? d.x + d.z : d.x + d.y);
-        const float ep = a == 0 ? d.y * d.z : (a == 1 ? d.x * d.z : d.x * d.y);
-        uint32_t nl = 0, hs = 0;
-        for (int j = 1; j < KD_BINS; j++) {
-            nl += bins[a * KD_BINS + j - 1];
-            hs += bins[(3 + a) * KD_BINS + j - 1];
-            const float p = blo + bext * ((float)j / (float)KD_BINS);
-            if (!(p > lo && p < hi)) continue;
-            const float cost = ((p - lo) * es + ep) * (float)nl + ((hi - p) * es + ep) * (float)(count > hs ? count - hs : 0u);
-            if (cost < best) {
-                best = cost;
-                axis = a;
-                *plane = p;
-            }
-        }
-    }
-    return axis;
-}
-
-/* Whether node nd's sort bins its children for their SAH splits: only
- * nodes of many refs, whose children's split planes matter most and are
- * few (the deeper large levels keep the spatial median). */
-__device__ __forceinline__ bool kd_sah_binned(const KdConf &c, const KdLargeNode *nd)
-{
-    return nd->count >= 32u * c.small_threshold;
-}
-
-/* bins: the node's SAH bins over its cell (KdLargeNode.kid_bin of the
- * parent), or NULL for the spatial median. */
 template <int W>
-__device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t *lovf,
-                              const uint32_t *bins = NULL)
+__device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd, int level, uint32_t *lovf)
 {
     KdCounters *ctr = b.ctr;
-    const RtAabb bcell = nd->cell;
     RtAabb cell = nd->cell;
     RtAabb tight = kd_box_clip(kd_box_decode(nd->box), cell);
     uint32_t node = nd->node, depth = nd->depth;
@@ -205,15 +156,11 @@ __device__ void kd_split_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 depth++;
             }
         }
-        /* spatial median of the longest axis of the (cut) cell, or the
-         * binned SAH's plane */
+        /* spatial median of the longest axis of the (cut) cell */
         RtVec3 d = v3_sub(cell.hi, cell.lo);
         int a = d.x >= d.y && d.x >= d.z ? 0 : (d.y >= d.z ? 1 : 2);
-        float s = 0.0f;
-        const int sa = bins ? kd_sah_plane(bins, bcell, cell, nd->count, &s) : -1;
-        if (sa >= 0) a = sa;
         float lo = v3_get(cell.lo, a), hi = v3_get(cell.hi, a);
-        if (sa < 0) s = 0.5f * (lo + hi);
+        float s = 0.5f * (lo + hi);
         const bool median = (int)depth + 1 < c.max_depth && s > lo && s < hi;
         /* 4 ways (ours): each half split again at the median of its own
          * longest axis in the same pass, so a level of the large stage (a
@@ -442,17 +389,13 @@ __device__ void kd_kid_flush(KdLargeNode *nd, const int *kid /* 6W */)
  * writes visible to it. */
 template <bool BALLOT, bool SHFL, bool KIDBOX, int W>
 __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2 ch /* its descriptor */,
-                              uint32_t *sh, float *shf /* KD_CHUNK + 6W */, uint32_t *off /* W + 1 */,
-                              uint32_t *kbin = NULL /* 2 * 6 * KD_BINS: the chunk's SAH bins */)
+                              uint32_t *sh, float *shf /* KD_CHUNK + 6W */, uint32_t *off /* W + 1 */)
 {
     const int src = kd_list(b, level);
     KdLargeNode *nd = &b.active[src][ch.x];
     const uint32_t end = min(nd->count, ch.y + c.chunk_refs);
     int *kid = (int *)(shf + KD_CHUNK); /* the chunk's child boxes (kd_kid_boxes) */
     if (KIDBOX && threadIdx.x < 6 * W) kid[threadIdx.x] = rt_f2ord(threadIdx.x % 6 < 3 ? INFINITY : -INFINITY);
-    const bool bin = W == 2 && KIDBOX && kbin && c.large_sah && nd->axis >= 0 && kd_sah_binned(c, nd);
-    if (bin)
-        for (uint32_t j = threadIdx.x; j < 2 * 6 * KD_BINS; j += blockDim.x) kbin[j] = 0;
     bool ok = true;
     /* the chunk in rounds of KD_CHUNK refs (one per thread), each with its
      * own scan and cursor atomics (the bound is the same for the block) */
@@ -480,29 +423,10 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2
             RtAabb kb[W];
 #pragma unroll
             for (int k = 0; k < W; k++) kb[k] = fk[k] ? kd_box_clip(box[k], kd_kid_cell<W>(nd, k)) : aabb_empty();
-            if (bin)
-#pragma unroll
-                for (int k = 0; k < 2; k++) {
-                    if (!fk[k]) continue;
-                    const RtAabb kc = kd_kid_cell<W>(nd, k);
-#pragma unroll
-                    for (int a = 0; a < 3; a++) {
-                        const float blo = v3_get(kc.lo, a), bext = v3_get(kc.hi, a) - blo;
-                        const float sc = bext > 0.0f ? (float)KD_BINS / bext : 0.0f;
-                        const int bl = min(max((int)((v3_get(kb[k].lo, a) - blo) * sc), 0), KD_BINS - 1);
-                        const int bh = min(max((int)((v3_get(kb[k].hi, a) - blo) * sc), 0), KD_BINS - 1);
-                        atomicAdd(&kbin[(6 * k + a) * KD_BINS + bl], 1u);
-                        atomicAdd(&kbin[(6 * k + 3 + a) * KD_BINS + bh], 1u);
-                    }
-                }
             kd_kid_boxes<SHFL, W>(kb, shf, kid);
         }
     }
     if (KIDBOX && ok) kd_kid_flush<W>(nd, kid);
-    if (bin && ok) { /* kd_kid_flush's barrier ordered the shared counts */
-        for (uint32_t j = threadIdx.x; j < 2 * 6 * KD_BINS; j += blockDim.x)
-            if (kbin[j]) atomicAdd(&nd->kid_bin[0][0][0] + j, kbin[j]);
-    }
     __syncthreads();
     /* A node's only chunk: its block routes it and reads nothing but what it
      * wrote itself (refs; cursors and boxes by atomics), which the barrier
@@ -627,13 +551,6 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             uint32_t *w = (uint32_t *)scratch;
             const uint32_t words = sizeof(KdLargeNode) / 4;
             for (uint32_t j = lane; j < words; j += 32) w[j] = 0;
-            /* the child's SAH bins (other blocks' atomics: from L2), loaded
-             * by the warp into the new node's own bins, which lane 0's split
-             * reads and the warp clears again before the node goes out */
-            const bool sah = SPLIT && W == 2 && c.large_sah && nd->axis >= 0 && k < 2 && kd_sah_binned(c, nd);
-            uint32_t *sb = &scratch->kid_bin[0][0][0];
-            if (sah)
-                for (uint32_t j = lane; j < 6 * KD_BINS; j += 32) sb[j] = __ldcg(&nd->kid_bin[k < 2 ? k : 0][0][0] + j);
             __syncwarp();
             if (lane == 0) {
                 /* the node's slot and chunks, then its split: their atomics
@@ -652,7 +569,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
                 kd_box_init(r.box);
                 if (SPLIT) {
                     for (int q = 0; q < 6; q++) r.box[q] = __ldcg(&nd->kid_box[k][q]);
-                    kd_split_node<W>(b, c, &r, level + 1, lovf, sah ? sb : NULL);
+                    kd_split_node<W>(b, c, &r, level + 1, lovf);
                 }
                 r.chunk_first = cf;
                 if (!kd_fits(b, slot, 1, b.active_cap, KD_OVF_ACTIVE, lovf)) slot = UINT32_MAX;
@@ -661,10 +578,6 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
             /* lane 0's node in shared memory before the warp reads it: a
              * shuffle does not order memory (racecheck) */
             __syncwarp();
-            if (sah) {
-                for (uint32_t j = lane; j < 6 * KD_BINS; j += 32) sb[j] = 0;
-                __syncwarp();
-            }
             slot = __shfl_sync(0xffffffffu, slot, 0);
             cf = __shfl_sync(0xffffffffu, cf, 0);
             if (slot == UINT32_MAX || cf == UINT32_MAX) continue;
@@ -685,7 +598,6 @@ template <int W>
 struct KdLargeShared {
     uint32_t sh[W * KD_CHUNK];   /* the block scans (kd_block_scan) */
     float shf[KD_CHUNK + 6 * W]; /* reductions; after KD_CHUNK the chunk's child boxes (kd_sort_chunk) */
-    uint32_t kbin[2 * 6 * KD_BINS]; /* the chunk's SAH bins (kd_sort_chunk, KdConf.large_sah) */
     uint32_t off[W + 1];         /* the chunk's offsets in the children; "the node's last chunk" */
     KdLargeNode route[W];        /* each routing warp's new node (kd_route_node) */
     uint32_t work[4];            /* the next chunk (persistent: two slots; dataflow: chunk, level,

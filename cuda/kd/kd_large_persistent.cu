@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(KD_CHUNK, W == 4 ? 3 * KD_LARGE_BLOCKS / 4 : K
         for (int it = 0; ch < chunks; it++) {
             if (threadIdx.x == 0)
                 s_next[it & 1] = chunks > gridDim.x ? gridDim.x + atomicAdd(&b.ctr->level_next[level], 1u) : UINT32_MAX;
-            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, b.chunks[kd_list(b, level)][ch], sh, shf, off, s.kbin);
+            bool last = kd_sort_chunk<BALLOT, SHFL, ATOMIC, W>(b, c, level, b.chunks[kd_list(b, level)][ch], sh, shf, off);
             /* the node's children are routed by a warp each, at once:
              * each child's chain of allocations (and, with [C], its
              * split) is the critical path of the level */
