@@ -454,9 +454,6 @@ static RtStatus kd_conf(const RtKdGpu *g, const RtKdGpuParams &p, uint32_t tri_c
     c->empty_cut = p.empty_cut;
     c->c_trav = p.c_trav;
     c->c_isect = p.c_isect;
-    if (!(p.empty_bonus >= 0.0f && p.empty_bonus < 1.0f))
-        return rt_fail(err, RT_ERR_ARG, "KD: empty-space bonus %g: expected a fraction in [0, 1)", (double)p.empty_bonus);
-    c->lambda = 1.0f - p.empty_bonus;
     c->small_threshold = p.small_threshold;
     c->small_mode = (int)p.small_mode;
     c->clip = p.assoc == RT_KD_GPU_CLIP;

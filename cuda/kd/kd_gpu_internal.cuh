@@ -10,7 +10,6 @@
 
 #include "kd/kd_clip.h"
 #include "kd/kd_gpu.h"
-#include "kd/kd_sah.h"
 #include "gpu/launch.h"
 
 /* Threads of a large-stage block. Zhou et al. give each block a chunk of
@@ -229,7 +228,6 @@ __device__ __forceinline__ RtAabb kd_ref_box_load(const KdBufs &b, int list, uin
 struct KdConf {
     float empty_cut;
     float c_trav, c_isect;
-    float lambda;                      /* small-stage SAH: 1 - the oracle's empty bonus (kd_sah.h) */
     uint32_t small_threshold;
     int max_depth;
     int small_mode;
@@ -243,17 +241,6 @@ struct KdConf {
     uint32_t chunk_refs;               /* refs per large-stage chunk: KD_CHUNK, or a multiple of it
                                           that a block sorts in rounds (split_at_route only) */
 };
-
-/* The small stage's thinnest slab, as the oracle's (kd_sah.h's
- * RT_KD_MIN_GAP of the scene's largest extent): a plane closer to a face
- * of its cell is no candidate. The root cell is on the device (the large
- * stage's first step wrote it). */
-__device__ __forceinline__ float kd_min_gap(const KdBufs &b)
-{
-    const RtAabb t = *b.tree_bounds;
-    const RtVec3 d = v3_sub(t.hi, t.lo);
-    return (float)RT_KD_MIN_GAP * fmaxf(d.x, fmaxf(d.y, d.z));
-}
 
 /* Bucket 0: 57-64 refs, ..., 7: 1-8 refs, or a root that is a leaf at once
  * (over 64 refs): the order the small stage takes them in. */

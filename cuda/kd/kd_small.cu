@@ -217,14 +217,13 @@ __device__ int kd_small_step(const KdBufs &b, const KdConf &c, const KdSmallNode
     float best = INFINITY;
     uint32_t best_ci = UINT32_MAX;
     if (n > 1 && area > 0.0f && (int)nd.depth + 1 < c.max_depth) {
-        const float gap = kd_min_gap(b);
         for (uint32_t q = lane; q < 6 * n; q += 32) {
             const uint32_t k = q / 6, face = q - 6 * k;
             const uint32_t ci = 6 * kd_nth_bit(nd.mask, nlo, k) + face;
             int a = face >> 1;
             float plane = splits[ci];
             float lo = v3_get(nd.cell.lo, a), hi = v3_get(nd.cell.hi, a);
-            if (!(plane > lo && plane < hi && plane - lo >= gap && hi - plane >= gap)) continue;
+            if (!(plane > lo && plane < hi)) continue;
             ulonglong2 m = masks[ci];
             float nl = (float)kd_bitcount<POPC>(nd.mask & m.x), nr = (float)kd_bitcount<POPC>(nd.mask & m.y);
             float cost;
@@ -236,7 +235,6 @@ __device__ int kd_small_step(const KdBufs &b, const KdConf &c, const KdSmallNode
                 dr[a] = hi - plane;
                 float al = kd_area_ext(dl[0], dl[1], dl[2]), ar = kd_area_ext(dr[0], dr[1], dr[2]);
                 cost = c.c_trav + c.c_isect * (al * nl + ar * nr) / area;
-                if (nl == 0.0f || nr == 0.0f) cost *= c.lambda; /* the oracle's empty bonus */
             }
             if (cost < best || (cost == best && ci < best_ci)) {
                 best = cost;
@@ -489,7 +487,7 @@ __device__ __forceinline__ uint32_t kd_warp_max(uint32_t v)
  * candidate; ties go to the lowest candidate. */
 template <bool POPC>
 __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e, bool search, uint32_t head,
-                             uint32_t lane, float gap)
+                             uint32_t lane)
 {
     const uint32_t n = search ? kd_bitcount<POPC>(e.mask) : 0u;
     const uint32_t end = kd_warp_incl_sum(n, lane);
@@ -536,7 +534,7 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
     const uint32_t k0 = min(lane * per, listed), k1 = min(k0 + per, listed);
     uint32_t cur = 32;
     unsigned long long bv = ~0ull; /* key bits << 32 | candidate */
-    float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, es[3] = {0, 0, 0}, ep[3] = {0, 0, 0}, tk = 0.0f;
+    float lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0}, es[3] = {0, 0, 0}, ep[3] = {0, 0, 0};
     unsigned long long nm = 0;
     for (uint32_t it = 0, k = k0; it < per; it++, k++) {
         if (k >= k1) continue;
@@ -556,8 +554,6 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
             const float dx = hi[0] - lo[0], dy = hi[1] - lo[1], dz = hi[2] - lo[2];
             es[0] = dy + dz, es[1] = dx + dz, es[2] = dx + dy;
             ep[0] = dy * dz, ep[1] = dx * dz, ep[2] = dx * dy;
-            /* C_trav in the key's units (half areas times C_i) */
-            tk = c.c_trav / c.c_isect * (0.5f * kd_area_ext(dx, dy, dz));
         }
 #pragma unroll
         for (int f = 0; f < 6; f++) { /* constant axes: no selects */
@@ -566,16 +562,12 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
             const float plane = s.split[ci];
             /* every face is costed and one outside the cell dropped by a
              * select: ~95 % are inside, and a branch per face cost more */
-            const bool inside = plane > lo[a] && plane < hi[a] && plane - lo[a] >= gap && hi[a] - plane >= gap;
+            const bool inside = plane > lo[a] && plane < hi[a];
             const ulonglong2 m = s.mask[ci];
             const float nl = (float)kd_bitcount<POPC>(nm & m.x), nr = (float)kd_bitcount<POPC>(nm & m.y);
-            /* SAH: the cost C_trav + C_i (al nl + ar nr) / A in units of
-             * C_i / A, times lambda when a side is empty (the oracle's
-             * bonus, kd_sah.h) */
             const float kf = c.small_mode == RT_KD_GPU_SMALL_SSAH
                                  ? nl * nl + nr * nr
-                                 : (((plane - lo[a]) * es[a] + ep[a]) * nl + ((hi[a] - plane) * es[a] + ep[a]) * nr + tk) *
-                                       (nl == 0.0f || nr == 0.0f ? c.lambda : 1.0f);
+                                 : ((plane - lo[a]) * es[a] + ep[a]) * nl + ((hi[a] - plane) * es[a] + ep[a]) * nr;
             /* non-negative inside the cell: its bits order as integers */
             const unsigned long long key = (unsigned long long)__float_as_uint(kf) << 32 | ci;
             bv = inside && key < bv ? key : bv;
@@ -586,15 +578,11 @@ __device__ int kd_batch_best(const KdConf &c, KdFusedWarp &s, const KdQueued &e,
     int best = -1;
     const unsigned long long v = s.best[lane];
     if (search && v != ~0ull) {
-        /* split when it costs less than the leaf, C_i * n, compared
-         * without the division (scale > 0): SSAH's C_trav + C_i * key / n,
-         * SAH's C_i * key / scale with scale = area / 2 (key holds C_trav) */
+        /* split when C_trav + C_i * key / scale < C_i * n, scale = n (SSAH)
+         * or area / 2 (SAH), compared without the division (scale > 0) */
         const float key = __uint_as_float((uint32_t)(v >> 32));
-        if (c.small_mode == RT_KD_GPU_SMALL_SSAH) {
-            if (c.c_isect * key < (c.c_isect * (float)n - c.c_trav) * (float)n) best = (int)(uint32_t)v;
-        } else if (key < (float)n * (0.5f * kd_queued_area(e))) {
-            best = (int)(uint32_t)v;
-        }
+        const float scale = c.small_mode == RT_KD_GPU_SMALL_SSAH ? (float)n : 0.5f * kd_queued_area(e);
+        if (c.c_isect * key < (c.c_isect * (float)n - c.c_trav) * scale) best = (int)(uint32_t)v;
     }
     __syncwarp(); /* list and best are rewritten by the next batch */
     return best;
@@ -715,7 +703,6 @@ __device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoo
                               uint32_t lane)
 {
     kd_fused_stage<EXACT>(b, r, s, lane);
-    const float gap = kd_min_gap(b);
     KdQueued root;
     root.lo[0] = r.cell.lo.x, root.lo[1] = r.cell.lo.y, root.lo[2] = r.cell.lo.z;
     root.hi[0] = r.cell.hi.x, root.hi[1] = r.cell.hi.y, root.hi[2] = r.cell.hi.z;
@@ -731,7 +718,7 @@ __device__ bool kd_fused_root(const KdBufs &b, const KdConf &c, const KdSmallRoo
     for (uint32_t head = 0, pending = 1, ndec = 0; pending;) {
         const uint32_t nb = min(pending, 32u), di = ndec + lane;
         const KdQueued e = kd_batch_node(s, head, nb, lane);
-        const int ci = kd_batch_best<POPC>(c, s, e, lane < nb && di < KD_SMALL_DECISIONS, head, lane, gap);
+        const int ci = kd_batch_best<POPC>(c, s, e, lane < nb && di < KD_SMALL_DECISIONS, head, lane);
         if (lane < nb && di < KD_SMALL_DECISIONS) s.dec[di] = ci < 0 ? KD_DEC_LEAF : (uint16_t)ci;
         splits += __popc(__ballot_sync(KD_WARP_FULL, ci >= 0));
         KdQueued kids[2];
