@@ -498,6 +498,21 @@ static void bench_cpu_diffuse_zero_and_one_ray(void **state)
 }
 
 
+/* A w x h pipeline of s on a backend, or NULL (after saying so) when the
+ * backend has no device: the caller skips. Any other failure fails. */
+static RtPipeline *pipeline_or_none(const RtScene *s, RtBackend backend, int w, int h)
+{
+    RtError err = {0};
+    RtPipeline *p = NULL;
+    RtStatus rs = rt_pipeline_create(s, backend, w, h, &p, &err);
+    if (rs == RT_ERR_NO_DEVICE) {
+        print_message("skip: no GPU: %s\n", err.msg);
+        return NULL;
+    }
+    if (rs != RT_OK) fail_msg("%s", err.msg);
+    return p;
+}
+
 /* ---- the trace per ray type (rt_pipeline_ray_rates) ------------------------------------ */
 
 /* Shadow and reflection rays take the differences of the passes; a pass
@@ -528,14 +543,11 @@ static void ray_rates_on(RtBackend backend)
     RtScene s;
     rt_scene_init(&s);
     assert_int_equal(rt_scene_make_default(&s, &err), RT_OK);
-    RtPipeline *p = NULL;
-    RtStatus rs = rt_pipeline_create(&s, backend, W, H, &p, &err);
-    if (rs == RT_ERR_NO_DEVICE) {
-        print_message("skip: no GPU: %s\n", err.msg);
+    RtPipeline *p = pipeline_or_none(&s, backend, W, H);
+    if (!p) {
         rt_scene_free(&s);
         skip();
     }
-    assert_int_equal(rs, RT_OK);
     RtImage frame, img;
     assert_int_equal(rt_image_alloc(&frame, W, H), RT_OK);
     assert_int_equal(rt_image_alloc(&img, W, H), RT_OK);
@@ -581,13 +593,8 @@ static int structure_frame(const RtScene *s, RtBackend backend, int structure, f
                            RtFrameStats *st)
 {
     RtError err = {0};
-    RtPipeline *p = NULL;
-    RtStatus rs = rt_pipeline_create(s, backend, img->w, img->h, &p, &err);
-    if (rs == RT_ERR_NO_DEVICE) {
-        print_message("skip: no GPU: %s\n", err.msg);
-        return 0;
-    }
-    if (rs != RT_OK) fail_msg("%s", err.msg);
+    RtPipeline *p = pipeline_or_none(s, backend, img->w, img->h);
+    if (!p) return 0;
     RtPipelineParams pp = rt_pipeline_params_default();
     pp.structure = structure;
     RtFrameTarget target = {img->w, img->h, NULL, img};
