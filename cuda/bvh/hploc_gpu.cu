@@ -46,12 +46,15 @@ static constexpr uint32_t kFallbackMark = 0x80000000u;
 typedef struct HplocArrays {
     uint32_t *cidx;  /* per key place: the clusters of the merged radix node whose range starts there (a
                         node of at most t keys is never merged: its clusters are its keys) */
-    uint4 *rec;      /* per cluster, two words: its box, SAH cost and highest key (rec_store) */
+    uint4 *rec;      /* per interior cluster (id - n), two words: its box, SAH cost and highest key
+                        (rec_store); a key's cluster is read from its triangle's box (sub_load) */
     uint2 *info;     /* per interior id: triangles; height | kCollapsed (a key's: 1; kCollapsed) */
     uint2 *up;       /* per cluster: its parent (RT_HPLOC_NONE: the root) and its first key's
                         depth-first place in the parent's (0 for child 0, child 0's count for 1) */
     uint32_t *slots; /* per split slot: the first child's range end (RT_HPLOC_NONE: none yet) */
     uint32_t *side;  /* per split slot, two: the fallback's first child's cluster */
+    const uint32_t *ids;   /* per key: its triangle (the sort's, bvh_gpu_common.cu) */
+    const RtAabb *boxes;   /* per triangle: its box */
 } HplocArrays;
 
 struct RtHplocGpu {
@@ -92,21 +95,30 @@ __device__ __forceinline__ HplocSub sub_make(uint32_t id, uint32_t max_key, cons
     return c;
 }
 
-__device__ __forceinline__ void rec_store(uint4 *rec, const HplocSub &c)
+/* An interior cluster's record (c.id >= n). */
+__device__ __forceinline__ void rec_store(uint4 *rec, uint32_t n, const HplocSub &c)
 {
     const RtAabb &b = c.s.box;
-    rec[2 * (size_t)c.id] = make_uint4(__float_as_uint(b.lo.x), __float_as_uint(b.lo.y), __float_as_uint(b.lo.z),
-                                       __float_as_uint(b.hi.x));
-    rec[2 * (size_t)c.id + 1] = make_uint4(__float_as_uint(b.hi.y), __float_as_uint(b.hi.z),
-                                           __float_as_uint(c.s.cost), c.max_key);
+    const size_t r = c.id - n;
+    rec[2 * r] = make_uint4(__float_as_uint(b.lo.x), __float_as_uint(b.lo.y), __float_as_uint(b.lo.z),
+                            __float_as_uint(b.hi.x));
+    rec[2 * r + 1] = make_uint4(__float_as_uint(b.hi.y), __float_as_uint(b.hi.z), __float_as_uint(c.s.cost), c.max_key);
 }
 
-/* Cluster id as another warp wrote it in this launch: through L2 (L1 is
- * not coherent between multiprocessors). */
-__device__ __forceinline__ HplocSub sub_load(const HplocArrays &a, uint32_t n, uint32_t id)
+/* Cluster id: a key from its triangle's box (written before this launch);
+ * an interior cluster as another warp wrote it in this launch, through L2
+ * (L1 is not coherent between multiprocessors). */
+__device__ __forceinline__ HplocSub sub_load(const HplocArrays &a, uint32_t n, uint32_t id, const RtLbvhParams &lp)
 {
-    const uint4 r0 = __ldcg(a.rec + 2 * (size_t)id), r1 = __ldcg(a.rec + 2 * (size_t)id + 1);
-    const uint2 inf = id < n ? make_uint2(1u, kCollapsed) : __ldcg(a.info + (id - n));
+    if (id < n) {
+        HplocSub c;
+        c.id = c.max_key = id;
+        c.s = lbvh_leaf_sub(a.boxes[a.ids[id]], id, &lp);
+        return c;
+    }
+    const size_t r = id - n;
+    const uint4 r0 = __ldcg(a.rec + 2 * r), r1 = __ldcg(a.rec + 2 * r + 1);
+    const uint2 inf = __ldcg(a.info + r);
     RtAabb box;
     box.lo = v3(__uint_as_float(r0.x), __uint_as_float(r0.y), __uint_as_float(r0.z));
     box.hi = v3(__uint_as_float(r0.w), __uint_as_float(r1.x), __uint_as_float(r1.y));
@@ -127,7 +139,7 @@ __device__ __forceinline__ HplocSub merge_create(const HplocArrays &a, RtBvhNode
     m.id = n + u;
     m.max_key = max(lower.max_key, upper.max_key);
     m.s = lbvh_merge_sub(lower.s, upper.s, &lp);
-    rec_store(a.rec, m);
+    rec_store(a.rec, n, m);
     a.info[u] = make_uint2(m.s.count, sub_hl(m.s));
     a.up[lower.id] = make_uint2(m.id, 0u);
     a.up[upper.id] = make_uint2(m.id, lower.s.count);
@@ -201,6 +213,7 @@ __device__ __forceinline__ RtAabb box_shfl(const RtAabb &b, int src)
 struct HplocSlots {
     uint32_t id[RT_HPLOC_WARP], max_key[RT_HPLOC_WARP], count[RT_HPLOC_WARP], hl[RT_HPLOC_WARP];
     float cost[RT_HPLOC_WARP];
+    uint32_t from[RT_HPLOC_WARP]; /* compact_source's: the lane each place takes its cluster from */
 };
 
 __device__ __forceinline__ void slot_put(HplocSlots *sh, uint32_t slot, const HplocSub &c)
@@ -217,7 +230,17 @@ __device__ __forceinline__ HplocSub slot_get(const HplocSlots *sh, uint32_t slot
     return sub_make(sh->id[slot], sh->max_key[slot], box, sh->cost[slot], sh->count[slot], sh->hl[slot]);
 }
 
-__device__ __forceinline__ uint64_t min_u64(uint64_t a, uint64_t b) { return b < a ? b : a; }
+/* The lane whose cluster this lane takes when the lanes in keep close up,
+ * order kept (lanes from popc(keep) on keep their own): each kept lane
+ * writes its lane at its rank, one store and one load instead of __fns
+ * (not an instruction on sm_90: a loop). Whole warp. */
+__device__ __forceinline__ int compact_source(HplocSlots *sh, uint32_t keep, uint32_t lane)
+{
+    __syncwarp(); /* the last compaction's places are read */
+    if (keep >> lane & 1u) sh->from[__popc(keep & ((1u << lane) - 1u))] = lane;
+    __syncwarp();
+    return lane < (uint32_t)__popc(keep) ? (int)sh->from[lane] : (int)lane;
+}
 
 /* ==== steps 3-4: the clustering ================================================ */
 
@@ -243,12 +266,11 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
     else if (lane < nl + nr) id = sr > t ? __ldcg(a.cidx + split + (lane - nl)) : split + (lane - nl);
     uint32_t keep = __ballot_sync(kFull, id != RT_HPLOC_NONE);
     uint32_t k = __popc(keep);
-    id = __shfl_sync(kFull, id, lane < k ? (int)__fns(keep, 0, (int)lane + 1) : (int)lane);
+    id = __shfl_sync(kFull, id, compact_source(sh, keep, lane)); /* also: the last merge's slots are read */
     uint32_t slot = lane;
     RtAabb box = aabb_empty();
-    __syncwarp(); /* the last merge's slots are read */
     if (lane < k) {
-        const HplocSub c = sub_load(a, n, id);
+        const HplocSub c = sub_load(a, n, id, lp);
         box = c.s.box;
         slot_put(sh, slot, c);
     }
@@ -256,16 +278,21 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
     const uint32_t target = final ? 1u : t;
     while (k > target) { /* k is the warp's: uniform */
         /* each cluster's nearest neighbour, ties to the lower lane (hploc_nn_key) */
-        uint64_t best = ~0ull;
+        /* hploc_nn_key's order kept as two 32-bit minima: the distance's
+         * bits (hploc_nn_key's high word), places rising ahead (a tie keeps
+         * the nearer, lower place) and falling behind (a tie takes the
+         * farther, lower place); behind wins a tie with ahead */
+        uint32_t ahead = ~0u, behind = ~0u, nn_ahead = RT_HPLOC_NONE, nn_behind = RT_HPLOC_NONE;
         for (uint32_t d = 1; d <= radius; d++) {
             const RtAabb up = box_shfl_down(box, d);
             const bool fwd = lane + d < k;
-            const float dist = fwd ? hploc_distance(box, up) : 0.0f;
-            if (fwd) best = min_u64(best, hploc_nn_key(dist, lane + d));
-            const float back = __shfl_up_sync(kFull, dist, d); /* lane - d's distance to this lane */
-            if (lane >= d && lane < k) best = min_u64(best, hploc_nn_key(back, lane - d));
+            const uint32_t dist = fwd ? (uint32_t)(hploc_nn_key(hploc_distance(box, up), 0u) >> 32) : 0u;
+            if (fwd && dist < ahead) ahead = dist, nn_ahead = lane + d;
+            const uint32_t back = __shfl_up_sync(kFull, dist, d); /* lane - d's distance to this lane */
+            if (lane >= d && lane < k && back <= behind) behind = back, nn_behind = lane - d;
         }
-        const uint32_t nn = (uint32_t)best; /* lanes >= k: RT_HPLOC_NONE */
+        /* lanes >= k: RT_HPLOC_NONE */
+        const uint32_t nn = behind <= ahead ? nn_behind : nn_ahead;
         const uint32_t nn_nn = __shfl_sync(kFull, nn, (int)(nn & 31u));
         const bool mutual = lane < k && nn_nn == lane, create = mutual && lane < nn;
         const int from = create ? (int)nn : (int)lane;
@@ -280,7 +307,7 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
         /* the upper lane of each pair leaves; the rest close up, order kept */
         keep = __ballot_sync(kFull, lane < k && !(mutual && !create));
         k = __popc(keep);
-        const int src = lane < k ? (int)__fns(keep, 0, (int)lane + 1) : (int)lane;
+        const int src = compact_source(sh, keep, lane);
         slot = __shfl_sync(kFull, slot, src);
         box = box_shfl(box, src);
     }
@@ -297,28 +324,21 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
  * stops the first child and gives the second the node's range (the left
  * child leaves its lo, the right its hi). After every step the warp takes,
  * one by one, its lanes' nodes of more than t keys (and the root) and
- * merges their clusters (hploc_warp_merge). Memory order: a lane's writes
- * (the keys' records, then the merges') are fenced before its next
- * exchange (release); a warp with merges to do fences after its exchanges
- * (acquire) and the merge reads through L2. No lane leaves the loop before
- * the warp does: the merges need all 32. */
-__global__ void __launch_bounds__(kBlock, kClusterMinBlocks) hploc_cluster_kernel(const uint32_t *codes, const uint32_t *ids,
-                                                               const RtAabb *tri_boxes, BvhCounters *ctr,
-                                                               HplocArrays a, RtBvhNode *nodes, uint32_t radius,
-                                                               uint32_t t, RtLbvhParams lp)
+ * merges their clusters (hploc_warp_merge). A key's cluster is its
+ * triangle's box, written before the launch (sub_load): nothing to publish
+ * before the first exchange. Memory order: a lane's merges are fenced
+ * before its next exchange (release); a warp with merges to do fences after
+ * its exchanges (acquire) and the merge reads through L2. No lane leaves
+ * the loop before the warp does: the merges need all 32. */
+__global__ void __launch_bounds__(kBlock, kClusterMinBlocks)
+    hploc_cluster_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes, uint32_t radius,
+                         uint32_t t, RtLbvhParams lp)
 {
     __shared__ HplocSlots slots[kBlock / RT_HPLOC_WARP];
     HplocSlots *sh = &slots[threadIdx.x / RT_HPLOC_WARP];
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = n >= 2 && p < n;
     uint32_t lo = p, hi = p, split = 0;
-    if (active) {
-        HplocSub key;
-        key.id = key.max_key = p;
-        key.s = lbvh_leaf_sub(tri_boxes[ids[p]], p, &lp);
-        rec_store(a.rec, key);
-    }
-    rt_fence_acq_rel();
     while (__any_sync(kFull, active)) {
         if (active) {
             const int left = lbvh_is_left_child(codes, n, lo, hi);
@@ -359,7 +379,7 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
 {
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < 2 || p >= n || !ctr->fallback) return;
-    HplocSub c = sub_load(a, n, p);
+    HplocSub c = sub_load(a, n, p, lp);
     uint32_t lo = p, hi = p;
     for (;;) {
         const int left = lbvh_is_left_child(codes, n, lo, hi);
@@ -369,7 +389,7 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
         const uint32_t prev = atomicExch(a.slots + s, (left ? lo : hi) | kFallbackMark);
         if (!(prev & kFallbackMark)) return; /* the sibling's walk goes on */
         rt_fence_acq_rel();
-        const HplocSub other = sub_load(a, n, __ldcg(a.side + 2 * (size_t)s + (left ? 1 : 0)));
+        const HplocSub other = sub_load(a, n, __ldcg(a.side + 2 * (size_t)s + (left ? 1 : 0)), lp);
         c = left ? merge_create(a, nodes, n, c, other, lp) : merge_create(a, nodes, n, other, c, lp);
         if (left) hi = prev & ~kFallbackMark;
         else lo = prev & ~kFallbackMark;
@@ -461,7 +481,7 @@ static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, RtError *err)
         const size_t N = n ? n : 1, inner = N > 1 ? N - 1 : 1;
         const BvhAlloc want[] = {
             {(void **)&a->cidx, N * sizeof(uint32_t), "cluster places"},
-            {(void **)&a->rec, 2 * (N + inner) * sizeof(uint4), "cluster records"},
+            {(void **)&a->rec, 2 * inner * sizeof(uint4), "cluster records"},
             {(void **)&a->info, inner * sizeof(uint2), "subtree counts"},
             {(void **)&a->up, (N + inner) * sizeof(uint2), "parent links"},
             {(void **)&a->slots, inner * sizeof(uint32_t), "split slots"},
@@ -509,12 +529,15 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     if ((st = bvh_keys_queue(&b->base, q->in.verts, tri_count, b->a.slots, err)) != RT_OK) return st;
 
     /* ---- 3-4. the clustering, subtrees and nodes: one walk -------------------- */
-    if ((st = rt_launch(log, "hploc_cluster", tris, block, 0, hploc_cluster_kernel, err, k->codes[1], k->ids[1],
-                        k->boxes, ctr, b->a, b->nodes, (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
+    HplocArrays a = b->a;
+    a.ids = k->ids[1];
+    a.boxes = k->boxes;
+    if ((st = rt_launch(log, "hploc_cluster", tris, block, 0, hploc_cluster_kernel, err, k->codes[1], ctr, a, b->nodes,
+                        (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
         return st;
 
     /* ---- 4'. the radix tree, only when the clustered one is too deep --------- */
-    if ((st = rt_launch(log, "hploc_fallback", tris, block, 0, hploc_fallback_kernel, err, k->codes[1], ctr, b->a,
+    if ((st = rt_launch(log, "hploc_fallback", tris, block, 0, hploc_fallback_kernel, err, k->codes[1], ctr, a,
                         b->nodes, lp)) != RT_OK)
         return st;
 

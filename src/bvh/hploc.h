@@ -105,9 +105,10 @@ typedef struct RtHplocCluster {
     RtAabb box;
 } RtHplocCluster;
 
-/* PLOC's distance: the surface area of the merged box. Both sides pass the
- * lower place first (the union's zero signs then agree). */
-RT_HD float hploc_distance(RtAabb lower, RtAabb upper) { return lbvh_area(lbvh_union(lower, upper)); }
+/* PLOC's distance: the surface area of the merged box (clusters are valid
+ * triangles and their unions: never empty). Both sides pass the lower place
+ * first (the union's zero signs then agree). */
+RT_HD float hploc_distance(RtAabb lower, RtAabb upper) { return lbvh_area_nonempty(lbvh_union(lower, upper)); }
 
 /* A neighbour candidate as one number, distance then place, so the least
  * is the nearest with ties to the lower place. A distance is >= 0 (a zero

@@ -65,14 +65,18 @@ RT_HD RtAabb lbvh_tri_box(const RtFloat4 v[3], const RtFloat4 w[3])
     return b;
 }
 
-/* Surface area, rounded alike on both sides. */
-RT_HD float lbvh_area(RtAabb b)
+/* Surface area of a box that is not empty, rounded alike on both sides
+ * (no test: PLOC's clusters are never empty, and its search computes this
+ * most often of all). */
+RT_HD float lbvh_area_nonempty(RtAabb b)
 {
-    if (aabb_is_empty(b)) return 0.0f;
     float dx = RT_XSUB(b.hi.x, b.lo.x), dy = RT_XSUB(b.hi.y, b.lo.y), dz = RT_XSUB(b.hi.z, b.lo.z);
     float s = RT_XADD(RT_XADD(RT_XMUL(dx, dy), RT_XMUL(dy, dz)), RT_XMUL(dz, dx));
     return RT_XMUL(2.0f, s);
 }
+
+/* Surface area (0 for an empty box). */
+RT_HD float lbvh_area(RtAabb b) { return aabb_is_empty(b) ? 0.0f : lbvh_area_nonempty(b); }
 
 /* ---- step 2: Morton codes ---------------------------------------------------- */
 
