@@ -251,7 +251,7 @@ __device__ __forceinline__ int compact_source(HplocSlots *sh, uint32_t keep, uin
  * step: every cluster's nearest neighbour within `radius` lanes (the
  * distance computed once per pair, by the lower lane, and shuffled up to
  * the other), mutual pairs merge into the lower lane (merge_create), the
- * rest close up by ballot and __fns (the lanes move their boxes and slots,
+ * rest close up by ballot and compact_source (the lanes move their boxes and slots,
  * sh: the rest of each cluster stays in place). Until at most t remain (final, the
  * root: one, placed by lane 0); they go back from lo, the places after
  * them up to t emptied. Whole warp, uniform arguments. */
