@@ -27,12 +27,15 @@
 /* Threads per block: a multiple of the warp size (the cluster kernel's
  * warps work as units). */
 static constexpr int kBlock = 256;
-/* The cluster kernel's blocks per multiprocessor: 4 (56 registers, no
+/* The cluster kernel's blocks per multiprocessor: 4 (64 registers, no
  * spills). Forcing 8 (32 registers) fits a 262K-triangle scene's walks in
  * one wave, but the spills (about 150 bytes a thread) cost more than the
  * wave saves (docs/bvh.md has the builds). */
 static constexpr int kClusterMinBlocks = 4;
 static constexpr unsigned kFull = 0xffffffffu;
+/* The PLOC search radius with an unrolled search: the default
+ * (rt_hploc_params_default). */
+static constexpr uint32_t kUnrolledRadius = 8;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
 /* info's top bit: the subtree is collapsed into one leaf (RtLbvhSub.as_leaf);
  * the rest is its height (below 2^31: at most n - 1 levels). */
@@ -254,7 +257,10 @@ __device__ __forceinline__ int compact_source(HplocSlots *sh, uint32_t keep, uin
  * rest close up by ballot and compact_source (the lanes move their boxes and slots,
  * sh: the rest of each cluster stays in place). Until at most t remain (final, the
  * root: one, placed by lane 0); they go back from lo, the places after
- * them up to t emptied. Whole warp, uniform arguments. */
+ * them up to t emptied. Whole warp, uniform arguments. kRadius: the
+ * radius when the caller knows it (the search unrolled, its shuffles
+ * interleaved), 0 when only `radius` does. */
+template <uint32_t kRadius>
 __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, HplocSlots *sh,
                                  uint32_t n, uint32_t lo, uint32_t hi, uint32_t split, bool final, uint32_t radius,
                                  uint32_t t, const RtLbvhParams &lp)
@@ -283,7 +289,9 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
          * the nearer, lower place) and falling behind (a tie takes the
          * farther, lower place); behind wins a tie with ahead */
         uint32_t ahead = ~0u, behind = ~0u, nn_ahead = RT_HPLOC_NONE, nn_behind = RT_HPLOC_NONE;
-        for (uint32_t d = 1; d <= radius; d++) {
+        const uint32_t reach = kRadius ? kRadius : radius;
+#pragma unroll
+        for (uint32_t d = 1; d <= reach; d++) {
             const RtAabb up = box_shfl_down(box, d);
             const bool fwd = lane + d < k;
             const uint32_t dist = fwd ? (uint32_t)(hploc_nn_key(hploc_distance(box, up), 0u) >> 32) : 0u;
@@ -360,7 +368,10 @@ __global__ void __launch_bounds__(kBlock, kClusterMinBlocks)
             const uint32_t L = __shfl_sync(kFull, lo, src), R = __shfl_sync(kFull, hi, src),
                            S = __shfl_sync(kFull, split, src);
             const bool F = __shfl_sync(kFull, (int)final, src) != 0;
-            hploc_warp_merge(a, nodes, ctr, sh, n, L, R, S, F, radius, t, lp);
+            if (radius == kUnrolledRadius)
+                hploc_warp_merge<kUnrolledRadius>(a, nodes, ctr, sh, n, L, R, S, F, radius, t, lp);
+            else
+                hploc_warp_merge<0>(a, nodes, ctr, sh, n, L, R, S, F, radius, t, lp);
         }
         if (final) active = false;
     }
