@@ -278,6 +278,8 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
     r->v[BC_PASS_PRIMARY] = rates.pass_ms[0];
     r->v[BC_PASS_SHADOW] = rates.pass_ms[1];
     r->v[BC_PASS_FULL] = rates.pass_ms[2];
+    r->v[BC_TRACE_SHADOW] = rates.type_ms[1];
+    r->v[BC_TRACE_REFLECTION] = rates.type_ms[2];
 
     /* diffuse rays: their own cast over the same tree and camera, run
      * twice like the passes, the faster kept */
@@ -296,13 +298,6 @@ static RtStatus bench_frame(Bench *b, float t, int validate, BenchRow *r, RtErro
 static void finish_row(BenchRow *r, float t)
 {
     r->v[BC_T] = t;
-    RtRayRates rates = {{r->v[BC_PASS_PRIMARY], r->v[BC_PASS_SHADOW], r->v[BC_PASS_FULL]}};
-    const double n[3] = {r->v[BC_PRIMARY_RAYS], r->v[BC_SHADOW_RAYS], r->v[BC_REFLECTION_RAYS]};
-    uint64_t type_rays[3];
-    for (int k = 0; k < 3; k++) type_rays[k] = n[k] > 0 ? (uint64_t)n[k] : 0; /* (NAN: none) */
-    rt_ray_rates_derive(&rates, type_rays);
-    r->v[BC_TRACE_SHADOW] = rates.type_ms[1];
-    r->v[BC_TRACE_REFLECTION] = rates.type_ms[2];
     double rays = r->v[BC_PRIMARY_RAYS] + r->v[BC_SHADOW_RAYS] + r->v[BC_REFLECTION_RAYS];
     r->v[BC_MRAYS] = r->v[BC_TRACE] > 0 ? rays / (r->v[BC_TRACE] * 1e3) : NAN;
     r->v[BC_DIFFUSE_MRAYS] =
