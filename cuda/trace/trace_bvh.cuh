@@ -32,21 +32,27 @@ typedef struct TraceBvh {
     uint32_t node_count;    /* 0: an empty tree */
 } TraceBvh;
 
-/* A stack entry or the walk's position: an interior node's index, or
- * (RT_BVH_ENTRY_LEAF set) a leaf: its count - 1 in bits 27..30
- * (RT_BVH_MAX_LEAF = 16) and its first tri_index entry below, so the walk
- * can hold a leaf until its turn without the node that named it. Trees of
- * more entries than the 27 bits reach are refused on the host
- * (bvh_layout.h's RT_BVH_MAX_INDEX). */
-#define RT_BVH_ENTRY_LEAF 0x80000000u
+/* A stack entry or the walk's position: an interior node's index (below
+ * 2^27), or a leaf: its count (1..RT_BVH_MAX_LEAF = 16) in bits 27..31 and
+ * its first tri_index entry below, so the walk can hold a leaf until its
+ * turn without the node that named it. Made from the node's fields in one
+ * instruction: count[k] shifted up by 27 drops RT_BVH_LEAF and leaves the
+ * leaf's count (an interior child's count is 0), so an entry is a leaf
+ * exactly when it is at least 2^27. An empty leaf's entry would read as
+ * an interior node, but an empty leaf is never entered. Trees of more
+ * entries than the 27 bits reach are refused on the host (bvh_layout.h's
+ * RT_BVH_MAX_INDEX). */
 #define RT_BVH_ENTRY_FIRST_BITS 27
-#if (1u << RT_BVH_ENTRY_FIRST_BITS) != RT_BVH_MAX_INDEX
+#define RT_BVH_ENTRY_LEAF_MIN (1u << RT_BVH_ENTRY_FIRST_BITS)
+#if RT_BVH_ENTRY_LEAF_MIN != RT_BVH_MAX_INDEX
 #error "RT_BVH_MAX_INDEX must be what a walk entry's first field holds"
+#endif
+#if RT_BVH_MAX_LEAF >= 32
+#error "a walk entry's count field holds up to 31 triangles"
 #endif
 RT_TRACE_FN static uint32_t bvh_entry(uint32_t child, uint32_t count)
 {
-    if (!(count & RT_BVH_LEAF)) return child;
-    return RT_BVH_ENTRY_LEAF | (((count & ~RT_BVH_LEAF) - 1u) << RT_BVH_ENTRY_FIRST_BITS) | child;
+    return (count << RT_BVH_ENTRY_FIRST_BITS) | child;
 }
 
 /* Slab test of both children of node n: in0/in1 when the ray's [tmin, tmax]
@@ -80,9 +86,9 @@ RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 lo_inv, RtV
     t1 = lo;
 }
 
-/* The walk's position beside the entries: nothing is left. Above every
- * interior node's index (at most RT_BVH_MAX_INDEX), below every leaf entry. */
-#define RT_BVH_POS_DONE 0x7fffffffu
+/* The walk's position beside the entries: nothing is left (a leaf entry of
+ * 31 triangles, more than any leaf holds). */
+#define RT_BVH_POS_DONE 0xffffffffu
 
 /* The top stack entry that starts no later than the best hit (t), dropping
  * the ones beyond it; RT_BVH_POS_DONE when none is left. */
@@ -138,9 +144,9 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
     int sp = 0;
     uint32_t pos = 0, visits = 0;
     for (;;) {
-        if (pos & RT_BVH_ENTRY_LEAF) {
-            const uint32_t first = pos & ((1u << RT_BVH_ENTRY_FIRST_BITS) - 1u);
-            const uint32_t count = ((pos & ~RT_BVH_ENTRY_LEAF) >> RT_BVH_ENTRY_FIRST_BITS) + 1u;
+        if (pos >= RT_BVH_ENTRY_LEAF_MIN) {
+            const uint32_t first = pos & (RT_BVH_ENTRY_LEAF_MIN - 1u);
+            const uint32_t count = pos >> RT_BVH_ENTRY_FIRST_BITS;
             /* its hits shorten the ray for the entries still stacked */
             for (uint32_t i = 0; i < count; i++) {
                 const uint32_t k = first + i;
