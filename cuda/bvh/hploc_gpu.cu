@@ -33,9 +33,8 @@ static constexpr int kBlock = 256;
  * wave saves (docs/bvh.md has the builds). */
 static constexpr int kClusterMinBlocks = 4;
 static constexpr unsigned kFull = 0xffffffffu;
-/* The PLOC search radius with an unrolled search: the default
- * (rt_hploc_params_default). */
-static constexpr uint32_t kUnrolledRadius = 8;
+/* The PLOC search radius with an unrolled search: the default. */
+static constexpr uint32_t kUnrolledRadius = RT_HPLOC_DEFAULT_RADIUS;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
 /* info's top bit: the subtree is collapsed into one leaf (RtLbvhSub.as_leaf);
  * the rest is its height (below 2^31: at most n - 1 levels). */

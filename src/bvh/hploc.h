@@ -68,12 +68,15 @@ extern "C" {
 #define RT_HPLOC_MAX_THRESHOLD (RT_HPLOC_WARP / 2)
 /* The search radius's upper bound: a cluster's window fits the warp. */
 #define RT_HPLOC_MAX_RADIUS (RT_HPLOC_WARP / 2)
+/* The default search radius (rt_hploc_params_default; Benthin et al. 2024, §4), for which the
+ * GPU's search is unrolled. */
+#define RT_HPLOC_DEFAULT_RADIUS 8
 /* No cluster (an emptied place; a free split slot; the root's parent). */
 #define RT_HPLOC_NONE 0xffffffffu
 
 typedef struct RtHplocParams {
     int radius;    /* PLOC search radius r: a cluster's nearest neighbour is sought among r places
-                      either side; 1..RT_HPLOC_MAX_RADIUS, default 8 (Benthin et al. 2024, §4) */
+                      either side; 1..RT_HPLOC_MAX_RADIUS, default RT_HPLOC_DEFAULT_RADIUS */
     int threshold; /* merging threshold: a radix node of more keys merges its clusters down to this
                       many; 1..RT_HPLOC_MAX_THRESHOLD, default 16 = warp / 2 (Benthin et al. §4) */
     int max_leaf;  /* largest collapsed leaf, 1..RT_BVH_MAX_LEAF; default 8 (the LBVH's) */

@@ -25,7 +25,7 @@
 RtHplocParams rt_hploc_params_default(void)
 {
     RtHplocParams p;
-    p.radius = 8;
+    p.radius = RT_HPLOC_DEFAULT_RADIUS;
     p.threshold = RT_HPLOC_MAX_THRESHOLD;
     p.max_leaf = 8;
     p.c_trav = 1.0f;
