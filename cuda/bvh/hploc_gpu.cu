@@ -27,11 +27,15 @@
 /* Threads per block: a multiple of the warp size (the cluster kernel's
  * warps work as units). */
 static constexpr int kBlock = 256;
-/* The cluster kernel's blocks per multiprocessor: 4 (64 registers, no
- * spills). Forcing 8 (32 registers) fits a 262K-triangle scene's walks in
- * one wave, but the spills (about 150 bytes a thread) cost more than the
- * wave saves (docs/bvh.md has the builds). */
-static constexpr int kClusterMinBlocks = 4;
+/* The cluster kernel's blocks: 64 threads, 16 a multiprocessor (64
+ * registers, no spills). A block leaves its multiprocessor only when its
+ * last warp ends, and the clustering's warps end at very different times
+ * (the one that reaches the root last), so two-warp blocks keep more warps
+ * resident than eight-warp ones. Forcing 32 registers fits a
+ * 262K-triangle scene's walks in one wave, but the spills (about 150 bytes
+ * a thread) cost more than the wave saves (docs/bvh.md has the builds). */
+static constexpr int kClusterBlock = 64;
+static constexpr int kClusterMinBlocks = 16;
 static constexpr unsigned kFull = 0xffffffffu;
 /* The PLOC search radius with an unrolled search: the default. */
 static constexpr uint32_t kUnrolledRadius = RT_HPLOC_DEFAULT_RADIUS;
@@ -320,8 +324,10 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
     }
     if (lane < k) a.cidx[lo + lane] = sh->id[slot];
     else if (lane < min(t, hi - lo + 1u)) a.cidx[lo + lane] = RT_HPLOC_NONE;
-    /* every lane's writes reach L2 before any lane's next exchange publishes them */
-    rt_fence_acq_rel();
+    /* every lane's writes reach L2 before any lane's next exchange publishes
+     * them; the root's lane 0 also reads the other warps' nodes (acquire) */
+    if (final) rt_fence_acq_rel();
+    else rt_fence_release();
     __syncwarp();
     if (final && lane == 0) root_place(a, nodes, ctr, n, slot_get(sh, slot, box), true);
 }
@@ -337,11 +343,11 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
  * before its next exchange (release); a warp with merges to do fences after
  * its exchanges (acquire) and the merge reads through L2. No lane leaves
  * the loop before the warp does: the merges need all 32. */
-__global__ void __launch_bounds__(kBlock, kClusterMinBlocks)
+__global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
     hploc_cluster_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes, uint32_t radius,
                          uint32_t t, RtLbvhParams lp)
 {
-    __shared__ HplocSlots slots[kBlock / RT_HPLOC_WARP];
+    __shared__ HplocSlots slots[kClusterBlock / RT_HPLOC_WARP];
     HplocSlots *sh = &slots[threadIdx.x / RT_HPLOC_WARP];
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = n >= 2 && p < n;
@@ -360,7 +366,7 @@ __global__ void __launch_bounds__(kBlock, kClusterMinBlocks)
         }
         const bool final = active && lo == 0 && hi == n - 1u;
         uint32_t todo = __ballot_sync(kFull, active && (hi - lo + 1u > t || final));
-        if (todo) rt_fence_acq_rel();
+        if (todo) rt_fence_acquire();
         while (todo) {
             const int src = __ffs((int)todo) - 1;
             todo &= todo - 1u;
@@ -395,10 +401,10 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
         const int left = lbvh_is_left_child(codes, n, lo, hi);
         const uint32_t s = left ? hi : lo - 1u;
         a.side[2 * (size_t)s + (left ? 0 : 1)] = c.id;
-        rt_fence_acq_rel();
+        rt_fence_release();
         const uint32_t prev = atomicExch(a.slots + s, (left ? lo : hi) | kFallbackMark);
         if (!(prev & kFallbackMark)) return; /* the sibling's walk goes on */
-        rt_fence_acq_rel();
+        rt_fence_acquire();
         const HplocSub other = sub_load(a, n, __ldcg(a.side + 2 * (size_t)s + (left ? 1 : 0)), lp);
         c = left ? merge_create(a, nodes, n, c, other, lp) : merge_create(a, nodes, n, other, c, lp);
         if (left) hi = prev & ~kFallbackMark;
@@ -542,7 +548,8 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     HplocArrays a = b->a;
     a.ids = k->ids[1];
     a.boxes = k->boxes;
-    if ((st = rt_launch(log, "hploc_cluster", tris, block, 0, hploc_cluster_kernel, err, k->codes[1], ctr, a, b->nodes,
+    const dim3 cblock(kClusterBlock), ctris((tri_count + kClusterBlock - 1) / kClusterBlock);
+    if ((st = rt_launch(log, "hploc_cluster", ctris, cblock, 0, hploc_cluster_kernel, err, k->codes[1], ctr, a, b->nodes,
                         (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
         return st;
 

@@ -55,9 +55,10 @@ static constexpr uint32_t kFree = 0xffffffffu;
  * slot an exchange stops the first child's thread and hands the second the
  * first child's far key, so the second knows the parent's range and
  * finishes it (lbvh_finish_node: both child boxes, the SAH leaf collapse)
- * at Karras's number (lbvh_node_index). Memory order: the exchange is an
- * acquire-release one (fence.cuh): it releases the child's RtLbvhSub that
- * the first thread stored, and the second, acquiring, reads it through L2.
+ * at Karras's number (lbvh_node_index). Memory order (fence.cuh): a release
+ * fence before the exchange publishes the child's RtLbvhSub that the thread
+ * stored, and the second thread, after an acquire fence, reads it through
+ * L2; the first acquires nothing.
  * The climb is a chain of L2 round trips as long as the tree is deep, so a
  * sibling's box (an earlier kernel's output, in case it is a leaf) is
  * loaded before the exchange. Without internal nodes (n < 2) thread 0
@@ -88,8 +89,10 @@ __global__ void __launch_bounds__(kBlock) lbvh_climb_kernel(const uint32_t *code
         const uint32_t split = left ? hi : lo - 1;   /* keys split, split + 1 */
         const uint32_t sib = left ? split + 1 : split; /* the sibling's near key: its number if internal */
         const RtAabb sib_box = boxes[tri_index[sib]];
-        const uint32_t far = rt_atomic_exch_acq_rel(&slots[split], left ? lo : hi);
+        rt_fence_release();
+        const uint32_t far = atomicExch(&slots[split], left ? lo : hi);
         if (far == kFree) return; /* the sibling's thread finishes the parent */
+        rt_fence_acquire();
         const RtLbvhSub other = far == sib ? lbvh_leaf_sub(sib_box, sib, &p) : bvh_sub_load(subs, sib);
         const int own_left = left;
         if (own_left) hi = far;
