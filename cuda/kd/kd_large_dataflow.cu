@@ -18,7 +18,7 @@
 __device__ void kd_chunk_done(const KdBufs &b, int lev, bool routed)
 {
     volatile KdCounters *vc = b.ctr;
-    if (routed) rt_fence_acq_rel();
+    if (routed) rt_fence_release();
     uint32_t left = atomicSub(&b.ctr->level_pending[lev], 1u) - 1u;
     while (left == 0 && lev + 1 < KD_MAX_LEVELS) {
         rt_fence_acq_rel(); /* release: what the level's blocks did before the flag */
@@ -79,7 +79,7 @@ __device__ void kd_large_dataflow(const KdBufs &b, const KdConf &c, KdLargeShare
                 volatile unsigned long long *d = (volatile unsigned long long *)&b.chunks[kd_list(b, level)][got];
                 unsigned long long dv;
                 while ((uint32_t)(dv = *d) == KD_CHUNK_FREE && !vc->overflow) __nanosleep(32);
-                rt_fence_acq_rel(); /* acquire for the block (it reads after the barrier) */
+                rt_fence_acquire(); /* acquire for the block (it reads after the barrier) */
                 if (vc->overflow) got = KD_CHUNK_FREE;
                 /* the descriptor to the block through shared memory: one
                  * L2 round trip less on the chunk's chain */

@@ -435,11 +435,10 @@ __device__ bool kd_sort_chunk(const KdBufs &b, const KdConf &c, int level, uint2
     if (threadIdx.x == 0) {
         /* release: the barrier orders the block's refs and atomics before
          * this fence (cumulative, as in cooperative_groups' grid barrier);
-         * one fence per block, not per warp (each fence invalidates the
-         * SM's L1) */
-        rt_fence_acq_rel();
+         * one fence per block, not per warp */
+        rt_fence_release();
         off[W] = atomicAdd(&nd->done, 1u) + 1 == nd->chunk_count;
-        if (off[W]) rt_fence_acq_rel(); /* acquire: the other blocks' writes before the routing reads */
+        if (off[W]) rt_fence_acquire(); /* acquire: the other blocks' writes before the routing reads */
     }
     __syncthreads();
     bool last = off[W] != 0;
@@ -587,7 +586,7 @@ __device__ void kd_route_node(const KdBufs &b, const KdConf &c, KdLargeNode *nd,
              * the warp's writes): the persistent stage's blocks start a
              * chunk as soon as its descriptor is set */
             __syncwarp();
-            rt_fence_acq_rel();
+            rt_fence_release();
             for (uint32_t j = lane; j < cc; j += 32) b.chunks[kd_list(b, level + 1)][cf + j] = make_uint2(slot, j * c.chunk_refs);
         }
     }

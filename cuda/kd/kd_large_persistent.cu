@@ -22,10 +22,10 @@ __device__ __forceinline__ void kd_grid_sync(KdCounters *ctr)
     if (threadIdx.x == 0) {
         volatile uint32_t *gen = &ctr->bar_gen;
         const uint32_t g = *gen;
-        rt_fence_acq_rel(); /* this block's writes before its arrival */
+        rt_fence_release(); /* this block's writes before its arrival */
         if (atomicAdd(&ctr->bar_count, 1u) == gridDim.x - 1) {
             atomicExch(&ctr->bar_count, 0u);
-            rt_fence_acq_rel();
+            rt_fence_release();
             atomicAdd(&ctr->bar_gen, 1u);
         } else {
             unsigned ns = 32;
@@ -34,7 +34,7 @@ __device__ __forceinline__ void kd_grid_sync(KdCounters *ctr)
                 ns = ns < 256 ? 2 * ns : ns;
             }
         }
-        rt_fence_acq_rel();
+        rt_fence_acquire(); /* the other blocks' writes before their arrivals */
     }
     __syncthreads();
 }
