@@ -21,7 +21,9 @@ __device__ void kd_chunk_done(const KdBufs &b, int lev, bool routed)
     if (routed) rt_fence_release();
     uint32_t left = atomicSub(&b.ctr->level_pending[lev], 1u) - 1u;
     while (left == 0 && lev + 1 < KD_MAX_LEVELS) {
-        rt_fence_acq_rel(); /* release: what the level's blocks did before the flag */
+        /* both halves: release what the level's blocks did before the flag,
+         * acquire for the next level's counters read below */
+        rt_fence_acq_rel();
         vc->level_complete[lev] = 1u;
         vc->level_ns[lev + 1] = kd_globaltimer();
         lev++;
