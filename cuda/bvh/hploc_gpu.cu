@@ -37,6 +37,10 @@ static constexpr int kBlock = 256;
 static constexpr int kClusterBlock = 64;
 static constexpr int kClusterMinBlocks = 16;
 static constexpr unsigned kFull = 0xffffffffu;
+/* An up[] link's second word: the left sibling's triangles, and this bit
+ * when the parent is collapsed (inside a leaf: the output does not place
+ * it, the root aside). */
+static constexpr uint32_t kUpCollapsed = 0x80000000u;
 /* The PLOC search radius with an unrolled search: the default. */
 static constexpr uint32_t kUnrolledRadius = RT_HPLOC_DEFAULT_RADIUS;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
@@ -147,8 +151,9 @@ __device__ __forceinline__ HplocSub merge_create(const HplocArrays &a, RtBvhNode
     m.s = lbvh_merge_sub(lower.s, upper.s, &lp);
     rec_store(a.rec, n, m);
     a.info[u] = make_uint2(m.s.count, sub_hl(m.s));
-    a.up[lower.id] = make_uint2(m.id, 0u);
-    a.up[upper.id] = make_uint2(m.id, lower.s.count);
+    const uint32_t collapsed = m.s.as_leaf ? kUpCollapsed : 0u;
+    a.up[lower.id] = make_uint2(m.id, collapsed);
+    a.up[upper.id] = make_uint2(m.id, lower.s.count | collapsed);
     const uint32_t c[2] = {lower.id, upper.id};
     const RtLbvhSub s[2] = {lower.s, upper.s};
     RtBvhNode out;
@@ -422,7 +427,9 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
 /* A thread per key: its triangle's depth-first place in tri_index (the
  * sum hploc_key_position makes on the CPU, here from the (parent, left
  * sibling's triangles) links the merges stored in up[]), and the nodes it is the
- * leftmost key of placed (hploc_node_place), so every node once. Keys from
+ * leftmost key of placed (hploc_node_place), so every node once; a
+ * collapsed node but the root keeps the links of its merge (the walk never
+ * reaches it; hploc_cpu.c writes the same). Keys from
  * n on (degenerate triangles) keep their sorted place; without interior
  * nodes (n < 2) thread 0 writes the root (bvh_small_root). */
 __global__ void hploc_output_kernel(const uint32_t *ids, const RtAabb *tri_boxes, BvhCounters *ctr,
@@ -438,9 +445,10 @@ __global__ void hploc_output_kernel(const uint32_t *ids, const RtAabb *tri_boxes
     }
     const uint32_t root = ctr->tree_root;
     uint32_t first = 0;
-    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE; e = up[e.x]) first += e.y;
+    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE; e = up[e.x]) first += e.y & ~kUpCollapsed;
     tri_index[first] = ids[p];
-    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE && e.y == 0u; e = up[e.x]) {
+    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE && (e.y & ~kUpCollapsed) == 0u; e = up[e.x]) {
+        if ((e.y & kUpCollapsed) && e.x - n != root) continue;
         uint4 *links = reinterpret_cast<uint4 *>(&nodes[hploc_out_index(e.x - n, root)]) + 3;
         const uint4 w = *links;
         RtBvhNode out;

@@ -32,7 +32,10 @@
  *   5.   the output (bvh_layout.h): leaves in depth-first order, so that a
  *        collapsed subtree's triangles are one range of tri_index
  *        (hploc_key_position), and every interior node written by the walk
- *        of its leftmost key (hploc_output_node). nodes[0] is the root.
+ *        of its leftmost key (hploc_output_node); a collapsed one (inside
+ *        a leaf, never walked), the root aside, keeps its links unplaced
+ *        (hploc_node_links), which spares the GPU's output its writes.
+ *        nodes[0] is the root.
  *
  * Names. A cluster is a uint32_t c: c < n is sorted key c (its triangle
  * alone), c >= n is interior node c - n. Interior node ids are in
