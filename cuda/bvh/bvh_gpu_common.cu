@@ -159,7 +159,7 @@ __global__ void bvh_reset_kernel(BvhCounters *ctr)
     if (t < 3) ctr->scene[t] = rt_f2ord(INFINITY);
     else if (t < 6) ctr->scene[t] = rt_f2ord(-INFINITY);
     else if (t == 6) {
-        ctr->valid = ctr->fallback = ctr->tree_root = ctr->cluster_depth = 0;
+        ctr->valid = ctr->fallback = ctr->tree_root = ctr->cluster_depth = ctr->leaf_next = 0;
         ctr->root = aabb_empty();
     }
 }

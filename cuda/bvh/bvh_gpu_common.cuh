@@ -22,7 +22,8 @@ typedef struct BvhCounters {
     RtAabb root;      /* the root's box, the tree's d_bounds: empty unless the build writes it */
     uint32_t tree_root;     /* H-PLOC: the output tree's root, an interior id (hploc.h, Names) */
     uint32_t cluster_depth; /* H-PLOC: the clustered tree's depth once collapsed */
-    uint32_t pad[2];
+    uint32_t leaf_next;     /* H-PLOC: tri_index entries the leaves took so far (hploc_leaf_alloc) */
+    uint32_t pad;
 } BvhCounters;
 
 /* Steps 1 and 2's arrays, for `cap` triangles. */

@@ -1,8 +1,8 @@
 /* hploc_gpu.cu — the GPU H-PLOC builder (hploc_gpu.h): Benthin et al. 2024,
  * "H-PLOC: Hierarchical Parallel Locally-Ordered Clustering for Bounding
  * Volume Hierarchy Construction", every rule from hploc.h so the tree is
- * rt_hploc_build_cpu's node for node. The host driver, rt_hploc_gpu_build,
- * queues on the builder's stream:
+ * rt_hploc_build_cpu's node for node but the leaves' places (below). The
+ * host driver, rt_hploc_gpu_build, queues on the builder's stream:
  *
  *   1-2. boxes, scene box, valid count; Morton codes; sort   (bvh_gpu_common.cu)
  *   3-4. the radix-tree walk with PLOC merges in warps; each
@@ -10,12 +10,20 @@
  *        collapse, height) and its output node but for the
  *        places, since both its children are finished        (hploc_cluster)
  *   4'.  the depth fallback: the radix tree, walked again     (hploc_fallback)
- *   5.   depth-first leaf order; the nodes' places            (hploc_output)
+ *   5.   each leaf's place in tri_index, taken from a counter  (hploc_leaf_alloc)
+ *        by its first key; every key's triangle there         (hploc_leaf_place)
  *
  * The valid count n stays on the device, as the LBVH's: every kernel runs a
  * thread per triangle and reads n there, so the host never waits; so does
  * the depth fallback (its kernel returns at once unless the clustering set
- * it). */
+ * it).
+ *
+ * The leaves' places are the one thing the GPU's tree does not share with
+ * the CPU oracle's: the oracle lays leaves out depth first, the GPU where a
+ * counter gives each leaf room (a warp's leaves next to each other), which
+ * spares the output the depth-first sums from every key to the root and
+ * the nodes' placing (hploc.h, step 5). Relaid out depth first, each
+ * leaf's own order kept, the tree is the oracle's (test_gpu_bvh). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,10 +45,15 @@ static constexpr int kBlock = 256;
 static constexpr int kClusterBlock = 64;
 static constexpr int kClusterMinBlocks = 16;
 static constexpr unsigned kFull = 0xffffffffu;
-/* An up[] link's second word: the left sibling's triangles, and this bit
- * when the parent is collapsed (inside a leaf: the output does not place
- * it, the root aside). */
+/* An up[] link's second word: the left sibling's triangles (the child's
+ * first key's offset in its parent's depth-first order), kUpCollapsed when
+ * the parent is collapsed into a leaf (RtLbvhSub.as_leaf) and kUpSmall when
+ * the parent holds at most max_leaf triangles (it or an ancestor may still
+ * be a leaf; above it none is). The leaf kernels climb by them. */
 static constexpr uint32_t kUpCollapsed = 0x80000000u;
+static constexpr uint32_t kUpSmall = 0x40000000u;
+static constexpr uint32_t kUpOffset = 0x3fffffffu;
+static_assert(RT_BVH_MAX_INDEX <= kUpOffset + 1u, "an offset fits below the flags");
 /* The PLOC search radius with an unrolled search: the default. */
 static constexpr uint32_t kUnrolledRadius = RT_HPLOC_DEFAULT_RADIUS;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
@@ -55,7 +68,8 @@ static constexpr uint32_t kFallbackMark = 0x80000000u;
 /* Steps 3-5's arrays (hploc.h, Names), passed by value to the kernels. */
 typedef struct HplocArrays {
     uint32_t *cidx;  /* per key place: the clusters of the merged radix node whose range starts there (a
-                        node of at most t keys is never merged: its clusters are its keys) */
+                        node of at most t keys is never merged: its clusters are its keys); after the
+                        clustering, the key's leaf link (hploc_leaf_alloc) */
     uint4 *rec;      /* per interior cluster (id - n), two words: its box, SAH cost and highest key
                         (rec_store); a key's cluster is read from its triangle's box (sub_load) */
     uint2 *info;     /* per interior id: triangles; height | kCollapsed (a key's: 1; kCollapsed) */
@@ -151,9 +165,9 @@ __device__ __forceinline__ HplocSub merge_create(const HplocArrays &a, RtBvhNode
     m.s = lbvh_merge_sub(lower.s, upper.s, &lp);
     rec_store(a.rec, n, m);
     a.info[u] = make_uint2(m.s.count, sub_hl(m.s));
-    const uint32_t collapsed = m.s.as_leaf ? kUpCollapsed : 0u;
-    a.up[lower.id] = make_uint2(m.id, collapsed);
-    a.up[upper.id] = make_uint2(m.id, lower.s.count | collapsed);
+    const uint32_t flags = (m.s.as_leaf ? kUpCollapsed : 0u) | (m.s.count <= (uint32_t)lp.max_leaf ? kUpSmall : 0u);
+    a.up[lower.id] = make_uint2(m.id, flags);
+    a.up[upper.id] = make_uint2(m.id, lower.s.count | flags);
     const uint32_t c[2] = {lower.id, upper.id};
     const RtLbvhSub s[2] = {lower.s, upper.s};
     RtBvhNode out;
@@ -177,8 +191,10 @@ __device__ __forceinline__ RtBvhNode node_load_cg(const RtBvhNode *src)
 
 /* The root's subtree r, finished by the calling thread after every other
  * node (all fenced): its link, the counters, and the root and node 0 swap
- * places (hploc_out_index; the references to them are the output's).
- * clustered: the clustered tree's root, which decides the fallback. */
+ * places (hploc_out_index), so the one link to interior node 0, from its
+ * parent, now names the root's old place (none links to the root; node 0
+ * inside a leaf is linked as a leaf, or not at all). clustered: the
+ * clustered tree's root, which decides the fallback. */
 __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, uint32_t n, const HplocSub &r,
                            bool clustered)
 {
@@ -194,6 +210,10 @@ __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *
         const RtBvhNode top = node_load_cg(&nodes[u]), zero = node_load_cg(&nodes[0]);
         bvh_node_store(&nodes[0], top);
         bvh_node_store(&nodes[u], zero);
+        const uint2 e = __ldcg(&a.up[n]); /* node 0's parent and side */
+        uint32_t *link = reinterpret_cast<uint32_t *>(&nodes[hploc_out_index(e.x - n, u)]) + 12;
+        const int k = (e.y & kUpOffset) != 0u;
+        if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = u;
     }
 }
 
@@ -422,40 +442,111 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
     }
 }
 
-/* ==== step 5: the output ========================================================== */
+/* ==== step 5: the leaves ========================================================= */
 
-/* A thread per key: its triangle's depth-first place in tri_index (the
- * sum hploc_key_position makes on the CPU, here from the (parent, left
- * sibling's triangles) links the merges stored in up[]), and the nodes it is the
- * leftmost key of placed (hploc_node_place), so every node once; a
- * collapsed node but the root keeps the links of its merge (the walk never
- * reaches it; hploc_cpu.c writes the same). Keys from
- * n on (degenerate triangles) keep their sorted place; without interior
- * nodes (n < 2) thread 0 writes the root (bvh_small_root). */
-__global__ void hploc_output_kernel(const uint32_t *ids, const RtAabb *tri_boxes, BvhCounters *ctr,
-                                    const uint2 *__restrict__ up, uint32_t tri_count, uint32_t *tri_index,
-                                    RtBvhNode *nodes)
+/* Key p's leaf (p < n, n >= 2): the highest collapsed ancestor-or-self below
+ * the root (hploc_node_links's leaves are the collapsed children of the
+ * nodes a walk reaches; a collapsed node may hold one that is not), found
+ * by climbing while the parent holds at most max_leaf triangles. *off: p's
+ * offset in the leaf's depth-first order; *link: the leaf's word in its
+ * parent's node (child[k]); returns the leaf's cluster. */
+__device__ __forceinline__ uint32_t leaf_of(const uint2 *__restrict__ up, uint32_t n, uint32_t root, uint32_t p,
+                                            uint32_t *off, uint32_t *link_node, int *link_k)
+{
+    uint32_t c = p, sum = 0, top = p, top_off = 0;
+    uint2 e = up[p], top_e = e;
+    while ((e.y & kUpSmall) && e.x - n != root) {
+        sum += e.y & kUpOffset;
+        c = e.x;
+        const bool collapsed = (e.y & kUpCollapsed) != 0u;
+        e = up[c];
+        if (collapsed) top = c, top_off = sum, top_e = e;
+    }
+    *off = top_off;
+    *link_node = hploc_out_index(top_e.x - n, root);
+    *link_k = (top_e.y & kUpOffset) != 0u;
+    return top;
+}
+
+/* The leaf kernel's blocks: one atomic on the counter a block, and atomics
+ * on one address serialise in L2 (one a warp cost 0.45 ms on 10M keys). */
+static constexpr int kLeafBlock = 256;
+/* A key's leaf link, as hploc_leaf_alloc leaves it in cidx[key] for
+ * hploc_leaf_place: the parent's output node, the side, the key's offset
+ * in the leaf. */
+static constexpr uint32_t kLinkSide = 27, kLinkOffset = 28;
+static_assert(RT_BVH_MAX_INDEX <= 1u << kLinkSide, "a node index fits below the side bit");
+static_assert(RT_BVH_MAX_LEAF <= 1u << (32 - kLinkOffset), "a leaf's offsets fit the top bits");
+__device__ __forceinline__ uint32_t leaf_link_word(uint32_t link)
+{
+    return 16u * (link & ((1u << kLinkSide) - 1u)) + 12u + (link >> kLinkSide & 1u);
+}
+
+/* A thread per key: the first key of each leaf (offset 0) takes the
+ * leaf's room in tri_index from ctr->leaf_next, one atomic a block (the
+ * lanes' counts summed by a block scan), and writes its place into the
+ * link (hploc_node_links left the offset 0 there). A block's leaves are
+ * next to each other, in key order. Every key leaves its link in cidx
+ * (free since the clustering) for hploc_leaf_place. */
+__global__ void __launch_bounds__(kLeafBlock) hploc_leaf_alloc_kernel(BvhCounters *ctr, const uint2 *__restrict__ up,
+                                                                      const uint2 *__restrict__ info, RtBvhNode *nodes,
+                                                                      uint32_t *links)
+{
+    __shared__ uint32_t warp_sum[kLeafBlock / 32];
+    __shared__ uint32_t block_base;
+    const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31u,
+                   warp = threadIdx.x >> 5;
+    if (n < 2 || blockIdx.x * blockDim.x >= n) return; /* whole blocks */
+    uint32_t want = 0, link_node = 0;
+    int link_k = 0;
+    if (p < n) {
+        uint32_t off;
+        const uint32_t leaf = leaf_of(up, n, ctr->tree_root, p, &off, &link_node, &link_k);
+        if (off == 0u) want = leaf < n ? 1u : info[leaf - n].x;
+        links[p] = link_node | (uint32_t)link_k << kLinkSide | off << kLinkOffset;
+    }
+    uint32_t sum = want; /* inclusive prefix over the warp's lanes */
+#pragma unroll
+    for (uint32_t d = 1; d < 32; d <<= 1) {
+        const uint32_t x = __shfl_up_sync(kFull, sum, d);
+        if (lane >= d) sum += x;
+    }
+    if (lane == 31u) warp_sum[warp] = sum;
+    __syncthreads();
+    if (warp == 0) { /* the warps' totals, scanned the same way */
+        const uint32_t total = lane < kLeafBlock / 32 ? warp_sum[lane] : 0u;
+        uint32_t w = total;
+#pragma unroll
+        for (uint32_t d = 1; d < 32; d <<= 1) {
+            const uint32_t x = __shfl_up_sync(kFull, w, d);
+            if (lane >= d) w += x;
+        }
+        const uint32_t all = __shfl_sync(kFull, w, 31);
+        if (lane == 0) block_base = all ? atomicAdd(&ctr->leaf_next, all) : 0u;
+        if (lane < kLeafBlock / 32) warp_sum[lane] = w - total;
+    }
+    __syncthreads();
+    if (want) reinterpret_cast<uint32_t *>(&nodes[link_node])[12 + link_k] = block_base + warp_sum[warp] + sum - want;
+}
+
+/* A thread per key: its triangle at its leaf's place (which
+ * hploc_leaf_alloc wrote in the link it left in links[key]) plus its
+ * offset. Keys from n on (degenerate triangles) keep their sorted place;
+ * without interior nodes (n < 2) thread 0 writes the root
+ * (bvh_small_root). */
+__global__ void hploc_leaf_place_kernel(const uint32_t *ids, const RtAabb *tri_boxes, BvhCounters *ctr,
+                                        const uint32_t *__restrict__ links, RtBvhNode *nodes, uint32_t tri_count,
+                                        uint32_t *tri_index)
 {
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < 2 && p == 0) bvh_small_root(n, tri_boxes, ids, ctr, nodes);
     if (p >= tri_count) return;
-    if (p >= n || n < 2) {
-        tri_index[p] = ids[p];
-        return;
+    uint32_t pos = p;
+    if (p < n && n >= 2) {
+        const uint32_t link = links[p];
+        pos = reinterpret_cast<const uint32_t *>(nodes)[leaf_link_word(link)] + (link >> kLinkOffset);
     }
-    const uint32_t root = ctr->tree_root;
-    uint32_t first = 0;
-    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE; e = up[e.x]) first += e.y & ~kUpCollapsed;
-    tri_index[first] = ids[p];
-    for (uint2 e = up[p]; e.x != RT_HPLOC_NONE && (e.y & ~kUpCollapsed) == 0u; e = up[e.x]) {
-        if ((e.y & kUpCollapsed) && e.x - n != root) continue;
-        uint4 *links = reinterpret_cast<uint4 *>(&nodes[hploc_out_index(e.x - n, root)]) + 3;
-        const uint4 w = *links;
-        RtBvhNode out;
-        out.child[0] = w.x, out.child[1] = w.y, out.count[0] = w.z, out.count[1] = w.w;
-        hploc_node_place(&out, first, root);
-        *reinterpret_cast<uint2 *>(links) = make_uint2(out.child[0], out.child[1]);
-    }
+    tri_index[pos] = ids[p];
 }
 
 /* ==== host side =================================================================== */
@@ -543,8 +634,9 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     const RtHplocParams &p = q->p;
     const RtLbvhParams lp = hploc_collapse_params(&p);
     const uint32_t tri_count = q->in.tri_count;
-    /* grids over every triangle (n is on the device); the output's thread 0
-     * always runs: it writes the root of a tree without interior nodes */
+    /* grids over every triangle (n is on the device); hploc_leaf_place's
+     * thread 0 always runs: it writes the root of a tree without interior
+     * nodes */
     const dim3 block(kBlock), tris((tri_count + kBlock - 1) / kBlock), keys(tri_count ? tris.x : 1);
     RtStatus st;
 
@@ -566,12 +658,16 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
                         b->nodes, lp)) != RT_OK)
         return st;
 
-    /* ---- 5. depth-first leaves, the nodes placed ------------------------------ */
-    if ((st = rt_launch(log, "hploc_output", keys, block, 0, hploc_output_kernel, err, k->ids[1], k->boxes, ctr,
-                        (const uint2 *)b->a.up, tri_count, b->tri_index, b->nodes)) != RT_OK)
+    /* ---- 5. the leaves' places; the triangles there ------------------------ */
+    const dim3 lblock(kLeafBlock), ltris((tri_count + kLeafBlock - 1) / kLeafBlock);
+    if (tri_count && (st = rt_launch(log, "hploc_leaf_alloc", ltris, lblock, 0, hploc_leaf_alloc_kernel, err, ctr,
+                                     (const uint2 *)b->a.up, (const uint2 *)b->a.info, b->nodes, b->a.cidx)) != RT_OK)
+        return st;
+    if ((st = rt_launch(log, "hploc_leaf_place", keys, block, 0, hploc_leaf_place_kernel, err, k->ids[1], k->boxes,
+                        ctr, (const uint32_t *)b->a.cidx, b->nodes, tri_count, b->tri_index)) != RT_OK)
         return st;
 
-    /* ---- the leaf triangles in the output's order ----------------------------- */
+    /* ---- the leaf triangles' rows in that order ------------------------------- */
     return bvh_leaf_woop_queue(&b->base, b->tri_index, tri_count, q->in.woop, err);
 }
 
@@ -616,7 +712,7 @@ extern "C" RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *st
         stats->sort_ms = bvh_entry_ms(log, "bvh_sort");
         stats->cluster_ms = bvh_entry_ms(log, "hploc_cluster");
         stats->fallback_ms = bvh_entry_ms(log, "hploc_fallback");
-        stats->output_ms = bvh_entry_ms(log, "hploc_output");
+        stats->output_ms = bvh_entry_ms(log, "hploc_leaf_alloc") + bvh_entry_ms(log, "hploc_leaf_place");
     }
     const BvhCounters *c = b->base.h_ctr;
     stats->launches = log->launches;

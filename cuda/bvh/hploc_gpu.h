@@ -31,7 +31,7 @@ typedef struct RtHplocGpuStats {
                               SAH collapse, depth) and node (hploc_cluster) */
     double fallback_ms;    /* the radix tree's pass when the clustered one is too deep (else it
                               returns at once) */
-    double output_ms;      /* depth-first leaf order, the nodes placed */
+    double output_ms;      /* the leaves' places and their triangles (step 5) */
     uint32_t launches;
     uint32_t triangles, valid; /* input triangles; non-degenerate ones (read back) */
     uint32_t cluster_depth;    /* the clustered tree's depth once collapsed (read back) */

@@ -3,7 +3,8 @@
  * Locally-Ordered Clustering for Bounding Volume Hierarchy Construction"
  * (HPG 2024). The rules are written once here for the CPU oracle
  * (hploc_cpu.c) and the GPU builder (cuda/bvh/hploc_gpu.cu), so the two
- * make the same tree, node for node (tests/test_gpu_bvh.c compares them).
+ * make the same tree, node for node, up to where the leaves lie in
+ * tri_index (step 5; tests/test_gpu_bvh.c compares them).
  *
  * The steps:
  *   1-2. the LBVH's triangle boxes, Morton codes and sort (lbvh.h steps 1
@@ -29,13 +30,17 @@
  *        the LBVH's SAH leaf collapse (lbvh_merge_sub) and the tree's depth;
  *        the CPU in a pass with an atomic counter per node (the LBVH's step
  *        4), the GPU at each merge of step 3 (both clusters are finished);
- *   5.   the output (bvh_layout.h): leaves in depth-first order, so that a
- *        collapsed subtree's triangles are one range of tri_index
- *        (hploc_key_position), and every interior node written by the walk
- *        of its leftmost key (hploc_output_node); a collapsed one (inside
- *        a leaf, never walked), the root aside, keeps its links unplaced
- *        (hploc_node_links), which spares the GPU's output its writes.
- *        nodes[0] is the root.
+ *   5.   the output (bvh_layout.h): each leaf (a collapsed child of a
+ *        node the walk reaches) one range of tri_index, interior nodes at
+ *        their ids, nodes[0] the root. The CPU lays the leaves out depth
+ *        first (hploc_key_position) and writes every interior node from
+ *        the walk of its leftmost key (hploc_output_node); a collapsed one
+ *        (inside a leaf, never walked), the root aside, keeps its links
+ *        unplaced (hploc_node_links). The GPU writes each node's links at
+ *        its merge and gives each leaf its range from a counter
+ *        (hploc_gpu.cu), so its leaves lie elsewhere in tri_index: relaid
+ *        out depth first, each leaf's own order kept, its tree is the
+ *        CPU's in every node a walk reaches.
  *
  * Names. A cluster is a uint32_t c: c < n is sorted key c (its triangle
  * alone), c >= n is interior node c - n. Interior node ids are in

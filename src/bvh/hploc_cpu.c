@@ -1,7 +1,8 @@
 /* hploc_cpu.c — the CPU oracle's H-PLOC: Benthin et al. 2024, "H-PLOC:
  * Hierarchical Parallel Locally-Ordered Clustering for Bounding Volume
  * Hierarchy Construction", as loops over hploc.h's steps, so the tree is
- * the GPU builder's node for node.
+ * the GPU builder's node for node (the GPU places leaves elsewhere in
+ * tri_index: hploc.h, step 5).
  *
  * Each step is a parallel loop over fixed chunks of keys (core/parallel.h)
  * whose result does not depend on which worker ran which chunk: step 3's
