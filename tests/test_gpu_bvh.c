@@ -673,6 +673,12 @@ static void gpu_bvh_rejects_bad_params(void **state)
     hp.threshold = RT_HPLOC_MAX_THRESHOLD + 1;
     assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, &hp, NULL, NULL, 0, &dev, NULL, &err), RT_ERR_ARG);
     assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, NULL, NULL, NULL, 5, &dev, NULL, &err), RT_ERR_ARG);
+    /* more triangles than the tree's links hold: refused before any use of
+     * the vertices (a stand-in pointer) */
+    const RtFloat4 stand_in = {0};
+    assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, NULL, &stand_in, NULL, RT_BVH_MAX_INDEX + 1u, &dev, NULL, &err),
+                     RT_ERR_ARG);
+    assert_non_null(strstr(err.msg, "more than a tree holds"));
     assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, NULL, NULL, NULL, 0, &dev, NULL, &err), RT_OK);
 }
 

@@ -680,6 +680,10 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
     const RtHplocParams p = pp ? *pp : rt_hploc_params_default();
     RtStatus st = rt_hploc_params_check(&p, err);
     if (st != RT_OK) return st;
+    /* step 5 packs a node index with its leaf link (hploc_leaf_alloc) */
+    if (tri_count > RT_BVH_MAX_INDEX)
+        return rt_fail(err, RT_ERR_ARG, "H-PLOC: %u triangles, more than a tree holds (%u)", tri_count,
+                       RT_BVH_MAX_INDEX);
     if ((st = bvh_build_begin(&b->base, tri_count, stats != NULL, err)) != RT_OK) return st;
     if ((st = hploc_reserve(b, tri_count, err)) != RT_OK) return st;
     if (d_woop && (st = bvh_leaf_woop_reserve(&b->base, b->cap, tri_count, err)) != RT_OK) return st;
