@@ -74,7 +74,8 @@ typedef struct HplocArrays {
                         (rec_store); a key's cluster is read from its triangle's box (sub_load) */
     uint2 *info;     /* per interior id: triangles; height | kCollapsed (a key's: 1; kCollapsed) */
     uint2 *up;       /* per cluster: its parent (RT_HPLOC_NONE: the root) and its first key's
-                        depth-first place in the parent's (0 for child 0, child 0's count for 1) */
+                        depth-first place in the parent's (0 for child 0, child 0's count for 1)
+                        with the parent's flags (kUpCollapsed, kUpSmall) */
     uint32_t *slots; /* per split slot: the first child's range end (RT_HPLOC_NONE: none yet) */
     uint32_t *side;  /* per split slot, two: the fallback's first child's cluster */
     const uint32_t *ids;   /* per key: its triangle (the sort's, bvh_gpu_common.cu) */
