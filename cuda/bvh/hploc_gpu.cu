@@ -20,7 +20,7 @@
  *
  * The leaves' places are the one thing the GPU's tree does not share with
  * the CPU oracle's: the oracle lays leaves out depth first, the GPU where a
- * counter gives each leaf room (a warp's leaves next to each other), which
+ * counter gives each leaf room (a block's leaves next to each other), which
  * spares the output the depth-first sums from every key to the root and
  * the nodes' placing (hploc.h, step 5). Relaid out depth first, each
  * leaf's own order kept, the tree is the oracle's (test_gpu_bvh). */
@@ -449,8 +449,9 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
  * the root (hploc_node_links's leaves are the collapsed children of the
  * nodes a walk reaches; a collapsed node may hold one that is not), found
  * by climbing while the parent holds at most max_leaf triangles. *off: p's
- * offset in the leaf's depth-first order; *link: the leaf's word in its
- * parent's node (child[k]); returns the leaf's cluster. */
+ * offset in the leaf's depth-first order; *link_node, *link_k: the leaf's
+ * parent's output node and the leaf's side there (its word child[k]);
+ * returns the leaf's cluster. */
 __device__ __forceinline__ uint32_t leaf_of(const uint2 *__restrict__ up, uint32_t n, uint32_t root, uint32_t p,
                                             uint32_t *off, uint32_t *link_node, int *link_k)
 {
