@@ -24,8 +24,11 @@
  * spares the output the depth-first sums from every key to the root and
  * the nodes' placing (hploc.h, step 5). Relaid out depth first, each
  * leaf's own order kept, the tree is the oracle's (test_gpu_bvh). */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cub/block/block_scan.cuh>
 
 #include "bvh/bvh_gpu_common.cuh"
 #include "bvh/hploc_gpu.h"
@@ -54,6 +57,12 @@ static constexpr uint32_t kUpCollapsed = 0x80000000u;
 static constexpr uint32_t kUpSmall = 0x40000000u;
 static constexpr uint32_t kUpOffset = 0x3fffffffu;
 static_assert(RT_BVH_MAX_INDEX <= kUpOffset + 1u, "an offset fits below the flags");
+/* A node's link words as 32-bit words from its start: child[0], child[1],
+ * then count[0], count[1]. */
+static constexpr uint32_t kNodeWords = sizeof(RtBvhNode) / sizeof(uint32_t);
+static constexpr uint32_t kLinkWord = offsetof(RtBvhNode, child) / sizeof(uint32_t);
+static_assert(offsetof(RtBvhNode, count) == offsetof(RtBvhNode, child) + 2 * sizeof(uint32_t),
+              "the counts follow the children");
 /* The PLOC search radius with an unrolled search: the default. */
 static constexpr uint32_t kUnrolledRadius = RT_HPLOC_DEFAULT_RADIUS;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
@@ -212,7 +221,7 @@ __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *
         bvh_node_store(&nodes[0], top);
         bvh_node_store(&nodes[u], zero);
         const uint2 e = __ldcg(&a.up[n]); /* node 0's parent and side */
-        uint32_t *link = reinterpret_cast<uint32_t *>(&nodes[hploc_out_index(e.x - n, u)]) + 12;
+        uint32_t *link = reinterpret_cast<uint32_t *>(&nodes[hploc_out_index(e.x - n, u)]) + kLinkWord;
         const int k = (e.y & kUpOffset) != 0u;
         if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = u;
     }
@@ -481,54 +490,38 @@ static_assert(RT_BVH_MAX_INDEX <= 1u << kLinkSide, "a node index fits below the 
 static_assert(RT_BVH_MAX_LEAF <= 1u << (32 - kLinkOffset), "a leaf's offsets fit the top bits");
 __device__ __forceinline__ uint32_t leaf_link_word(uint32_t link)
 {
-    return 16u * (link & ((1u << kLinkSide) - 1u)) + 12u + (link >> kLinkSide & 1u);
+    return kNodeWords * (link & ((1u << kLinkSide) - 1u)) + kLinkWord + (link >> kLinkSide & 1u);
 }
 
 /* A thread per key: the first key of each leaf (offset 0) takes the
  * leaf's room in tri_index from ctr->leaf_next, one atomic a block (the
- * lanes' counts summed by a block scan), and writes its place into the
- * link (hploc_node_links left the offset 0 there). A block's leaves are
- * next to each other, in key order. Every key leaves its link in cidx
- * (free since the clustering) for hploc_leaf_place. */
+ * counts summed by CUB's block scan, in key order), and writes its place
+ * into the link (hploc_node_links left the offset 0 there). A block's
+ * leaves are next to each other, in key order. Every key leaves its link
+ * in cidx (free since the clustering) for hploc_leaf_place. */
 __global__ void __launch_bounds__(kLeafBlock) hploc_leaf_alloc_kernel(BvhCounters *ctr, const uint2 *__restrict__ up,
                                                                       const uint2 *__restrict__ info, RtBvhNode *nodes,
                                                                       uint32_t *links)
 {
-    __shared__ uint32_t warp_sum[kLeafBlock / 32];
+    using Scan = cub::BlockScan<uint32_t, kLeafBlock, cub::BLOCK_SCAN_WARP_SCANS>;
+    __shared__ typename Scan::TempStorage scan;
     __shared__ uint32_t block_base;
-    const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x, lane = threadIdx.x & 31u,
-                   warp = threadIdx.x >> 5;
+    const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < 2 || blockIdx.x * blockDim.x >= n) return; /* whole blocks */
-    uint32_t want = 0, link_node = 0;
-    int link_k = 0;
+    uint32_t want = 0, link = 0;
     if (p < n) {
-        uint32_t off;
+        uint32_t off, link_node;
+        int link_k;
         const uint32_t leaf = leaf_of(up, n, ctr->tree_root, p, &off, &link_node, &link_k);
         if (off == 0u) want = leaf < n ? 1u : info[leaf - n].x;
-        links[p] = link_node | (uint32_t)link_k << kLinkSide | off << kLinkOffset;
+        link = link_node | (uint32_t)link_k << kLinkSide | off << kLinkOffset;
+        links[p] = link;
     }
-    uint32_t sum = want; /* inclusive prefix over the warp's lanes */
-#pragma unroll
-    for (uint32_t d = 1; d < 32; d <<= 1) {
-        const uint32_t x = __shfl_up_sync(kFull, sum, d);
-        if (lane >= d) sum += x;
-    }
-    if (lane == 31u) warp_sum[warp] = sum;
+    uint32_t before, total;
+    Scan(scan).ExclusiveSum(want, before, total);
+    if (threadIdx.x == 0) block_base = total ? atomicAdd(&ctr->leaf_next, total) : 0u;
     __syncthreads();
-    if (warp == 0) { /* the warps' totals, scanned the same way */
-        const uint32_t total = lane < kLeafBlock / 32 ? warp_sum[lane] : 0u;
-        uint32_t w = total;
-#pragma unroll
-        for (uint32_t d = 1; d < 32; d <<= 1) {
-            const uint32_t x = __shfl_up_sync(kFull, w, d);
-            if (lane >= d) w += x;
-        }
-        const uint32_t all = __shfl_sync(kFull, w, 31);
-        if (lane == 0) block_base = all ? atomicAdd(&ctr->leaf_next, all) : 0u;
-        if (lane < kLeafBlock / 32) warp_sum[lane] = w - total;
-    }
-    __syncthreads();
-    if (want) reinterpret_cast<uint32_t *>(&nodes[link_node])[12 + link_k] = block_base + warp_sum[warp] + sum - want;
+    if (want) reinterpret_cast<uint32_t *>(nodes)[leaf_link_word(link)] = block_base + before;
 }
 
 /* A thread per key: its triangle at its leaf's place (which

@@ -34,13 +34,13 @@
  *        node the walk reaches) one range of tri_index, interior nodes at
  *        their ids, nodes[0] the root. The CPU lays the leaves out depth
  *        first (hploc_key_position) and writes every interior node from
- *        the walk of its leftmost key (hploc_output_node); a collapsed one
- *        (inside a leaf, never walked), the root aside, keeps its links
- *        unplaced (hploc_node_links). The GPU writes each node's links at
- *        its merge and gives each leaf its range from a counter
- *        (hploc_gpu.cu), so its leaves lie elsewhere in tri_index: relaid
- *        out depth first, each leaf's own order kept, its tree is the
- *        CPU's in every node a walk reaches.
+ *        the walk of its leftmost key (hploc_output_node). The GPU writes
+ *        each node's links at its merge and gives each leaf its range
+ *        from a counter (hploc_gpu.cu), so its leaves lie elsewhere in
+ *        tri_index: relaid out depth first, each leaf's own order kept,
+ *        its tree is the CPU's in every node a walk reaches (the nodes
+ *        inside a leaf, never walked, the GPU leaves as its merges wrote
+ *        them).
  *
  * Names. A cluster is a uint32_t c: c < n is sorted key c (its triangle
  * alone), c >= n is interior node c - n. Interior node ids are in

@@ -240,9 +240,7 @@ static void output_task(void *ctx, int worker, size_t task)
         while ((up = tr->parent[c]) != RT_HPLOC_NONE && tr->child[2 * (size_t)(up - n)] == c) {
             const uint32_t u = up - n, *ch = &tr->child[2 * (size_t)u];
             const RtLbvhSub s[2] = {sub_of(b, ch[0]), sub_of(b, ch[1])};
-            RtBvhNode *out = &b->nodes[hploc_out_index(u, root)];
-            if (b->sub[u].as_leaf && u != root) hploc_node_links(ch, s, n, out); /* inside a leaf: not placed */
-            else hploc_output_node(ch, s, n, root, first, out);
+            hploc_output_node(ch, s, n, root, first, &b->nodes[hploc_out_index(u, root)]);
             c = up;
         }
     }
