@@ -487,10 +487,11 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     /* every variant over the LBVH (and the kd-tree), then the BVH walk again
      * over the H-PLOC tree of the same triangles (the `bvh` structure): what
      * a better tree buys the same loop */
-    static const char *const bvh_label[2] = {"LBVH (stack)", "H-PLOC (stack)"};
+    static const char *const bvh_label[2][2] = {{"LBVH (stack)", "H-PLOC (stack)"},
+                                                {"LBVH (stack, rows by id)", "H-PLOC (stack, rows by id)"}};
     const char *only_walk = getenv("RT_GPU_BENCH_TRAVERSAL");
     RtHplocGpu *hb = NULL;
-    const RtBvh lbvh_tree = f->dbvh;
+    const RtBvh lbvh_tree = f->dbvh, lbvh_bare = f->dbare;
     for (int tree = 0; tree < (only_walk ? 1 : 2); tree++) {
         if (tree == 1) {
             RtHplocParams hp = rt_hploc_params_default();
@@ -500,6 +501,8 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
             assert_int_equal(rt_hploc_gpu_create(&hb, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build(hb, &hp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build_finish(hb, &hs, &err), RT_OK);
+            f->dbare = f->dbvh;
+            f->dbare.leaf_woop = NULL;
         }
         for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
             if ((tree == 1 || v.stack_size < 2 || bvh_only) && !f->walk_bvh) continue;
@@ -508,7 +511,8 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
                 continue;
             bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
             print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
-                          f->walk_bvh ? bvh_label[tree] : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
+                          f->walk_bvh ? bvh_label[f->walk_bvh - 1][tree]
+                                      : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
                           rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
                           v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1],
                           r[2], r[3]);
@@ -516,6 +520,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     }
     f->walk_bvh = 0;
     f->dbvh = lbvh_tree;
+    f->dbare = lbvh_bare;
     rt_hploc_gpu_destroy(hb);
     /* the default walk over the tree a frame traces: the GPU's own build of
      * the same triangles, with its default parameters, or with each of the

@@ -47,14 +47,17 @@ typedef struct Fixture {
     RtKdTree dtree;   /* the same, in device memory */
     RtBvh bvh;        /* host, the CPU's LBVH */
     RtBvh dbvh;       /* the GPU builder's LBVH of the device triangles (the same tree) */
+    RtBvh bare, dbare; /* the same trees without their leaf triangles' rows (views: not freed) */
     RtLbvhGpu *lbvh;
     RtGpuScene *gs;
-    int walk_bvh;     /* the variant being checked walks the BVH (variant() sets it) */
+    int walk_bvh;     /* the variant being checked walks the BVH (variant() sets it): 1 with the leaf
+                         rows, 2 without (the walk reads each triangle's id, then the scene's rows) */
 } Fixture;
 
 /* The structure the variant being checked walks, host or device. */
 static RtAccel fixture_accel(const Fixture *f)
 {
+    if (f->walk_bvh == 2) return rt_accel_bvh(f->gpu ? &f->dbare : &f->bare);
     if (f->walk_bvh) return rt_accel_bvh(f->gpu ? &f->dbvh : &f->bvh);
     return rt_accel_kd(f->gpu ? &f->dtree : &f->tree);
 }
@@ -82,6 +85,8 @@ static void fixture_finish(Fixture *f)
     st = rt_lbvh_build_cpu(&lp, &f->tris, &f->bvh, NULL, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
+    f->bare = f->bvh;
+    f->bare.leaf_woop = NULL;
     RtAabb b = aabb_empty();
     for (uint32_t i = 0; i < 3 * f->tris.count; i++) b = aabb_grow(b, f4_xyz(f->tris.verts[i]));
     f->eps = rt_shade_ray_eps(b); /* as gpu_scene.cu and render_cpu.c */
@@ -98,6 +103,8 @@ static void fixture_finish(Fixture *f)
     if (st == RT_OK) st = rt_lbvh_gpu_build(f->lbvh, &lp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
+    f->dbare = f->dbvh;
+    f->dbare.leaf_woop = NULL;
     /* the host's epsilon is the GPU scene's */
     assert_true(fabsf(rt_gpu_scene_epsilon(f->gs) - f->eps) <= 1e-6f * f->eps);
 }
@@ -341,7 +348,7 @@ static void compare_hits(const char *what, const RaySet *r, const RtHit *ref, co
 static const char *variant_name(const Fixture *f, const RtTraceParams *p, char *buf, size_t n)
 {
     if (f->walk_bvh) {
-        snprintf(buf, n, "bvh/%s/%s", rt_variant_value_name(RT_VAR_ISECT, p->isect),
+        snprintf(buf, n, "%s/%s/%s", f->walk_bvh == 2 ? "bvh-no-rows" : "bvh", rt_variant_value_name(RT_VAR_ISECT, p->isect),
                  rt_variant_value_name(RT_VAR_RAY_MAP, p->ray_map));
         return buf;
     }
@@ -355,12 +362,19 @@ static const char *variant_name(const Fixture *f, const RtTraceParams *p, char *
 /* Every variant: 2 traversals x 2 tests x leaf skip x 2 ray maps x 2
  * packet modes, plus a 1-entry short stack (restarts all the time), over
  * the kd-tree; the full stack with 2 tests x 2 packet modes (leaf skip,
- * tiles); then the BVH walk with 2 tests x 2 ray maps (*bvh = 1). */
+ * tiles); then the BVH walk with 2 tests x 2 ray maps (*bvh = 1), and
+ * Woop's test over the BVH without its leaf rows x 2 ray maps (*bvh = 2). */
 static int variant(int i, RtTraceParams *p, int *bvh)
 {
     *p = rt_trace_params_default();
     *bvh = 0;
-    if (i >= 42) return 0;
+    if (i >= 44) return 0;
+    if (i >= 42) {
+        *bvh = 2;
+        p->isect = RT_ISECT_WOOP;
+        p->ray_map = i - 42;
+        return 1;
+    }
     if (i >= 38) {
         *bvh = 1;
         p->isect = (i - 38) & 1;
@@ -619,7 +633,7 @@ static void check_one_triangle_and_empty_batches(void **state)
     fixture_finish(&f);
     RtError err = {0};
     RtTraceParams p = rt_trace_params_default();
-    for (f.walk_bvh = 0; f.walk_bvh <= 1; f.walk_bvh++) {
+    for (f.walk_bvh = 0; f.walk_bvh <= 2; f.walk_bvh++) {
         const RtAccel a = fixture_accel(&f);
         assert_int_equal(f.gpu ? rt_trace_gpu_rays(f.gs, &a, &p, NULL, NULL, NULL, 0, 1, 0, NULL, &err)
                                : rt_trace_emulate_rays(&f.tris, &a, &p, NULL, NULL, NULL, 0, 1, 0, &err),

@@ -529,8 +529,6 @@ static RtStatus accel_check(const RtAccel *a, RtError *err)
     if (!a || (a->kind == RT_ACCEL_KD && !a->kd) || (a->kind == RT_ACCEL_BVH && !a->bvh) ||
         (a->kind != RT_ACCEL_KD && a->kind != RT_ACCEL_BVH))
         return rt_fail(err, RT_ERR_ARG, "TRACE: no acceleration structure given");
-    if (a->kind == RT_ACCEL_BVH && a->bvh->index_count && !a->bvh->leaf_woop)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: the BVH has no leaf triangles (built without Woop rows)");
     if (a->kind == RT_ACCEL_BVH && a->bvh->index_count > RT_BVH_MAX_INDEX)
         return rt_fail(err, RT_ERR_ARG, "TRACE: a BVH of %u triangle references is beyond the walk's %u",
                        a->bvh->index_count, RT_BVH_MAX_INDEX);

@@ -8,7 +8,10 @@
  * taken and the farther pushed with its entry distance, and a popped entry
  * that starts beyond the best hit is dropped. A leaf's triangles are read
  * from the tree's own copy of their Woop rows (leaf_woop), one after the
- * other, their ids only on a hit. The stack holds RT_BVH_MAX_DEPTH entries:
+ * other, their ids only on a hit; a tree built without the copy (it pays
+ * only where rays far outnumber triangles: RtBvhLeafRows) reads each
+ * triangle's id, then the scene's rows, as Moller-Trumbore reads its
+ * vertices. The stack holds RT_BVH_MAX_DEPTH entries:
  * one per level at most, and no builder goes deeper, so nothing is ever
  * lost.
  *
@@ -26,7 +29,7 @@
 typedef struct TraceBvh {
     const RtBvhNode *nodes;
     const uint32_t *index;
-    const RtFloat4 *leaf_woop; /* the leaf triangles' Woop rows, in index order */
+    const RtFloat4 *leaf_woop; /* the leaf triangles' Woop rows, in index order (NULL: by id) */
     RtAabb bounds;
     const RtAabb *d_bounds; /* the GPU builder's root box on the device (bounds is then unknown) */
     uint32_t node_count;    /* 0: an empty tree */
@@ -115,8 +118,8 @@ RT_TRACE_FN static uint32_t bvh_pop(const uint32_t (*stk)[2], int &sp, float t)
  * the best hit is dropped. Children are picked by selects, never by a
  * computed index into the node (that would put the 64-byte node in local
  * memory at every visit). Woop's test reads a leaf's rows from leaf_woop
- * (no dependent load of the id first; Sponza 3,006 against 2,908);
- * Moller-Trumbore reads the vertices by id. */
+ * when the tree has them (no dependent load of the id first; Sponza 3,006
+ * against 2,908), else by id as Moller-Trumbore reads the vertices. */
 template <int kIsect, class Prims>
 RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o, RtVec3 d,
                                    float tmin, float tmax, bool live, bool any, uint32_t *steps)
@@ -154,7 +157,7 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                 uint32_t id;
                 /* at most the largest float: Woop's test of a ray parallel to
                  * the triangle's plane gives an infinite t (isect.h) */
-                if (kIsect == RT_ISECT_WOOP) {
+                if (kIsect == RT_ISECT_WOOP && bv.leaf_woop) {
                     RtFloat4 rows[3];
                     pr.woop_rows(&bv.leaf_woop[3 * (size_t)k], rows);
                     if (!rt_isect_woop_finite(rows, o, d, tmin, fminf(best.t, FLT_MAX), &ht, &hu, &hv)) continue;

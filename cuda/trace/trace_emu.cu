@@ -248,8 +248,6 @@ extern "C" RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel
     const RtBvh *bvh = accel && accel->kind == RT_ACCEL_BVH ? accel->bvh : NULL;
     if (!tris || (!tree && !bvh) || (n && (!rays || !hits)) || width <= 0)
         return rt_fail(err, RT_ERR_ARG, "TRACE: emulation needs triangles, a tree, rays and hits");
-    if (bvh && bvh->index_count && !bvh->leaf_woop)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: the BVH has no leaf triangles (built without Woop rows)");
     if (bvh && bvh->index_count > RT_BVH_MAX_INDEX)
         return rt_fail(err, RT_ERR_ARG, "TRACE: a BVH of %u triangle references is beyond the walk's %u",
                        bvh->index_count, RT_BVH_MAX_INDEX);

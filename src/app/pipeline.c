@@ -524,16 +524,19 @@ static RtStatus gpu_readback(RtPipeline *p, const RtFrameTarget *target, const u
 }
 
 /* build, structure lbvh or bvh: queued on the structure's builder (created
- * at its first frame), its device BVH in d_bvh. */
-static RtStatus gpu_bvh_build(RtPipeline *p, const RtPipelineParams *pp, const RtTriArrays *d, RtError *err)
+ * at its first frame), its device BVH in d_bvh; with the leaf triangles'
+ * rows where they pay for a frame of `pixels` (rt_bvh_leaf_rows_pay). */
+static RtStatus gpu_bvh_build(RtPipeline *p, const RtPipelineParams *pp, const RtTriArrays *d, double pixels,
+                              RtError *err)
 {
     RtStatus s;
+    const RtFloat4 *rows = rt_bvh_leaf_rows_pay(pp->bvh_leaf_rows, pixels, d->count) ? d->woop : NULL;
     if (pp->structure == RT_STRUCT_LBVH) {
         if (!p->lbvh && (s = rt_lbvh_gpu_create(&p->lbvh, err)) != RT_OK) return s;
-        s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d->verts, d->woop, d->count, &p->d_bvh, NULL, err);
+        s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d->verts, rows, d->count, &p->d_bvh, NULL, err);
     } else {
         if (!p->hploc && (s = rt_hploc_gpu_create(&p->hploc, err)) != RT_OK) return s;
-        s = rt_hploc_gpu_build(p->hploc, &pp->hploc, d->verts, d->woop, d->count, &p->d_bvh, NULL, err);
+        s = rt_hploc_gpu_build(p->hploc, &pp->hploc, d->verts, rows, d->count, &p->d_bvh, NULL, err);
     }
     if (s == RT_OK) p->built = pp->structure;
     return s;
@@ -630,7 +633,7 @@ static RtStatus gpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
     }
     case RT_STRUCT_LBVH:
     case RT_STRUCT_BVH: {
-        if ((s = gpu_bvh_build(p, pp, &d_tris, err)) != RT_OK) return s;
+        if ((s = gpu_bvh_build(p, pp, &d_tris, (double)target->w * target->h, err)) != RT_OK) return s;
         /* build and trace queued without a wait; the build's time and counts after the trace */
         if (photons && (s = gpu_photons(p, pp, st, err)) != RT_OK) return s;
         RtAccel accel = frame_accel(p);

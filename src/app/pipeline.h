@@ -47,6 +47,8 @@ typedef struct RtPipelineParams {
     RtKdCpuParams kd_cpu; /* the CPU oracle's builder (defaults: rt_kd_cpu_params_default) */
     RtLbvhParams lbvh;    /* the LBVH builder, both backends (defaults: rt_lbvh_params_default) */
     RtHplocParams hploc;  /* the H-PLOC builder, both backends (defaults: rt_hploc_params_default) */
+    int bvh_leaf_rows;    /* RtBvhLeafRows: whether the GPU BVH builds copy the leaf triangles' rows
+                             (bvh_layout.h; default auto: by the frame's pixels per triangle) */
     RtTraceParams trace;  /* tracing and shading, both backends: the CPU renderer reads the shading
                              fields and `isect` (defaults: rt_trace_params_default) */
     RtPhotonParams photons; /* photon mapping, both backends (photon.h; defaults:

@@ -29,6 +29,12 @@ static const RtVariantValue kOffOn[] = {
     {"on", 1, "enabled"},
     {NULL, 0, NULL},
 };
+static const RtVariantValue kLeafRows[] = {
+    {"auto", RT_BVH_LEAF_ROWS_AUTO, "copied where the frame has at least 3 pixels a triangle (bvh_layout.h)"},
+    {"on", RT_BVH_LEAF_ROWS_ON, "copied every build: the walk tests a leaf's triangles without loading their ids"},
+    {"off", RT_BVH_LEAF_ROWS_OFF, "not copied: the walk loads each triangle's id, then the scene's rows"},
+    {NULL, 0, NULL},
+};
 static const RtVariantValue kBuilder[] = {
     {"chang", RT_KD_GPU_BUILDER_CHANG, "Zhou et al. 2008's large/small-node pipeline with Chang et al.'s optimisations"},
     {"exact", RT_KD_GPU_BUILDER_EXACT, "Kolodzey 2014: exact SAH over every event on every level, events sorted once"},
@@ -177,6 +183,9 @@ const RtVariant rt_variants[RT_VAR_COUNT] = {
                            1, 1, RT_BVH_MAX_LEAF, NULL, 0, 0, "most triangles the bvh structure's SAH collapse puts in one leaf"},
     [RT_VAR_HPLOC_CI] = {"hplocci", "H-PLOC C_i", RT_SCOPE_BUILD, RT_VK_FLOAT, offsetof(RtPipelineParams, hploc.c_isect), 1,
                          0.001, 1000, NULL, 0, 0, "SAH cost per triangle of the bvh structure's leaf collapse (C_trav 1)"},
+    [RT_VAR_BVH_LEAF_ROWS] = {"leafrows", "BVH leaf rows", RT_SCOPE_BUILD, RT_VK_INT,
+                              offsetof(RtPipelineParams, bvh_leaf_rows), 1, 0, 2, kLeafRows, 0, 1,
+                              "whether the GPU BVH builds copy the leaf triangles' Woop rows in leaf order"},
     [RT_VAR_BUILDER] = {"builder", "kd builder", RT_SCOPE_BUILD, RT_VK_INT, BUILD(builder), 1, 0, 1, kBuilder, '\'', 1,
                         "which GPU builder makes the kd-tree"},
     [RT_VAR_EXACT_LEAF] = {"exactleaf", "exact leaf", RT_SCOPE_BUILD, RT_VK_INT, BUILD(exact_leaf), 1, 1, 1024, NULL, 0, 1,

@@ -22,7 +22,9 @@
  *                triangle at 3k .. 3k + 2: a leaf's triangles lie one after
  *                the other, as Aila & Laine store them, so the walk tests a
  *                triangle without first loading its id (bvh_leaf_woop_copy
- *                fills it after every build; the id is read on a hit only).
+ *                fills it after a build given the Woop rows; the id is read
+ *                on a hit only). Optional: without it the walk reads the id,
+ *                then the scene's rows (RtBvhLeafRows says when it pays).
  * Triangle arrays: RtTriArrays (kd_layout.h), indexed by triangle id.
  *
  * Tie rules, followed by every BVH tracer: a child is entered when the ray's
@@ -109,12 +111,37 @@ typedef struct RtBvh {
     const RtAabb *d_bounds; /* device copy of `bounds` (GPU builder; NULL otherwise): the tracer
                                reads it, so a frame need not wait for the build's sizes */
     RtFloat4 *leaf_woop;    /* 3 * index_count rows in tri_index order (above); NULL when the
-                               triangles had no Woop rows: the GPU walk then refuses the tree */
+                               build was given no Woop rows: the walk then reads each leaf
+                               triangle's id and the scene's rows */
     uint32_t leaf_woop_cap; /* in entries of tri_index (3 rows each) */
 } RtBvh;
 
+/* When a frame's BVH build makes leaf_woop (the pipeline's `leafrows`):
+ * the copy costs a pass over the triangles (48 bytes each), and saves the
+ * walk one dependent load per triangle test, so it pays where the frame's
+ * rays far outnumber the triangles. auto: when the frame's pixels are at
+ * least RT_BVH_LEAF_ROWS_PIXELS times the triangles. On an NVIDIA H200 the
+ * copy took 0.35 ms for the 10M grid's triangles (35 ps each) and saved
+ * Sponza's primary rays 3 % (about 4 ps a ray of 130); a frame's primary,
+ * shadow and reflection rays are about three a pixel, so the copy pays
+ * above some 3 pixels a triangle. */
+typedef enum RtBvhLeafRows {
+    RT_BVH_LEAF_ROWS_AUTO = 0,
+    RT_BVH_LEAF_ROWS_ON,
+    RT_BVH_LEAF_ROWS_OFF
+} RtBvhLeafRows;
+#define RT_BVH_LEAF_ROWS_PIXELS 3.0
+
+/* Whether a build for a frame of `pixels` over `triangles` makes leaf_woop. */
+RT_HD int rt_bvh_leaf_rows_pay(int mode, double pixels, double triangles)
+{
+    if (mode == RT_BVH_LEAF_ROWS_ON) return 1;
+    if (mode == RT_BVH_LEAF_ROWS_OFF) return 0;
+    return pixels >= RT_BVH_LEAF_ROWS_PIXELS * triangles;
+}
+
 /* Entry k of leaf_woop: the rows of triangle tri_index[k] (every builder,
- * CPU and GPU, calls this after its tree is done). */
+ * CPU and GPU, calls this after its tree is done when given Woop rows). */
 RT_HD const RtFloat4 *bvh_leaf_woop_src(const uint32_t *tri_index, const RtFloat4 *woop, uint32_t k)
 {
     return &woop[3 * (size_t)tri_index[k]];
