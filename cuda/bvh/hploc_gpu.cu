@@ -45,8 +45,8 @@ static constexpr int kBlock = 256;
  * resident than eight-warp ones. Forcing 32 registers fits a
  * 262K-triangle scene's walks in one wave, but the spills (about 150 bytes
  * a thread) cost more than the wave saves (docs/bvh.md has the builds). */
-static constexpr int kClusterBlock = 64;
-static constexpr int kClusterMinBlocks = 16;
+static constexpr int kClusterBlock = 32;
+static constexpr int kClusterMinBlocks = 32;
 static constexpr unsigned kFull = 0xffffffffu;
 /* An up[] link's second word: the left sibling's triangles (the child's
  * first key's offset in its parent's depth-first order), kUpCollapsed when
