@@ -229,33 +229,35 @@ __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *
 
 /* ---- warp helpers ------------------------------------------------------------ */
 
-__device__ __forceinline__ RtAabb box_shfl_down(const RtAabb &b, unsigned d)
-{
-    RtAabb r;
-    r.lo = v3(__shfl_down_sync(kFull, b.lo.x, d), __shfl_down_sync(kFull, b.lo.y, d),
-              __shfl_down_sync(kFull, b.lo.z, d));
-    r.hi = v3(__shfl_down_sync(kFull, b.hi.x, d), __shfl_down_sync(kFull, b.hi.y, d),
-              __shfl_down_sync(kFull, b.hi.z, d));
-    return r;
-}
-
-__device__ __forceinline__ RtAabb box_shfl(const RtAabb &b, int src)
-{
-    RtAabb r;
-    r.lo = v3(__shfl_sync(kFull, b.lo.x, src), __shfl_sync(kFull, b.lo.y, src), __shfl_sync(kFull, b.lo.z, src));
-    r.hi = v3(__shfl_sync(kFull, b.hi.x, src), __shfl_sync(kFull, b.hi.y, src), __shfl_sync(kFull, b.hi.z, src));
-    return r;
-}
-
-/* A warp merge's clusters but their boxes, by slot (the lane that loaded
- * it; a merge keeps the lower lane's). The lanes hold only the box, which
- * the search reads, and the slot, so the search and the compaction shuffle
- * seven words, and the registers leave room for more warps. */
+/* A warp merge's clusters: all but the boxes by slot (the lane that loaded
+ * it; a merge keeps the lower lane's), the boxes by place. The lanes hold
+ * only their box and slot, so the registers leave room for more warps. */
 struct HplocSlots {
     uint32_t id[RT_HPLOC_WARP], max_key[RT_HPLOC_WARP], count[RT_HPLOC_WARP], hl[RT_HPLOC_WARP];
     float cost[RT_HPLOC_WARP];
     uint32_t from[RT_HPLOC_WARP]; /* compact_source's: the lane each place takes its cluster from */
+    /* the boxes by place (lo.xyz hi.x, hi.yz), which the search, the merge
+     * and the compaction read: two loads where six shuffles were; places
+     * up to lane + radius are read, so the arrays run past the warp */
+    float4 box4[RT_HPLOC_WARP + RT_HPLOC_MAX_RADIUS];
+    float2 box2[RT_HPLOC_WARP + RT_HPLOC_MAX_RADIUS];
 };
+
+__device__ __forceinline__ void box_put(HplocSlots *sh, uint32_t place, const RtAabb &b)
+{
+    sh->box4[place] = make_float4(b.lo.x, b.lo.y, b.lo.z, b.hi.x);
+    sh->box2[place] = make_float2(b.hi.y, b.hi.z);
+}
+
+__device__ __forceinline__ RtAabb box_get(const HplocSlots *sh, uint32_t place)
+{
+    const float4 f = sh->box4[place];
+    const float2 g = sh->box2[place];
+    RtAabb b;
+    b.lo = v3(f.x, f.y, f.z);
+    b.hi = v3(f.w, g.x, g.y);
+    return b;
+}
 
 __device__ __forceinline__ void slot_put(HplocSlots *sh, uint32_t slot, const HplocSub &c)
 {
@@ -293,11 +295,11 @@ __device__ __forceinline__ int compact_source(HplocSlots *sh, uint32_t keep, uin
  * distance computed once per pair, by the lower lane, and shuffled up to
  * the other), mutual pairs merge into the lower lane (merge_create), the
  * rest close up by ballot and compact_source (the lanes move their boxes and slots,
- * sh: the rest of each cluster stays in place). Until at most t remain (final, the
+ * sh: the rest of each cluster stays in place; the boxes go through sh by place). Until at most t remain (final, the
  * root: one, placed by lane 0); they go back from lo, the places after
  * them up to t emptied. Whole warp, uniform arguments. kRadius: the
- * radius when the caller knows it (the search unrolled, its shuffles
- * interleaved), 0 when only `radius` does. */
+ * radius when the caller knows it (the search unrolled, its loads and
+ * shuffles interleaved), 0 when only `radius` does. */
 template <uint32_t kRadius>
 __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, HplocSlots *sh,
                                  uint32_t n, uint32_t lo, uint32_t hi, uint32_t split, bool final, uint32_t radius,
@@ -321,6 +323,9 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
     __syncwarp();
     const uint32_t target = final ? 1u : t;
     while (k > target) { /* k is the warp's: uniform */
+        __syncwarp(); /* the last compaction's boxes are read */
+        if (lane < k) box_put(sh, lane, box);
+        __syncwarp();
         /* each cluster's nearest neighbour, ties to the lower lane (hploc_nn_key) */
         /* hploc_nn_key's order kept as two 32-bit minima: the distance's
          * bits (hploc_nn_key's high word), places rising ahead (a tie keeps
@@ -330,7 +335,7 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
         const uint32_t reach = kRadius ? kRadius : radius;
 #pragma unroll
         for (uint32_t d = 1; d <= reach; d++) {
-            const RtAabb up = box_shfl_down(box, d);
+            const RtAabb up = box_get(sh, lane + d);
             const bool fwd = lane + d < k;
             const uint32_t dist = fwd ? (uint32_t)(hploc_nn_key(hploc_distance(box, up), 0u) >> 32) : 0u;
             if (fwd && dist < ahead) ahead = dist, nn_ahead = lane + d;
@@ -343,11 +348,13 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
         const bool mutual = lane < k && nn_nn == lane, create = mutual && lane < nn;
         const int from = create ? (int)nn : (int)lane;
         const uint32_t other_slot = __shfl_sync(kFull, slot, from);
-        const RtAabb other_box = box_shfl(box, from);
-        if (create) { /* the pair's slots are its own: no other lane reads or writes them now */
-            const HplocSub m = merge_create(a, nodes, n, slot_get(sh, slot, box), slot_get(sh, other_slot, other_box), lp);
+        __syncwarp(); /* every lane's search has read the boxes */
+        if (create) { /* the pair's slots and places are its own: no other lane reads or writes them now */
+            const HplocSub m = merge_create(a, nodes, n, slot_get(sh, slot, box),
+                                            slot_get(sh, other_slot, box_get(sh, (uint32_t)from)), lp);
             box = m.s.box;
             slot_put(sh, slot, m);
+            box_put(sh, lane, box);
         }
         __syncwarp();
         /* the upper lane of each pair leaves; the rest close up, order kept */
@@ -355,7 +362,7 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
         k = __popc(keep);
         const int src = compact_source(sh, keep, lane);
         slot = __shfl_sync(kFull, slot, src);
-        box = box_shfl(box, src);
+        box = box_get(sh, (uint32_t)src);
     }
     if (lane < k) a.cidx[lo + lane] = sh->id[slot];
     else if (lane < min(t, hi - lo + 1u)) a.cidx[lo + lane] = RT_HPLOC_NONE;
