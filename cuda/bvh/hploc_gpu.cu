@@ -38,13 +38,13 @@
 /* Threads per block: a multiple of the warp size (the cluster kernel's
  * warps work as units). */
 static constexpr int kBlock = 256;
-/* The cluster kernel's blocks: 64 threads, 16 a multiprocessor (64
+/* The cluster kernel's blocks: one warp, 32 a multiprocessor (64
  * registers, no spills). A block leaves its multiprocessor only when its
  * last warp ends, and the clustering's warps end at very different times
- * (the one that reaches the root last), so two-warp blocks keep more warps
- * resident than eight-warp ones. Forcing 32 registers fits a
- * 262K-triangle scene's walks in one wave, but the spills (about 150 bytes
- * a thread) cost more than the wave saves (docs/bvh.md has the builds). */
+ * (the one that reaches the root last), so one-warp blocks free their
+ * place soonest. Forcing 32 registers fits a 262K-triangle scene's walks
+ * in one wave, but the spills (about 150 bytes a thread) cost more than the
+ * wave saves (docs/bvh.md has the builds). */
 static constexpr int kClusterBlock = 32;
 static constexpr int kClusterMinBlocks = 32;
 static constexpr unsigned kFull = 0xffffffffu;
