@@ -120,11 +120,11 @@ typedef struct RtBvh {
  * the copy costs a pass over the triangles (48 bytes each), and saves the
  * walk one dependent load per triangle test, so it pays where the frame's
  * rays far outnumber the triangles. auto: when the frame's pixels are at
- * least RT_BVH_LEAF_ROWS_PIXELS times the triangles. On an NVIDIA H200 the
- * copy took 0.35 ms for the 10M grid's triangles (35 ps each) and saved
- * Sponza's primary rays 3 % (about 4 ps a ray of 130); a frame's primary,
- * shadow and reflection rays are about three a pixel, so the copy pays
- * above some 3 pixels a triangle. */
+ * least RT_BVH_LEAF_ROWS_PIXELS times the triangles. The copy costs about
+ * 35 ps a triangle and saves about 4 ps a ray (of some 130: a primary ray
+ * through Sponza); a frame casts about three rays a pixel (primary, shadow,
+ * reflection), so the copy pays above some 3 pixels a triangle (docs/bvh.md
+ * has the measurements). */
 typedef enum RtBvhLeafRows {
     RT_BVH_LEAF_ROWS_AUTO = 0,
     RT_BVH_LEAF_ROWS_ON,
