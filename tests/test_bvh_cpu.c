@@ -892,6 +892,23 @@ static void bvh_stats_of_a_hand_made_tree(void **state)
     soup_free(&s);
 }
 
+/* When a build copies the leaf triangles' rows (the pipeline's leafrows):
+ * on and off as asked, auto from RT_BVH_LEAF_ROWS_PIXELS pixels a
+ * triangle on: Sponza at 1080p yes, the 10M grid at 720p no. */
+static void bvh_leaf_rows_pay_where_rays_outnumber_triangles(void **state)
+{
+    (void)state;
+    const double hd = 1920.0 * 1080.0, p720 = 1280.0 * 720.0;
+    assert_true(rt_bvh_leaf_rows_pay(RT_BVH_LEAF_ROWS_ON, 1.0, 1e7));
+    assert_false(rt_bvh_leaf_rows_pay(RT_BVH_LEAF_ROWS_OFF, hd, 1.0));
+    assert_true(rt_bvh_leaf_rows_pay(RT_BVH_LEAF_ROWS_AUTO, hd, 262205.0));
+    assert_false(rt_bvh_leaf_rows_pay(RT_BVH_LEAF_ROWS_AUTO, p720, 1e7));
+    const double tris = 1000.0;
+    assert_true(rt_bvh_leaf_rows_pay(RT_BVH_LEAF_ROWS_AUTO, RT_BVH_LEAF_ROWS_PIXELS * tris, tris));
+    assert_false(rt_bvh_leaf_rows_pay(RT_BVH_LEAF_ROWS_AUTO, RT_BVH_LEAF_ROWS_PIXELS * tris - 1.0, tris));
+    assert_true(rt_bvh_leaf_rows_pay(RT_BVH_LEAF_ROWS_AUTO, 1.0, 0.0)); /* no triangles: nothing to copy anyway */
+}
+
 /* ---- the validator on broken trees --------------------------------------------------------- */
 
 static void expect_invalid(const RtBvh *b, const RtTriArrays *t, const char *names)
@@ -1402,6 +1419,7 @@ int main(void)
         cmocka_unit_test(bvh_same_tree_on_any_thread_count),
         cmocka_unit_test(bvh_sah_max_leaf_8_no_worse_than_1),
         cmocka_unit_test(bvh_stats_of_a_hand_made_tree),
+        cmocka_unit_test(bvh_leaf_rows_pay_where_rays_outnumber_triangles),
         cmocka_unit_test(bvh_validate_rejects_broken_trees),
         cmocka_unit_test(bvh_validate_rejects_trees_deeper_than_the_stacks),
         cmocka_unit_test(bvh_corrupt_trees_never_crash),
