@@ -491,7 +491,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
                                                 {"LBVH (stack, rows by id)", "H-PLOC (stack, rows by id)"}};
     const char *only_walk = getenv("RT_GPU_BENCH_TRAVERSAL");
     RtHplocGpu *hb = NULL;
-    const RtBvh lbvh_tree = f->dbvh, lbvh_bare = f->dbare;
+    const RtBvh lbvh_tree = f->dbvh;
     for (int tree = 0; tree < (only_walk ? 1 : 2); tree++) {
         if (tree == 1) {
             RtHplocParams hp = rt_hploc_params_default();
@@ -501,8 +501,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
             assert_int_equal(rt_hploc_gpu_create(&hb, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build(hb, &hp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build_finish(hb, &hs, &err), RT_OK);
-            f->dbare = f->dbvh;
-            f->dbare.leaf_woop = NULL;
+            fixture_views(f);
         }
         for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
             if ((tree == 1 || v.stack_size < 2 || bvh_only) && !f->walk_bvh) continue;
@@ -520,7 +519,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     }
     f->walk_bvh = 0;
     f->dbvh = lbvh_tree;
-    f->dbare = lbvh_bare;
+    fixture_views(f);
     rt_hploc_gpu_destroy(hb);
     /* the default walk over the tree a frame traces: the GPU's own build of
      * the same triangles, with its default parameters, or with each of the

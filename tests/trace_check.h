@@ -47,12 +47,22 @@ typedef struct Fixture {
     RtKdTree dtree;   /* the same, in device memory */
     RtBvh bvh;        /* host, the CPU's LBVH */
     RtBvh dbvh;       /* the GPU builder's LBVH of the device triangles (the same tree) */
-    RtBvh bare, dbare; /* the same trees without their leaf triangles' rows (views: not freed) */
+    RtBvh bare, dbare; /* the same trees without their leaf triangles' rows (fixture_views; not freed) */
     RtLbvhGpu *lbvh;
     RtGpuScene *gs;
     int walk_bvh;     /* the variant being checked walks the BVH (variant() sets it): 1 with the leaf
                          rows, 2 without (the walk reads each triangle's id, then the scene's rows) */
 } Fixture;
+
+/* The trees without their leaf triangles' rows (walk_bvh 2): views of bvh
+ * and dbvh, made again whenever either changes. */
+static void fixture_views(Fixture *f)
+{
+    f->bare = f->bvh;
+    f->bare.leaf_woop = NULL;
+    f->dbare = f->dbvh;
+    f->dbare.leaf_woop = NULL;
+}
 
 /* The structure the variant being checked walks, host or device. */
 static RtAccel fixture_accel(const Fixture *f)
@@ -85,28 +95,26 @@ static void fixture_finish(Fixture *f)
     st = rt_lbvh_build_cpu(&lp, &f->tris, &f->bvh, NULL, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
-    f->bare = f->bvh;
-    f->bare.leaf_woop = NULL;
     RtAabb b = aabb_empty();
     for (uint32_t i = 0; i < 3 * f->tris.count; i++) b = aabb_grow(b, f4_xyz(f->tris.verts[i]));
     f->eps = rt_shade_ray_eps(b); /* as gpu_scene.cu and render_cpu.c */
-    if (!f->gpu) return;
-    st = rt_gpu_scene_create(&f->s, &f->gs, &err);
-    if (st != RT_OK) print_message("%s\n", err.msg);
-    assert_int_equal(st, RT_OK);
-    memset(&f->dtree, 0, sizeof f->dtree);
-    st = rt_kd_tree_upload(&f->tree, &f->dtree, &err);
-    if (st != RT_OK) print_message("%s\n", err.msg);
-    assert_int_equal(st, RT_OK);
-    RtTriArrays d = rt_gpu_scene_tris(f->gs);
-    st = rt_lbvh_gpu_create(&f->lbvh, &err);
-    if (st == RT_OK) st = rt_lbvh_gpu_build(f->lbvh, &lp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err);
-    if (st != RT_OK) print_message("%s\n", err.msg);
-    assert_int_equal(st, RT_OK);
-    f->dbare = f->dbvh;
-    f->dbare.leaf_woop = NULL;
-    /* the host's epsilon is the GPU scene's */
-    assert_true(fabsf(rt_gpu_scene_epsilon(f->gs) - f->eps) <= 1e-6f * f->eps);
+    if (f->gpu) {
+        st = rt_gpu_scene_create(&f->s, &f->gs, &err);
+        if (st != RT_OK) print_message("%s\n", err.msg);
+        assert_int_equal(st, RT_OK);
+        memset(&f->dtree, 0, sizeof f->dtree);
+        st = rt_kd_tree_upload(&f->tree, &f->dtree, &err);
+        if (st != RT_OK) print_message("%s\n", err.msg);
+        assert_int_equal(st, RT_OK);
+        RtTriArrays d = rt_gpu_scene_tris(f->gs);
+        st = rt_lbvh_gpu_create(&f->lbvh, &err);
+        if (st == RT_OK) st = rt_lbvh_gpu_build(f->lbvh, &lp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err);
+        if (st != RT_OK) print_message("%s\n", err.msg);
+        assert_int_equal(st, RT_OK);
+        /* the host's epsilon is the GPU scene's */
+        assert_true(fabsf(rt_gpu_scene_epsilon(f->gs) - f->eps) <= 1e-6f * f->eps);
+    }
+    fixture_views(f);
 }
 
 static void fixture_free(Fixture *f)

@@ -57,12 +57,15 @@ static constexpr uint32_t kUpCollapsed = 0x80000000u;
 static constexpr uint32_t kUpSmall = 0x40000000u;
 static constexpr uint32_t kUpOffset = 0x3fffffffu;
 static_assert(RT_BVH_MAX_INDEX <= kUpOffset + 1u, "an offset fits below the flags");
-/* A node's link words as 32-bit words from its start: child[0], child[1],
- * then count[0], count[1]. */
-static constexpr uint32_t kNodeWords = sizeof(RtBvhNode) / sizeof(uint32_t);
+/* A node's link words, 32 bits each: child[0], child[1], then count[0],
+ * count[1] (root_place and the leaf kernels write single words of them). */
 static constexpr uint32_t kLinkWord = offsetof(RtBvhNode, child) / sizeof(uint32_t);
 static_assert(offsetof(RtBvhNode, count) == offsetof(RtBvhNode, child) + 2 * sizeof(uint32_t),
               "the counts follow the children");
+__device__ __forceinline__ uint32_t *node_links(RtBvhNode *nodes, uint32_t node)
+{
+    return reinterpret_cast<uint32_t *>(&nodes[node]) + kLinkWord;
+}
 /* The PLOC search radius with an unrolled search: the default. */
 static constexpr uint32_t kUnrolledRadius = RT_HPLOC_DEFAULT_RADIUS;
 static_assert(RT_HPLOC_WARP == 32, "a PLOC merge is one warp");
@@ -221,7 +224,7 @@ __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *
         bvh_node_store(&nodes[0], top);
         bvh_node_store(&nodes[u], zero);
         const uint2 e = __ldcg(&a.up[n]); /* node 0's parent and side */
-        uint32_t *link = reinterpret_cast<uint32_t *>(&nodes[hploc_out_index(e.x - n, u)]) + kLinkWord;
+        uint32_t *link = node_links(nodes, hploc_out_index(e.x - n, u));
         const int k = (e.y & kUpOffset) != 0u;
         if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = u;
     }
@@ -495,9 +498,11 @@ static constexpr int kLeafBlock = 256;
 static constexpr uint32_t kLinkSide = 27, kLinkOffset = 28;
 static_assert(RT_BVH_MAX_INDEX <= 1u << kLinkSide, "a node index fits below the side bit");
 static_assert(RT_BVH_MAX_LEAF <= 1u << (32 - kLinkOffset), "a leaf's offsets fit the top bits");
-__device__ __forceinline__ uint32_t leaf_link_word(uint32_t link)
+/* The word a leaf link names: its parent's child[side], where the leaf's
+ * place goes. */
+__device__ __forceinline__ uint32_t *leaf_link(RtBvhNode *nodes, uint32_t link)
 {
-    return kNodeWords * (link & ((1u << kLinkSide) - 1u)) + kLinkWord + (link >> kLinkSide & 1u);
+    return node_links(nodes, link & ((1u << kLinkSide) - 1u)) + (link >> kLinkSide & 1u);
 }
 
 /* A thread per key: the first key of each leaf (offset 0) takes the
@@ -528,7 +533,7 @@ __global__ void __launch_bounds__(kLeafBlock) hploc_leaf_alloc_kernel(BvhCounter
     Scan(scan).ExclusiveSum(want, before, total);
     if (threadIdx.x == 0) block_base = total ? atomicAdd(&ctr->leaf_next, total) : 0u;
     __syncthreads();
-    if (want) reinterpret_cast<uint32_t *>(nodes)[leaf_link_word(link)] = block_base + before;
+    if (want) *leaf_link(nodes, link) = block_base + before;
 }
 
 /* A thread per key: its triangle at its leaf's place (which
@@ -546,7 +551,7 @@ __global__ void hploc_leaf_place_kernel(const uint32_t *ids, const RtAabb *tri_b
     uint32_t pos = p;
     if (p < n && n >= 2) {
         const uint32_t link = links[p];
-        pos = reinterpret_cast<const uint32_t *>(nodes)[leaf_link_word(link)] + (link >> kLinkOffset);
+        pos = *leaf_link(nodes, link) + (link >> kLinkOffset);
     }
     tri_index[pos] = ids[p];
 }
