@@ -287,28 +287,39 @@ static void secondary_rays(const Fixture *f, const RaySet *prim, const RtHit *hi
 
 /* The tracer's hits of a ray set (closest or any): on the GPU, or the
  * same loop in the host emulation. */
-static void gpu_cast(const Fixture *f, const RtTraceParams *p, const RaySet *r, int any,
-                     RtHit *out)
+/* The walk's hits of r's rays into out; steps (NULL: not asked) the nodes
+ * each visited. */
+static void gpu_cast_steps(const Fixture *f, const RtTraceParams *p, const RaySet *r, int any,
+                           RtHit *out, uint32_t *steps)
 {
     RtError err = {0};
     const RtAccel accel = fixture_accel(f);
     if (!f->gpu) {
-        RtStatus est = rt_trace_emulate_rays(&f->tris, &accel, p, r->rays, out, NULL, r->n, 97, any, &err);
+        RtStatus est = rt_trace_emulate_rays(&f->tris, &accel, p, r->rays, out, steps, r->n, 97, any, &err);
         if (est != RT_OK) print_message("%s\n", err.msg);
         assert_int_equal(est, RT_OK);
         return;
     }
-    void *d_rays, *d_hits;
+    void *d_rays, *d_hits, *d_steps = NULL;
     assert_int_equal(rt_gpu_malloc(&d_rays, r->n * sizeof(RtGpuRay), &err), RT_OK);
     assert_int_equal(rt_gpu_malloc(&d_hits, r->n * sizeof(RtHit), &err), RT_OK);
+    if (steps) assert_int_equal(rt_gpu_malloc(&d_steps, r->n * sizeof(uint32_t), &err), RT_OK);
     assert_int_equal(rt_gpu_memcpy(d_rays, r->rays, r->n * sizeof(RtGpuRay), RT_COPY_TO_DEVICE, &err),
                      RT_OK);
-    RtStatus st = rt_trace_gpu_rays(f->gs, &accel, p, d_rays, d_hits, NULL, r->n, 97, any, NULL, &err);
+    RtStatus st = rt_trace_gpu_rays(f->gs, &accel, p, d_rays, d_hits, (uint32_t *)d_steps, r->n, 97, any, NULL, &err);
     if (st != RT_OK) print_message("%s\n", err.msg);
     assert_int_equal(st, RT_OK);
     assert_int_equal(rt_gpu_memcpy(out, d_hits, r->n * sizeof(RtHit), RT_COPY_TO_HOST, &err), RT_OK);
+    if (steps)
+        assert_int_equal(rt_gpu_memcpy(steps, d_steps, r->n * sizeof(uint32_t), RT_COPY_TO_HOST, &err), RT_OK);
     rt_gpu_free(d_rays);
     rt_gpu_free(d_hits);
+    rt_gpu_free(d_steps);
+}
+
+static void gpu_cast(const Fixture *f, const RtTraceParams *p, const RaySet *r, int any, RtHit *out)
+{
+    gpu_cast_steps(f, p, r, any, out, NULL);
 }
 
 typedef struct Tally {
@@ -660,6 +671,42 @@ static void check_one_triangle_and_empty_batches(void **state)
         assert_int_equal(got[2].tri, RT_NO_HIT);
     }
     free(r.rays);
+    /* The BVH's one-triangle root holds an empty leaf, which the walk must
+     * never enter (its entry would read as the root again): rays from every
+     * direction, through the triangle and past it, aimed along and across
+     * the axes, each visit the root once, and hit as the brute force does. */
+    RaySet all = {0};
+    for (int dx = -1; dx <= 1; dx++)
+        for (int dy = -1; dy <= 1; dy++)
+            for (int dz = -1; dz <= 1; dz++) {
+                if (!dx && !dy && !dz) continue;
+                const RtVec3 d = v3((float)dx, (float)dy, (float)dz);
+                const RtVec3 through = v3(0.2f, 0.3f, 0.0f), past = v3(0.9f, 0.8f, 0.0f);
+                rays_push(&all, v3(through.x - 2 * d.x, through.y - 2 * d.y, through.z - 2 * d.z), d, 0.0f, INFINITY);
+                rays_push(&all, v3(past.x - 2 * d.x, past.y - 2 * d.y, past.z - 2 * d.z), d, 0.0f, INFINITY);
+            }
+    RtHit *hits = calloc(all.n, sizeof *hits);
+    uint32_t *steps = calloc(all.n, sizeof *steps);
+    assert_non_null(hits);
+    assert_non_null(steps);
+    for (int v = 38; variant(v, &p, &f.walk_bvh); v++) { /* the BVH walks: both tests, with and without rows */
+        assert_true(f.walk_bvh != 0);
+        gpu_cast_steps(&f, &p, &all, 0, hits, steps);
+        int hit_count = 0;
+        for (uint32_t i = 0; i < all.n; i++) {
+            const RtHit want = brute(&f, &all.rays[i], p.isect == RT_ISECT_WOOP);
+            if (hits[i].tri != want.tri || steps[i] > 1)
+                fail_msg("BVH walk %d, ray %u (%g %g %g): hit %d after %u visits, the brute force %d",
+                         f.walk_bvh, i, all.rays[i].d.x, all.rays[i].d.y, all.rays[i].d.z, (int)hits[i].tri,
+                         steps[i], (int)want.tri);
+            hit_count += want.tri == 0;
+        }
+        assert_true(hit_count > 0 && hit_count < (int)all.n); /* both kinds asked */
+    }
+    f.walk_bvh = 0;
+    free(hits);
+    free(steps);
+    free(all.rays);
     fixture_free(&f);
 }
 

@@ -125,8 +125,8 @@ __device__ __forceinline__ void bvh_small_root(uint32_t n, const RtAabb *boxes, 
         lbvh_single_root(boxes[tri_index[0]], &root);
         ctr->root = boxes[tri_index[0]];
     } else { /* the root box stays the reset's empty one */
-        bvh_set_child(&root, 0, aabb_empty(), 1, 0u, 0u);
-        bvh_set_child(&root, 1, aabb_empty(), 1, 0u, 0u);
+        bvh_set_empty_child(&root, 0);
+        bvh_set_empty_child(&root, 1);
     }
     bvh_node_store(&nodes[0], root);
 }

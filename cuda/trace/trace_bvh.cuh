@@ -66,7 +66,10 @@ RT_TRACE_FN static uint32_t bvh_entry(uint32_t child, uint32_t count)
  * plane), where a t interval of (face - o) / d = 0 would end it at once.
  * Each distance is one fma, face * inv - (o -+ delta) * inv (lo_inv, hi_inv
  * precomputed): its rounding is that of face * inv, far inside the delta
- * the box was grown by. Empty leaves are never entered. (A flag, not
+ * the box was grown by. An empty leaf's box is a point at +inf on every
+ * axis (bvh_set_empty_child), which no test passes: the walk's interval
+ * is finite (clipped to the scene's box), and each axis's two distances
+ * are both +inf or both -inf. (A flag, not
  * t = INFINITY for a miss: a ray with no hit yet has best.t = INFINITY, and
  * a miss would pass the test t <= best.t.) Scalars, not arrays: an array
  * indexed at run time would live in local memory. */
@@ -78,14 +81,14 @@ RT_TRACE_FN static void bvh_test_children(const RtBvhNode &n, RtVec3 lo_inv, RtV
     float z0 = fmaf(n.b[2].x, inv.z, -lo_inv.z), z1 = fmaf(n.b[2].y, inv.z, -hi_inv.z);
     float lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin));
     float hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax));
-    in0 = lo <= hi && n.count[0] != RT_BVH_LEAF;
+    in0 = lo <= hi;
     t0 = lo;
     x0 = fmaf(n.b[1].x, inv.x, -lo_inv.x), x1 = fmaf(n.b[1].y, inv.x, -hi_inv.x);
     y0 = fmaf(n.b[1].z, inv.y, -lo_inv.y), y1 = fmaf(n.b[1].w, inv.y, -hi_inv.y);
     z0 = fmaf(n.b[2].z, inv.z, -lo_inv.z), z1 = fmaf(n.b[2].w, inv.z, -hi_inv.z);
     lo = fmaxf(fmaxf(fminf(x0, x1), fminf(y0, y1)), fmaxf(fminf(z0, z1), tmin));
     hi = fminf(fminf(fmaxf(x0, x1), fmaxf(y0, y1)), fminf(fmaxf(z0, z1), tmax));
-    in1 = lo <= hi && n.count[1] != RT_BVH_LEAF;
+    in1 = lo <= hi;
     t1 = lo;
 }
 

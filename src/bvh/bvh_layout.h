@@ -62,7 +62,8 @@ typedef struct RtBvhNode {
     RtFloat4 b[3];
     /* child k: interior (count[k] == 0): node index child[k];
      * leaf (count[k] & RT_BVH_LEAF): tri_index[child[k] ..] of
-     * count[k] & ~RT_BVH_LEAF triangles (0: an empty leaf, never entered) */
+     * count[k] & ~RT_BVH_LEAF triangles (0: an empty leaf, never entered:
+     * its box is bvh_set_empty_child's) */
     uint32_t child[2];
     uint32_t count[2];
 } RtBvhNode;
@@ -98,6 +99,25 @@ RT_HD void bvh_set_child(RtBvhNode *n, int k, RtAabb box, int leaf, uint32_t ind
     }
     n->child[k] = index;
     n->count[k] = leaf ? (RT_BVH_LEAF | count) : 0u;
+}
+
+/* Child k as an empty leaf (a one-triangle tree's second child, both
+ * children of an empty tree's root): count 0 and a box that is one point,
+ * +inf on every axis. Every slab test of the GPU walk fails on that box
+ * (an axis's entry and exit are both +inf or both -inf, and the walk's
+ * interval, clipped to the scene's finite box, is finite), so the walk
+ * never tests the count of the child it enters. bvh_is_never_box says it
+ * is this box (the validator's check). */
+RT_HD void bvh_set_empty_child(RtBvhNode *n, int k)
+{
+    RtAabb never;
+    never.lo = never.hi = v3(INFINITY, INFINITY, INFINITY);
+    bvh_set_child(n, k, never, 1, 0u, 0u);
+}
+RT_HD int bvh_is_never_box(RtAabb b)
+{
+    return b.lo.x == INFINITY && b.lo.y == INFINITY && b.lo.z == INFINITY && b.hi.x == INFINITY &&
+           b.hi.y == INFINITY && b.hi.z == INFINITY;
 }
 
 /* A BVH in host or device memory (the pointers say which; the struct is

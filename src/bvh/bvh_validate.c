@@ -82,10 +82,14 @@ static RtStatus check_child(const BvhCheck *c, BvhFrame f, int k, RtError *err)
                            "BVH: node %u child %d: a leaf of %u triangles (at most %u)", f.node, k,
                            count, RT_BVH_MAX_LEAF);
         if (count == 0) {
-            /* An empty leaf is never entered: its box and index are never
-             * read. Accept the empty box or one inside the node's. */
-            if (!aabb_is_empty(box) && !box_inside(box, f.box))
-                return fail_box(err, f.node, k, "empty leaf's box", box, "the node's box", f.box);
+            /* An empty leaf is never entered: its index is never read, and
+             * the GPU walk enters a child without testing its count, so the
+             * box must be one no slab test passes (bvh_set_empty_child). */
+            if (!bvh_is_never_box(box))
+                return rt_fail(err, RT_ERR_PARSE,
+                               "BVH: node %u child %d: an empty leaf's box (%g %g %g)-(%g %g %g), not the "
+                               "point at +inf on every axis that no walk enters",
+                               f.node, k, box.lo.x, box.lo.y, box.lo.z, box.hi.x, box.hi.y, box.hi.z);
             return RT_OK;
         }
         if ((uint64_t)first + count > t->index_count)

@@ -269,7 +269,7 @@ RT_HD RtLbvhSub lbvh_finish_node(uint32_t i, RtLbvhSub l, RtLbvhSub r, const RtL
 RT_HD void lbvh_single_root(RtAabb box, RtBvhNode *out)
 {
     bvh_set_child(out, 0, box, 1, 0u, 1u);
-    bvh_set_child(out, 1, aabb_empty(), 1, 0u, 0u);
+    bvh_set_empty_child(out, 1);
 }
 
 #ifdef __cplusplus
