@@ -435,11 +435,9 @@ __global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
  * split slot s has id s, its left child's highest key), which rewrites
  * every link, subtree and node. The exchange marks its values
  * (kFallbackMark) and the first child leaves its cluster in side[]. */
-__global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes,
-                                      RtLbvhParams lp)
+__device__ void fallback_walk(const uint32_t *codes, BvhCounters *ctr, const HplocArrays &a, RtBvhNode *nodes,
+                              const RtLbvhParams &lp, uint32_t n, uint32_t p)
 {
-    const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
-    if (n < 2 || p >= n || !ctr->fallback) return;
     HplocSub c = sub_load(a, n, p, lp);
     uint32_t lo = p, hi = p;
     for (;;) {
@@ -460,6 +458,19 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
             return;
         }
     }
+}
+
+/* A grid of a few blocks a multiprocessor, each thread walking keys in
+ * turn (no walk waits on another: the exchange stops the first arrival),
+ * so that the launch costs little when, as nearly always, there is no
+ * fallback to make. */
+__global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes,
+                                      RtLbvhParams lp)
+{
+    const uint32_t n = ctr->valid;
+    if (n < 2 || !ctr->fallback) return;
+    for (uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < n; p += gridDim.x * blockDim.x)
+        fallback_walk(codes, ctr, a, nodes, lp, n, p);
 }
 
 /* ==== step 5: the leaves ========================================================= */
@@ -661,7 +672,8 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
         return st;
 
     /* ---- 4'. the radix tree, only when the clustered one is too deep --------- */
-    if ((st = rt_launch(log, "hploc_fallback", tris, block, 0, hploc_fallback_kernel, err, k->codes[1], ctr, a,
+    const dim3 fgrid(tris.x < (uint32_t)b->base.sms * 8u ? tris.x : (uint32_t)b->base.sms * 8u);
+    if ((st = rt_launch(log, "hploc_fallback", fgrid, block, 0, hploc_fallback_kernel, err, k->codes[1], ctr, a,
                         b->nodes, lp)) != RT_OK)
         return st;
 
