@@ -285,10 +285,9 @@ static void secondary_rays(const Fixture *f, const RaySet *prim, const RtHit *hi
     }
 }
 
-/* The tracer's hits of a ray set (closest or any): on the GPU, or the
- * same loop in the host emulation. */
-/* The walk's hits of r's rays into out; steps (NULL: not asked) the nodes
- * each visited. */
+/* The tracer's hits of a ray set (closest or any) into out: on the GPU, or
+ * the same loop in the host emulation; steps (NULL: not asked) the nodes
+ * each ray visited. */
 static void gpu_cast_steps(const Fixture *f, const RtTraceParams *p, const RaySet *r, int any,
                            RtHit *out, uint32_t *steps)
 {
@@ -383,21 +382,26 @@ static const char *variant_name(const Fixture *f, const RtTraceParams *p, char *
  * the kd-tree; the full stack with 2 tests x 2 packet modes (leaf skip,
  * tiles); then the BVH walk with 2 tests x 2 ray maps (*bvh = 1), and
  * Woop's test over the BVH without its leaf rows x 2 ray maps (*bvh = 2). */
+/* Where variant()'s numbering puts the BVH walks: with the leaf rows from
+ * VARIANT_BVH, reading each triangle by id from VARIANT_BVH_BY_ID, none from
+ * VARIANT_END. */
+enum { VARIANT_BVH = 38, VARIANT_BVH_BY_ID = 42, VARIANT_END = 44 };
+
 static int variant(int i, RtTraceParams *p, int *bvh)
 {
     *p = rt_trace_params_default();
     *bvh = 0;
-    if (i >= 44) return 0;
-    if (i >= 42) {
+    if (i >= VARIANT_END) return 0;
+    if (i >= VARIANT_BVH_BY_ID) {
         *bvh = 2;
         p->isect = RT_ISECT_WOOP;
-        p->ray_map = i - 42;
+        p->ray_map = i - VARIANT_BVH_BY_ID;
         return 1;
     }
-    if (i >= 38) {
+    if (i >= VARIANT_BVH) {
         *bvh = 1;
-        p->isect = (i - 38) & 1;
-        p->ray_map = (i - 38) >> 1;
+        p->isect = (i - VARIANT_BVH) & 1;
+        p->ray_map = (i - VARIANT_BVH) >> 1;
         return 1;
     }
     if (i >= 34) {
@@ -689,7 +693,7 @@ static void check_one_triangle_and_empty_batches(void **state)
     uint32_t *steps = calloc(all.n, sizeof *steps);
     assert_non_null(hits);
     assert_non_null(steps);
-    for (int v = 38; variant(v, &p, &f.walk_bvh); v++) { /* the BVH walks: both tests, with and without rows */
+    for (int v = VARIANT_BVH; variant(v, &p, &f.walk_bvh); v++) { /* both tests, with and without rows */
         assert_true(f.walk_bvh != 0);
         gpu_cast_steps(&f, &p, &all, 0, hits, steps);
         int hit_count = 0;

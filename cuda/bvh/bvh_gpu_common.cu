@@ -340,8 +340,7 @@ RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, uint32_t
     const dim3 block(kBlock), tris((n + kBlock - 1) / kBlock);
     /* bvh_boxes: kBoxBlocksPerSm blocks a multiprocessor at most, each
      * looping over tiles */
-    const uint32_t tiles = (n + kBlock - 1) / kBlock, most = (uint32_t)b->sms * kBoxBlocksPerSm;
-    const dim3 box_grid(tiles < most ? tiles : most);
+    const dim3 box_grid = bvh_capped_grid(b, (n + kBlock - 1) / kBlock, kBoxBlocksPerSm);
     RtStatus st;
     /* ---- 1. triangle boxes, scene box, valid count n ----------------------- */
     if ((st = rt_launch(&b->log, "bvh_boxes", box_grid, block, 0, bvh_boxes_kernel, err, verts, n, k->boxes,

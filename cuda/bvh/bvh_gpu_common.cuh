@@ -133,6 +133,15 @@ __device__ __forceinline__ void bvh_small_root(uint32_t n, const RtAabb *boxes, 
 
 /* ---- host side (bvh_gpu_common.cu) ------------------------------------------ */
 
+/* A grid of `blocks` blocks, at most per_sm a multiprocessor: for kernels
+ * whose threads loop over their work (a grid-stride loop), so that a launch
+ * with little to do costs little. */
+static inline dim3 bvh_capped_grid(const BvhGpuBase *b, uint32_t blocks, uint32_t per_sm)
+{
+    const uint32_t most = (uint32_t)b->sms * per_sm;
+    return dim3(blocks < most ? blocks : most);
+}
+
 /* The stream, events, launch log and counters; RT_ERR_NO_DEVICE without a
  * CUDA device. */
 RtStatus bvh_base_create(BvhGpuBase *b, const char *tag, RtError *err);

@@ -460,10 +460,11 @@ __device__ void fallback_walk(const uint32_t *codes, BvhCounters *ctr, const Hpl
     }
 }
 
-/* A grid of a few blocks a multiprocessor, each thread walking keys in
- * turn (no walk waits on another: the exchange stops the first arrival),
- * so that the launch costs little when, as nearly always, there is no
- * fallback to make. */
+/* A grid of kFallbackBlocksPerSm blocks a multiprocessor at most, each
+ * thread walking keys in turn (no walk waits on another: the exchange stops
+ * the first arrival), so that the launch costs little when, as nearly
+ * always, there is no fallback to make. */
+static constexpr uint32_t kFallbackBlocksPerSm = 8;
 __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes,
                                       RtLbvhParams lp)
 {
@@ -672,7 +673,7 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
         return st;
 
     /* ---- 4'. the radix tree, only when the clustered one is too deep --------- */
-    const dim3 fgrid(tris.x < (uint32_t)b->base.sms * 8u ? tris.x : (uint32_t)b->base.sms * 8u);
+    const dim3 fgrid = bvh_capped_grid(&b->base, tris.x, kFallbackBlocksPerSm);
     if ((st = rt_launch(log, "hploc_fallback", fgrid, block, 0, hploc_fallback_kernel, err, k->codes[1], ctr, a,
                         b->nodes, lp)) != RT_OK)
         return st;
