@@ -14,6 +14,7 @@
 #include "scene/load.h"
 
 #include "bvh/bvh_cpu.h"
+#include "bvh/split_top.h"
 #include "scene/scene.h"
 
 /* ---- triangle soups ------------------------------------------------------ */
@@ -1402,6 +1403,133 @@ static void hploc_chain_deeper_than_the_stacks_falls_back_to_the_radix_tree(void
 /* An H-PLOC row: the test run again with the H-PLOC builder. */
 #define HPLOC_TEST(f) {"hploc: " #f, f, use_hploc, use_lbvh, NULL}
 
+/* ---- a top of spatial splits (split_top.h) ------------------------------------------ */
+
+/* Small triangles in the unit cube and a few large ones across it (walls
+ * and floors, what spatial splits are for). */
+static void add_walls(Soup *s, RtTestRng *r, uint32_t small)
+{
+    add_random(s, r, small, 0.02f);
+    for (int k = 0; k < 6; k++) {
+        const float h = 0.1f + 0.15f * (float)k;
+        soup_add(s, v3(-0.1f, h, -0.1f), v3(1.1f, h, -0.1f), v3(1.1f, h + 0.05f, 1.1f));
+        soup_add(s, v3(h, -0.1f, -0.1f), v3(h + 0.02f, 1.1f, -0.1f), v3(h, 1.1f, 1.1f));
+    }
+}
+
+/* Interior node visits of rays from outside the cube through random points
+ * of it (closest hit). */
+static uint64_t visits(const RtBvh *bvh, const RtTriArrays *t, uint64_t seed, int n)
+{
+    RtTestRng r = {seed};
+    uint64_t steps = 0;
+    for (int i = 0; i < n; i++) {
+        RtRay ray;
+        ray.o = v3_add(v3(0.5f, 0.5f, 0.5f), v3_scale(rnd_dir(&r), 3.0f));
+        ray.d = v3_sub(rnd_vec(&r), ray.o);
+        RtHit h;
+        uint32_t st = 0;
+        rt_bvh_closest_hit(bvh, t, ray, 0.0f, INFINITY, 1, NULL, NULL, &h, &st);
+        steps += st;
+    }
+    return steps;
+}
+
+/* Every depth of the top gives a valid tree whose hits equal the brute
+ * force's (both tests, filtered or not, segments, rays along the boxes'
+ * faces), with more references than triangles once a large triangle is
+ * split, and fewer node visits than H-PLOC alone; depth 0 is H-PLOC's own
+ * tree. Sponza too when it is present. */
+static void split_top_hits_match_brute_force(void **state)
+{
+    (void)state;
+    Soup s = {0};
+    RtTestRng r = {2026};
+    add_walls(&s, &r, 20000);
+    RtHplocParams hp = rt_hploc_params_default();
+    RtBvh h = {0}, b = {0};
+    RtBvhStats hs, st;
+    RtError err = {0};
+    assert_int_equal(rt_hploc_build_cpu(&hp, &s.t, &h, &hs, NULL, &err), RT_OK);
+    const uint64_t v0 = visits(&h, &s.t, 7, 4000);
+    for (int d = 0; d <= 4; d++) {
+        RtSplitTopParams sp = rt_split_top_params_default();
+        sp.depth = d;
+        if (rt_bvh_split_top_build_cpu(&hp, &sp, &s.t, &b, &st, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+        expect_valid(&b, &s.t);
+        RtTestRng rr = {99 + (uint64_t)d};
+        int hits = 0, bad = compare_rays(&b, &s.t, &rr, 3000, BOTH, &hits);
+        const uint64_t v = visits(&b, &s.t, 7, 4000);
+        print_message("split top depth %d: %u nodes, %llu references for %u triangles, SAH %.2f (H-PLOC %.2f), "
+                      "visits %llu (H-PLOC %llu), %d hits, %d mismatches\n",
+                      d, st.nodes, (unsigned long long)st.references, s.t.count, st.sah_cost, hs.sah_cost,
+                      (unsigned long long)v, (unsigned long long)v0, hits, bad);
+        assert_int_equal(bad, 0);
+        if (d == 0) {
+            assert_int_equal(b.split_refs, 0);
+            assert_int_equal(b.node_count, h.node_count);
+            assert_memory_equal(b.nodes, h.nodes, h.node_count * sizeof *h.nodes);
+        } else {
+            assert_int_equal(b.split_refs, 1);
+            assert_true(st.references > s.t.count);
+            assert_true(v < v0);
+        }
+    }
+    rt_bvh_free(&b);
+    rt_bvh_free(&h);
+    soup_free(&s);
+    char buf[1024];
+    const char *sponza = rt_test_asset("sponza/sponza.obj", buf);
+    if (!sponza) {
+        print_message("split top: sponza/sponza.obj absent, Sponza skipped\n");
+        return;
+    }
+    RtScene scene;
+    RtTriArrays t;
+    if (rt_scene_load(sponza, &scene, &err) != RT_OK) fail_msg("load %s: %s", sponza, err.msg);
+    assert_int_equal(rt_tri_arrays_make(&scene, &t, NULL), RT_OK);
+    RtSplitTopParams sp = rt_split_top_params_default();
+    if (rt_bvh_split_top_build_cpu(&hp, &sp, &t, &b, &st, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+    expect_valid(&b, &t);
+    RtTestRng rr = {5};
+    int hits = 0, bad = compare_rays(&b, &t, &rr, 1500, BOTH, &hits);
+    print_message("split top, Sponza: %llu references for %u triangles, SAH %.2f, %d hits, %d mismatches\n",
+                  (unsigned long long)st.references, t.count, st.sah_cost, hits, bad);
+    assert_int_equal(bad, 0);
+    rt_bvh_free(&b);
+    rt_tri_arrays_free(&t);
+    rt_scene_free(&scene);
+}
+
+/* Bad parameters name themselves; 0, 1 and 2 triangles and one point make
+ * valid trees. */
+static void split_top_params_and_small_cases(void **state)
+{
+    (void)state;
+    RtError err = {0};
+    Soup s = {0};
+    RtBvh b = {0};
+    soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
+    const RtSplitTopParams bad[] = {{-1, 1e-5f, 64}, {RT_SPLIT_TOP_MAX_DEPTH + 1, 1e-5f, 64}, {3, NAN, 64}, {3, 1e-5f, 1}};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(rt_bvh_split_top_build_cpu(NULL, &bad[i], &s.t, &b, NULL, &err), RT_ERR_ARG);
+        rt_test_assert_contains(err.msg, "split top");
+    }
+    soup_free(&s);
+    for (int n = 0; n <= 3; n++) {
+        Soup z = {0};
+        for (int k = 0; k < n; k++)
+            soup_add(&z, v3((float)k, 0, 0), n == 3 ? v3((float)k, 0, 0) : v3((float)k + 1, 0, 0),
+                     n == 3 ? v3((float)k, 0, 0) : v3((float)k, 1, 0)); /* 3: all at points */
+        RtSplitTopParams sp = rt_split_top_params_default();
+        sp.min_refs = 2;
+        if (rt_bvh_split_top_build_cpu(NULL, &sp, &z.t, &b, NULL, &err) != RT_OK) fail_msg("n = %d: %s", n, err.msg);
+        expect_valid(&b, &z.t);
+        soup_free(&z);
+    }
+    rt_bvh_free(&b);
+}
+
 int main(void)
 {
     rt_log_set_level(RT_LOG_ERROR);
@@ -1453,6 +1581,8 @@ int main(void)
         cmocka_unit_test(hploc_sah_no_worse_than_lbvh),
         cmocka_unit_test(hploc_every_radius_and_threshold_is_valid),
         cmocka_unit_test(hploc_chain_deeper_than_the_stacks_falls_back_to_the_radix_tree),
+        cmocka_unit_test(split_top_hits_match_brute_force),
+        cmocka_unit_test(split_top_params_and_small_cases),
     };
     return cmocka_run_group_tests_name("bvh_cpu", tests, NULL, NULL);
 }

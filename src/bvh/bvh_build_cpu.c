@@ -357,6 +357,7 @@ RtStatus rt_lbvh_build_cpu(const RtLbvhParams *params, const RtTriArrays *tris, 
         bvh->node_count = nodes;
         bvh->index_count = b.count;
         bvh->d_bounds = NULL;
+        bvh->split_refs = 0;
         bvh->bounds = aabb_empty();
         if (b.n == 1) {
             lbvh_single_root(b.box[b.id[0]], &bvh->nodes[0]);

@@ -64,6 +64,19 @@ typedef struct RtHplocInfo {
 RtStatus rt_hploc_build_cpu(const RtHplocParams *p, const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats,
                             RtHplocInfo *info, RtError *err);
 
+/* H-PLOC over keys sorted by the caller: keys->n >= 2 valid keys, keys->code
+ * sorted, keys->box by id, ids the sorted ids; tri_index gets the ids (no
+ * leaf rows). */
+RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *keys, const uint32_t *ids, RtBvh *bvh,
+                                 RtHplocInfo *info, RtError *err);
+
+/* split_top.h's tree: a top of spatial splits, H-PLOC under its leaves
+ * (hp; NULL: the defaults), sp NULL: the defaults. bvh->split_refs is set
+ * when the top split anything. */
+struct RtSplitTopParams;
+RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const struct RtSplitTopParams *sp,
+                                    const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats, RtError *err);
+
 /* The statistics that depend on the tree alone (reachable nodes and leaves,
  * depth, references, SAH cost with c_trav, c_isect; triangles and
  * degenerate from tris when not NULL). Any builder's tree, in host memory. */

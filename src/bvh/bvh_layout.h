@@ -134,6 +134,9 @@ typedef struct RtBvh {
                                build was given no Woop rows: the walk then reads each leaf
                                triangle's id and the scene's rows */
     uint32_t leaf_woop_cap; /* in entries of tri_index (3 rows each) */
+    uint32_t split_refs;    /* nonzero: spatial splits (split_top.h) made references to parts of
+                               triangles: a triangle may be listed by several leaves, each leaf's
+                               box bounds the part it holds, and together they cover it */
 } RtBvh;
 
 /* When a frame's BVH build makes leaf_woop (the pipeline's `leafrows`):

@@ -3,7 +3,10 @@
  * node reached twice, depth and leaf sizes within what the tracers hold),
  * the boxes (each child's inside its parent's, each leaf's triangles inside
  * its box) and the references (every non-degenerate triangle exactly once,
- * no degenerate one). docs/bvh.md lists the checks.
+ * no degenerate one). A tree of split references (RtBvh.split_refs) may
+ * list a triangle more than once, each time in a leaf whose box meets the
+ * triangle's; that the parts cover it, only the walks' hits check (against
+ * the brute force). docs/bvh.md lists the checks.
  *
  * Boxes are checked exactly, without a tolerance: a builder takes unions of
  * its triangles' boxes (min and max round nothing), so a box that misses
@@ -147,6 +150,20 @@ static RtVec3 tri_v(const RtTriArrays *tris, uint32_t id, int k)
     return f4_xyz(tris->verts[3 * (size_t)id + k]);
 }
 
+static RtAabb tri_box(const RtTriArrays *tris, uint32_t id)
+{
+    RtAabb b = {tri_v(tris, id, 0), tri_v(tris, id, 0)};
+    for (int k = 1; k < 3; k++) b = aabb_union(b, (RtAabb){tri_v(tris, id, k), tri_v(tris, id, k)});
+    return b;
+}
+
+static int boxes_meet(RtAabb a, RtAabb b)
+{
+    for (int k = 0; k < 3; k++)
+        if (!(v3_get(a.lo, k) <= v3_get(b.hi, k) && v3_get(b.lo, k) <= v3_get(a.hi, k))) return 0;
+    return 1;
+}
+
 /* The leaves of the reached nodes in [node, end): each triangle id in range
  * and inside the leaf's box. With mark, counts each reference in c->refs
  * (the parallel pass; the serial rerun for the message leaves them). The
@@ -172,6 +189,9 @@ static RtStatus check_leaves(const BvhCheck *c, uint32_t node, uint32_t end, int
                 for (int v = 0; v < 3; v++) {
                     RtVec3 p = tri_v(c->tris, id, v);
                     if (box_inside((RtAabb){p, p}, box)) continue;
+                    /* a part of a triangle (split_refs): its box meets the leaf's */
+                    if (t->split_refs && !rt_kd_tri_degenerate(c->tris, id) && boxes_meet(tri_box(c->tris, id), box))
+                        break;
                     if (rt_kd_tri_degenerate(c->tris, id)) /* a non-finite vertex: say why */
                         return rt_fail(err, RT_ERR_PARSE,
                                        "BVH: node %u child %d lists degenerate triangle %u", node,
@@ -234,6 +254,7 @@ static RtStatus check_tris(const BvhCheck *c, uint32_t id, uint32_t end, RtError
         uint8_t r = atomic_load_explicit(&c->refs[id], memory_order_relaxed);
         int degenerate = rt_kd_tri_degenerate(c->tris, id);
         if (r == BVH_REF_ONCE && !degenerate) continue;
+        if (r && c->t->split_refs && !degenerate) continue; /* parts of it in several leaves */
         if (!r && degenerate) continue;
         if (!r)
             return rt_fail(err, RT_ERR_PARSE,

@@ -257,6 +257,19 @@ static void build_free(HplocBuild *b)
 
 static void *alloc(size_t n, size_t elem) { return malloc((n ? n : 1) * elem); }
 
+/* A build over sorted keys (keys->n valid, their codes; ids the sorted ids). */
+static HplocBuild build_begin(const RtHplocParams *p, const RtBvhKeys *keys, const uint32_t *ids)
+{
+    HplocBuild b;
+    memset(&b, 0, sizeof b);
+    b.p = p;
+    b.lp = hploc_collapse_params(p);
+    b.n = keys->n;
+    b.code = keys->code;
+    b.id = ids;
+    return b;
+}
+
 /* Steps 3 to 5 for n >= 2 keys; 0 when out of memory. */
 static int build_tree(HplocBuild *b, const RtBvhKeys *keys, RtHplocInfo *info)
 {
@@ -306,17 +319,11 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
 
-    HplocBuild b;
-    memset(&b, 0, sizeof b);
-    b.p = &p;
-    b.lp = hploc_collapse_params(&p);
     RtBvhKeys keys;
     memset(&keys, 0, sizeof keys);
     uint32_t *ids = alloc(tris->count, sizeof *ids);
     int ok = ids && rt_bvh_sort_keys_cpu(tris, ids, &keys);
-    b.n = keys.n;
-    b.code = keys.code;
-    b.id = ids;
+    HplocBuild b = build_begin(&p, &keys, ids);
     /* n keys make n - 1 interior nodes; one key, a root with an empty leaf */
     const uint32_t nodes = b.n > 1 ? b.n - 1 : b.n;
     ok = ok && rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, tris->count, sizeof *bvh->tri_index) &&
@@ -351,6 +358,7 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris
     bvh->node_count = nodes;
     bvh->index_count = tris->count;
     bvh->d_bounds = NULL;
+    bvh->split_refs = 0;
     double ms = rt_now_ms() - t0;
     if (stats) {
         rt_bvh_tree_stats(bvh, NULL, p.c_trav, p.c_isect, stats);
@@ -358,5 +366,34 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris
         stats->degenerate = tris->count - b.n;
         stats->build_ms = ms;
     }
+    return RT_OK;
+}
+
+/* H-PLOC over keys the caller sorted (split_top_cpu.c's leaves): keys->n
+ * >= 2 valid keys, keys->code sorted, keys->box by id, ids the sorted ids;
+ * tri_index gets the ids, no leaf rows. */
+RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *keys, const uint32_t *ids, RtBvh *bvh,
+                                 RtHplocInfo *info, RtError *err)
+{
+    RtHplocParams p = params ? *params : rt_hploc_params_default();
+    RtHplocInfo local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    HplocBuild b = build_begin(&p, keys, ids);
+    const uint32_t nodes = b.n > 1 ? b.n - 1 : b.n;
+    int ok = rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, keys->n, sizeof *bvh->tri_index) &&
+             rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, nodes, sizeof *bvh->nodes);
+    if (ok && b.n > 1) {
+        b.nodes = bvh->nodes;
+        b.tri_index = bvh->tri_index;
+        ok = build_tree(&b, keys, info);
+        if (ok) bvh->bounds = aabb_union(bvh_child_box(&bvh->nodes[0], 0), bvh_child_box(&bvh->nodes[0], 1));
+    }
+    build_free(&b);
+    if (!ok || b.n < 2) return rt_fail(err, b.n < 2 ? RT_ERR_ARG : RT_ERR_OOM, "H-PLOC: %u keys (at least 2) or out of memory", b.n);
+    bvh->node_count = nodes;
+    bvh->index_count = keys->n;
+    bvh->d_bounds = NULL;
+    bvh->split_refs = 0;
     return RT_OK;
 }
