@@ -9,7 +9,7 @@
  *   1. the top: `depth` levels, top-down, over references (a triangle id
  *      and a box: the triangle's, or the part of it a spatial split left on
  *      one side). Each node of at least `min_refs` references takes the
- *      cheaper of two binned SAH splits, RT_SPLIT_TOP_BINS planes an axis:
+ *      cheaper of two binned SAH splits, RT_SPLIT_TOP_BINS - 1 planes an axis:
  *      an object split (references by centroid bin over the centroids'
  *      bounds) and, where the object split's children overlap by more
  *      than `alpha` of the root's area, a spatial split (Stich et al. 2009:
@@ -26,7 +26,9 @@
 
 #include "bvh/lbvh.h"
 
-#define RT_SPLIT_TOP_BINS 16
+#ifndef RT_SPLIT_TOP_BINS
+#define RT_SPLIT_TOP_BINS 8
+#endif
 #define RT_SPLIT_TOP_MAX_DEPTH 10
 
 typedef struct RtSplitTopParams {
