@@ -1501,6 +1501,73 @@ static void split_top_hits_match_brute_force(void **state)
     rt_scene_free(&scene);
 }
 
+/* Where no spatial split pays (small triangles only, the Cornell box), the
+ * top splits nothing at any depth: the tree is H-PLOC's, node for node, and
+ * lists each triangle once. */
+static void split_top_without_spatial_splits_is_hploc(void **state)
+{
+    (void)state;
+    RtError err = {0};
+    RtScene scene;
+    char path[1024];
+    if (rt_scene_load(src_path("scenes/cornell.scene", path), &scene, &err) != RT_OK) fail_msg("load %s: %s", path, err.msg);
+    Soup s = {0};
+    RtTestRng r = {404};
+    add_random(&s, &r, 5000, 0.01f);
+    RtTriArrays c;
+    assert_int_equal(rt_tri_arrays_make(&scene, &c, NULL), RT_OK);
+    const RtTriArrays *sets[2] = {&s.t, &c};
+    for (int k = 0; k < 2; k++) {
+        RtBvh h = {0}, b = {0};
+        assert_int_equal(rt_hploc_build_cpu(NULL, sets[k], &h, NULL, NULL, &err), RT_OK);
+        for (int d = 1; d <= 4; d++) {
+            RtSplitTopParams sp = rt_split_top_params_default();
+            sp.depth = d;
+            if (rt_bvh_split_top_build_cpu(NULL, &sp, sets[k], &b, NULL, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+            assert_int_equal(b.split_refs, 0);
+            assert_int_equal(b.index_count, h.index_count);
+            assert_int_equal(b.node_count, h.node_count);
+            assert_memory_equal(b.nodes, h.nodes, h.node_count * sizeof *h.nodes);
+            assert_memory_equal(b.tri_index, h.tri_index, h.index_count * sizeof *h.tri_index);
+        }
+        rt_bvh_free(&b);
+        rt_bvh_free(&h);
+    }
+    rt_tri_arrays_free(&c);
+    rt_scene_free(&scene);
+    soup_free(&s);
+}
+
+/* A leaf of the top whose H-PLOC subtree is nearly as deep as the walks'
+ * stacks (chains of ever smaller triangles, of many lengths, beside walls
+ * that the top splits): the whole tree is H-PLOC's then, valid and within
+ * the depth; some lengths must reach that case. */
+static void split_top_too_deep_falls_back_to_hploc(void **state)
+{
+    (void)state;
+    int fell_back = 0, split = 0;
+    for (int n = 200; n <= 700; n += 10) {
+        Soup s = {0};
+        for (int i = 0; i < n; i++) {
+            const float x = 0.5f + 0.4f * powf(0.9f, (float)i), w = 0.001f;
+            soup_add(&s, v3(x, 0.52f, 0.52f), v3(x + w, 0.52f, 0.52f), v3(x, 0.52f + w, 0.52f + w));
+        }
+        RtTestRng r = {77};
+        add_walls(&s, &r, 2000);
+        RtError err = {0};
+        RtBvh b = {0};
+        RtBvhStats st;
+        if (rt_bvh_split_top_build_cpu(NULL, NULL, &s.t, &b, &st, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+        expect_valid(&b, &s.t);
+        assert_true(st.depth <= RT_BVH_MAX_DEPTH);
+        fell_back += !b.split_refs, split += b.split_refs != 0;
+        rt_bvh_free(&b);
+        soup_free(&s);
+    }
+    print_message("chains of 200..700 beside walls: %d split, %d fell back to H-PLOC\n", split, fell_back);
+    assert_true(fell_back > 0 && split > 0);
+}
+
 /* Bad parameters name themselves; 0, 1 and 2 triangles and one point make
  * valid trees. */
 static void split_top_params_and_small_cases(void **state)
@@ -1582,6 +1649,8 @@ int main(void)
         cmocka_unit_test(hploc_every_radius_and_threshold_is_valid),
         cmocka_unit_test(hploc_chain_deeper_than_the_stacks_falls_back_to_the_radix_tree),
         cmocka_unit_test(split_top_hits_match_brute_force),
+        cmocka_unit_test(split_top_without_spatial_splits_is_hploc),
+        cmocka_unit_test(split_top_too_deep_falls_back_to_hploc),
         cmocka_unit_test(split_top_params_and_small_cases),
     };
     return cmocka_run_group_tests_name("bvh_cpu", tests, NULL, NULL);

@@ -216,6 +216,15 @@ static RtStatus leaf_tree(const RtHplocParams *hp, const SplitRef *r, uint32_t n
     return st;
 }
 
+/* The tree without a top: H-PLOC's own, every triangle listed once. */
+static RtStatus hploc_alone(const RtHplocParams *hp, const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats,
+                            RtError *err)
+{
+    const RtStatus st = rt_hploc_build_cpu(hp, tris, bvh, stats, NULL, err);
+    bvh->split_refs = 0;
+    return st;
+}
+
 RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopParams *sp, const RtTriArrays *tris,
                                     RtBvh *bvh, RtBvhStats *stats, RtError *err)
 {
@@ -232,11 +241,9 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
         const RtAabb b = lbvh_tri_box(&tris->verts[3 * (size_t)i], tris->woop ? &tris->woop[3 * (size_t)i] : NULL);
         if (!aabb_is_empty(b)) cur[n++] = (SplitRef){i, b};
     }
-    if (n < 2 || p.depth == 0) { /* H-PLOC alone */
+    if (n < 2 || p.depth == 0) {
         free(cur);
-        RtStatus st = rt_hploc_build_cpu(hp, tris, bvh, stats, NULL, err);
-        bvh->split_refs = 0;
-        return st;
+        return hploc_alone(hp, tris, bvh, stats, err);
     }
     /* ---- the top, level by level ---- */
     const int max_nodes = (2 << p.depth) - 1;
@@ -264,7 +271,7 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
             TopSplit s;
             uint32_t nl = 0, nr = 0;
             if (t->depth == d && t->count >= p.min_refs &&
-                best_split(tris, cur + t->first, t->count, t->box, root_area, p.alpha, &s)) {
+                best_split(tris, cur + t->first, t->count, t->box, root_area, p.alpha, &s) && s.spatial) {
                 partition(tris, cur + t->first, t->count, t->box, s, nxt + m, &nl, &nr);
             }
             if (nl && nr) {
@@ -289,24 +296,33 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
         order = next_order, next_order = tmp;
         leaves = next_leaves;
     }
+    int alone = nodes == 1; /* no spatial split paid: H-PLOC's own tree */
     /* ---- H-PLOC under each leaf; the top's interior nodes first ---- */
-    RtBvh *sub = st == RT_OK ? calloc((size_t)leaves, sizeof *sub) : NULL;
-    if (st == RT_OK && !sub) st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
-    uint32_t total_nodes = 0, *place = st == RT_OK ? calloc((size_t)nodes, sizeof *place) : NULL;
-    for (int i = 0; st == RT_OK && i < nodes; i++)
+    RtBvh *sub = st == RT_OK && !alone ? calloc((size_t)leaves, sizeof *sub) : NULL;
+    if (st == RT_OK && !alone && !sub) st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
+    uint32_t total_nodes = 0, *place = st == RT_OK && !alone ? calloc((size_t)nodes, sizeof *place) : NULL;
+    for (int i = 0; st == RT_OK && !alone && i < nodes; i++)
         if (top[i].child[0] >= 0) place[i] = total_nodes++;
-    for (int j = 0; st == RT_OK && j < leaves; j++) {
+    for (int j = 0; st == RT_OK && !alone && j < leaves; j++) {
         const TopNode *t = &top[order[j]];
         if (t->count < 2) continue;
         st = leaf_tree(hp, cur + t->first, t->count, t->box, &sub[j], err);
         place[order[j]] = total_nodes;
         total_nodes += sub[j].node_count;
     }
-    if (st == RT_OK &&
+    /* the top's levels above a leaf's subtree must leave the walks' stacks
+     * enough: else H-PLOC alone (whose own depth rule then holds) */
+    for (int j = 0; st == RT_OK && !alone && j < leaves; j++) {
+        if (top[order[j]].count < 2) continue;
+        RtBvhStats ss;
+        rt_bvh_tree_stats(&sub[j], NULL, 1.0f, 1.0f, &ss);
+        alone |= (uint32_t)top[order[j]].depth + ss.depth > RT_BVH_MAX_DEPTH;
+    }
+    if (st == RT_OK && !alone &&
         (!rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, total_nodes, sizeof *bvh->nodes) ||
          !rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, n, sizeof *bvh->tri_index)))
         st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top: %u nodes, %u references)", total_nodes, n);
-    if (st == RT_OK) {
+    if (st == RT_OK && !alone) {
         /* leaves' subtrees, their ranges in the leaves' order */
         uint32_t *leaf_first = malloc((size_t)nodes * sizeof *leaf_first), at = 0;
         for (int j = 0; j < leaves; j++) {
@@ -354,6 +370,7 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
     free(order);
     free(next_order);
     free(cur);
+    if (st == RT_OK && alone) return hploc_alone(hp, tris, bvh, stats, err);
     if (st != RT_OK) {
         bvh->node_count = bvh->index_count = 0;
         bvh->bounds = aabb_empty();
