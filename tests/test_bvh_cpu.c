@@ -1455,7 +1455,7 @@ static void split_top_hits_match_brute_force(void **state)
     for (int d = 0; d <= 4; d++) {
         RtSplitTopParams sp = rt_split_top_params_default();
         sp.depth = d;
-        if (rt_bvh_split_top_build_cpu(&hp, &sp, &s.t, &b, &st, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+        if (rt_bvh_split_top_build_cpu(&hp, &sp, &s.t, &b, &st, NULL, &err) != RT_OK) fail_msg("split top: %s", err.msg);
         expect_valid(&b, &s.t);
         RtTestRng rr = {99 + (uint64_t)d};
         int hits = 0, bad = compare_rays(&b, &s.t, &rr, 3000, BOTH, &hits);
@@ -1489,7 +1489,7 @@ static void split_top_hits_match_brute_force(void **state)
     if (rt_scene_load(sponza, &scene, &err) != RT_OK) fail_msg("load %s: %s", sponza, err.msg);
     assert_int_equal(rt_tri_arrays_make(&scene, &t, NULL), RT_OK);
     RtSplitTopParams sp = rt_split_top_params_default();
-    if (rt_bvh_split_top_build_cpu(&hp, &sp, &t, &b, &st, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+    if (rt_bvh_split_top_build_cpu(&hp, &sp, &t, &b, &st, NULL, &err) != RT_OK) fail_msg("split top: %s", err.msg);
     expect_valid(&b, &t);
     RtTestRng rr = {5};
     int hits = 0, bad = compare_rays(&b, &t, &rr, 1500, BOTH, &hits);
@@ -1523,7 +1523,7 @@ static void split_top_without_spatial_splits_is_hploc(void **state)
         for (int d = 1; d <= 4; d++) {
             RtSplitTopParams sp = rt_split_top_params_default();
             sp.depth = d;
-            if (rt_bvh_split_top_build_cpu(NULL, &sp, sets[k], &b, NULL, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+            if (rt_bvh_split_top_build_cpu(NULL, &sp, sets[k], &b, NULL, NULL, &err) != RT_OK) fail_msg("split top: %s", err.msg);
             assert_int_equal(b.split_refs, 0);
             assert_int_equal(b.index_count, h.index_count);
             assert_int_equal(b.node_count, h.node_count);
@@ -1540,12 +1540,13 @@ static void split_top_without_spatial_splits_is_hploc(void **state)
 
 /* A leaf of the top whose H-PLOC subtree is nearly as deep as the walks'
  * stacks (chains of ever smaller triangles, of many lengths, beside walls
- * that the top splits): the whole tree is H-PLOC's then, valid and within
- * the depth; some lengths must reach that case. */
-static void split_top_too_deep_falls_back_to_hploc(void **state)
+ * that the top splits): every leaf then gets its radix tree (split_top.h,
+ * Depth), valid and within the depth; some lengths must reach that case
+ * and some not. */
+static void split_top_too_deep_falls_back_to_radix_trees(void **state)
 {
     (void)state;
-    int fell_back = 0, split = 0;
+    int fell_back = 0, clustered = 0;
     for (int n = 200; n <= 700; n += 10) {
         Soup s = {0};
         for (int i = 0; i < n; i++) {
@@ -1557,15 +1558,18 @@ static void split_top_too_deep_falls_back_to_hploc(void **state)
         RtError err = {0};
         RtBvh b = {0};
         RtBvhStats st;
-        if (rt_bvh_split_top_build_cpu(NULL, NULL, &s.t, &b, &st, &err) != RT_OK) fail_msg("split top: %s", err.msg);
+        RtSplitTopInfo info;
+        if (rt_bvh_split_top_build_cpu(NULL, NULL, &s.t, &b, &st, &info, &err) != RT_OK) fail_msg("split top: %s", err.msg);
         expect_valid(&b, &s.t);
         assert_true(st.depth <= RT_BVH_MAX_DEPTH);
-        fell_back += !b.split_refs, split += b.split_refs != 0;
+        assert_int_equal(info.fallback, info.cluster_depth > RT_BVH_MAX_DEPTH);
+        assert_true(info.leaves > 1 && b.split_refs);
+        fell_back += info.fallback, clustered += !info.fallback;
         rt_bvh_free(&b);
         soup_free(&s);
     }
-    print_message("chains of 200..700 beside walls: %d split, %d fell back to H-PLOC\n", split, fell_back);
-    assert_true(fell_back > 0 && split > 0);
+    print_message("chains of 200..700 beside walls: %d clustered, %d fell back to radix trees\n", clustered, fell_back);
+    assert_true(fell_back > 0 && clustered > 0);
 }
 
 /* Bad parameters name themselves; 0, 1 and 2 triangles and one point make
@@ -1577,9 +1581,10 @@ static void split_top_params_and_small_cases(void **state)
     Soup s = {0};
     RtBvh b = {0};
     soup_add(&s, v3(0, 0, 0), v3(1, 0, 0), v3(0, 1, 0));
-    const RtSplitTopParams bad[] = {{-1, 1e-5f, 64}, {RT_SPLIT_TOP_MAX_DEPTH + 1, 1e-5f, 64}, {3, NAN, 64}, {3, 1e-5f, 1}};
+    const RtSplitTopParams bad[] = {{-1, 1e-5f, 64, 0.0625f}, {RT_SPLIT_TOP_MAX_DEPTH + 1, 1e-5f, 64, 0.0625f}, {3, NAN, 64, 0.0625f},
+                                    {3, 1e-5f, 1, 0.0625f}, {3, 1e-5f, 64, -1.0f}, {3, 1e-5f, 64, NAN}};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        assert_int_equal(rt_bvh_split_top_build_cpu(NULL, &bad[i], &s.t, &b, NULL, &err), RT_ERR_ARG);
+        assert_int_equal(rt_bvh_split_top_build_cpu(NULL, &bad[i], &s.t, &b, NULL, NULL, &err), RT_ERR_ARG);
         rt_test_assert_contains(err.msg, "split top");
     }
     soup_free(&s);
@@ -1590,7 +1595,7 @@ static void split_top_params_and_small_cases(void **state)
                      n == 3 ? v3((float)k, 0, 0) : v3((float)k, 1, 0)); /* 3: all at points */
         RtSplitTopParams sp = rt_split_top_params_default();
         sp.min_refs = 2;
-        if (rt_bvh_split_top_build_cpu(NULL, &sp, &z.t, &b, NULL, &err) != RT_OK) fail_msg("n = %d: %s", n, err.msg);
+        if (rt_bvh_split_top_build_cpu(NULL, &sp, &z.t, &b, NULL, NULL, &err) != RT_OK) fail_msg("n = %d: %s", n, err.msg);
         expect_valid(&b, &z.t);
         soup_free(&z);
     }
@@ -1650,7 +1655,7 @@ int main(void)
         cmocka_unit_test(hploc_chain_deeper_than_the_stacks_falls_back_to_the_radix_tree),
         cmocka_unit_test(split_top_hits_match_brute_force),
         cmocka_unit_test(split_top_without_spatial_splits_is_hploc),
-        cmocka_unit_test(split_top_too_deep_falls_back_to_hploc),
+        cmocka_unit_test(split_top_too_deep_falls_back_to_radix_trees),
         cmocka_unit_test(split_top_params_and_small_cases),
     };
     return cmocka_run_group_tests_name("bvh_cpu", tests, NULL, NULL);

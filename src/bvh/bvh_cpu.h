@@ -66,16 +66,20 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *p, const RtTriArrays *tris, RtB
 
 /* H-PLOC over keys sorted by the caller: keys->n >= 2 valid keys, keys->code
  * sorted, keys->box by id, ids the sorted ids; tri_index gets the ids (no
- * leaf rows). */
-RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *keys, const uint32_t *ids, RtBvh *bvh,
-                                 RtHplocInfo *info, RtError *err);
+ * leaf rows); force_radix: the depth fallback's radix tree whatever the
+ * clustered depth (info->cluster_depth is the clustered tree's either way). */
+RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *keys, const uint32_t *ids,
+                                 int force_radix, RtBvh *bvh, RtHplocInfo *info, RtError *err);
 
 /* split_top.h's tree: a top of spatial splits, H-PLOC under its leaves
  * (hp; NULL: the defaults), sp NULL: the defaults. bvh->split_refs is set
- * when the top split anything. */
+ * when the top split anything; info (may be NULL): the top's leaves, the
+ * references, the depth and the fallback, as the GPU reports them. */
 struct RtSplitTopParams;
+struct RtSplitTopInfo;
 RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const struct RtSplitTopParams *sp,
-                                    const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats, RtError *err);
+                                    const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats,
+                                    struct RtSplitTopInfo *info, RtError *err);
 
 /* The statistics that depend on the tree alone (reachable nodes and leaves,
  * depth, references, SAH cost with c_trav, c_isect; triangles and

@@ -73,6 +73,7 @@ typedef struct HplocBuild {
     RtLbvhSub *sub;            /* per interior id: the finished subtree */
     uint32_t *count;           /* per interior id: its triangles */
     uint32_t root_height;
+    int force_radix;    /* the radix tree whatever the depth (split_top.h, Depth) */
     RtBvhNode *nodes;
     uint32_t *tri_index;
 } HplocBuild;
@@ -300,7 +301,7 @@ static int build_tree(HplocBuild *b, const RtBvhKeys *keys, RtHplocInfo *info)
 
     collapse(b, &b->ploc);
     info->cluster_depth = b->root_height;
-    info->fallback = b->root_height > RT_BVH_MAX_DEPTH;
+    info->fallback = b->root_height > RT_BVH_MAX_DEPTH || b->force_radix;
     if (info->fallback) collapse(b, &b->radix); /* depth <= 62: hploc.h, Depth */
     run(b, output_task);
     return 1;
@@ -371,15 +372,17 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris
 
 /* H-PLOC over keys the caller sorted (split_top_cpu.c's leaves): keys->n
  * >= 2 valid keys, keys->code sorted, keys->box by id, ids the sorted ids;
- * tri_index gets the ids, no leaf rows. */
-RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *keys, const uint32_t *ids, RtBvh *bvh,
-                                 RtHplocInfo *info, RtError *err)
+ * tri_index gets the ids, no leaf rows; force_radix: the radix tree (the
+ * depth fallback) whatever the clustered depth. */
+RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *keys, const uint32_t *ids,
+                                 int force_radix, RtBvh *bvh, RtHplocInfo *info, RtError *err)
 {
     RtHplocParams p = params ? *params : rt_hploc_params_default();
     RtHplocInfo local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
     HplocBuild b = build_begin(&p, keys, ids);
+    b.force_radix = force_radix;
     const uint32_t nodes = b.n > 1 ? b.n - 1 : b.n;
     int ok = rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, keys->n, sizeof *bvh->tri_index) &&
              rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, nodes, sizeof *bvh->nodes);

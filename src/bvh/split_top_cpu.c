@@ -24,152 +24,64 @@ typedef struct TopNode {
     int child[2];
 } TopNode;
 
-typedef struct TopSplit {
-    int spatial, axis, k;
-    float cost;
-} TopSplit;
-
-static RtAabb box_meet(RtAabb a, RtAabb b)
-{
-    RtAabb c = {v3(fmaxf(a.lo.x, b.lo.x), fmaxf(a.lo.y, b.lo.y), fmaxf(a.lo.z, b.lo.z)),
-                v3(fminf(a.hi.x, b.hi.x), fminf(a.hi.y, b.hi.y), fminf(a.hi.z, b.hi.z))};
-    if (!(c.lo.x <= c.hi.x && c.lo.y <= c.hi.y && c.lo.z <= c.hi.z)) return aabb_empty();
-    return c;
-}
-
-static RtAabb with_axis(RtAabb b, int axis, float lo, float hi)
-{
-    float l[3] = {b.lo.x, b.lo.y, b.lo.z}, h[3] = {b.hi.x, b.hi.y, b.hi.z};
-    l[axis] = lo;
-    h[axis] = hi;
-    return (RtAabb){v3(l[0], l[1], l[2]), v3(h[0], h[1], h[2])};
-}
-
-/* The part of reference r's triangle inside slab (its box's part): the
- * perfect-split box of Wald & Havran, kept inside the reference's box. */
-static RtAabb clip_ref(const RtTriArrays *tris, SplitRef r, RtAabb slab)
-{
-    const RtAabb in = box_meet(r.box, slab);
-    if (aabb_is_empty(in)) return in;
-    const RtFloat4 *v = &tris->verts[3 * (size_t)r.tri];
-    RtAabb out;
-    if (!rt_tri_clip_box(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), in, &out)) return aabb_empty();
-    return box_meet(out, r.box);
-}
-
-static float centre(RtAabb b, int a) { return RT_XMUL(RT_XADD(v3_get(b.lo, a), v3_get(b.hi, a)), 0.5f); }
-
-/* The planes between an axis's bins: left of plane k the bins below it and
- * the references that start there (enter), right of it the others and the
- * references that end there (leave; an object split counts each reference
- * once in both). Keeps the cheapest in *best when cheaper, its sides in
- * side (may be NULL). */
-static void sweep(const RtAabb *bin, const uint32_t *enter, const uint32_t *leave, int spatial, int axis,
-                  TopSplit *best, RtAabb side[2])
+/* A node's bins (split_top.h): object bins of the references' centres and
+ * spatial bins, each over the node's box, every axis. */
+static void node_bins(const RtTriArrays *tris, const SplitRef *r, uint32_t n, RtAabb box, SplitTopBins obj[3],
+                      SplitTopBins spa[3])
 {
     enum { B = RT_SPLIT_TOP_BINS };
-    RtAabb right[B];
-    uint32_t nr[B];
-    right[B - 1] = bin[B - 1], nr[B - 1] = leave[B - 1];
-    for (int b = B - 2; b >= 0; b--) right[b] = aabb_union(right[b + 1], bin[b]), nr[b] = nr[b + 1] + leave[b];
-    RtAabb left = aabb_empty();
-    uint32_t nl = 0;
-    for (int k = 1; k < B; k++) {
-        left = aabb_union(left, bin[k - 1]), nl += enter[k - 1];
-        if (!nl || !nr[k]) continue;
-        const float c = split_top_cost(split_top_area(left), nl, split_top_area(right[k]), nr[k]);
-        if (!(c < best->cost)) continue;
-        *best = (TopSplit){spatial, axis, k, c};
-        if (side) side[0] = left, side[1] = right[k];
-    }
-}
-
-/* The cheaper binned split of references r[0, n) in box: object splits by
- * centroid bin, spatial splits where the best object split's sides
- * overlap by more than alpha * root_area. Ties keep the earlier candidate
- * (object before spatial, lower axis, lower plane). 0 when none has both
- * sides. */
-static int best_split(const RtTriArrays *tris, const SplitRef *r, uint32_t n, RtAabb box, float root_area,
-                      float alpha, TopSplit *out)
-{
-    enum { B = RT_SPLIT_TOP_BINS };
-    out->cost = INFINITY;
-    RtAabb cb = aabb_empty();
-    for (uint32_t i = 0; i < n; i++) {
-        const RtVec3 c = v3(centre(r[i].box, 0), centre(r[i].box, 1), centre(r[i].box, 2));
-        cb = aabb_union(cb, (RtAabb){c, c});
-    }
-    RtAabb obj_side[2] = {aabb_empty(), aabb_empty()};
     for (int a = 0; a < 3; a++) {
-        const float lo = v3_get(cb.lo, a), scale = split_top_scale(lo, v3_get(cb.hi, a));
-        if (scale == 0.0f) continue;
-        RtAabb bin[B];
-        uint32_t cnt[B] = {0};
-        for (int b = 0; b < B; b++) bin[b] = aabb_empty();
-        for (uint32_t i = 0; i < n; i++) {
-            const int b = split_top_bin(centre(r[i].box, a), lo, scale);
-            bin[b] = aabb_union(bin[b], r[i].box);
-            cnt[b]++;
+        for (int b = 0; b < B; b++) {
+            obj[a].box[b] = spa[a].box[b] = aabb_empty();
+            obj[a].enter[b] = obj[a].leave[b] = spa[a].enter[b] = spa[a].leave[b] = 0;
         }
-        sweep(bin, cnt, cnt, 0, a, out, obj_side);
-    }
-    const int spatial = !(out->cost < INFINITY) ||
-                        split_top_area(box_meet(obj_side[0], obj_side[1])) > RT_XMUL(alpha, root_area);
-    for (int a = 0; spatial && a < 3; a++) {
         const float lo = v3_get(box.lo, a), hi = v3_get(box.hi, a), scale = split_top_scale(lo, hi);
-        if (scale == 0.0f) continue;
-        RtAabb bin[B];
-        uint32_t enter[B] = {0}, leave[B] = {0};
-        for (int b = 0; b < B; b++) bin[b] = aabb_empty();
         for (uint32_t i = 0; i < n; i++) {
+            const int c = split_top_bin(split_top_centre(r[i].box, a), lo, scale);
+            obj[a].box[c] = aabb_union(obj[a].box[c], r[i].box);
+            obj[a].enter[c]++, obj[a].leave[c]++;
             const int b0 = split_top_bin(v3_get(r[i].box.lo, a), lo, scale);
             const int b1 = split_top_bin(v3_get(r[i].box.hi, a), lo, scale);
-            enter[b0]++, leave[b1]++;
+            spa[a].enter[b0]++, spa[a].leave[b1]++;
             if (b0 == b1) {
-                bin[b0] = aabb_union(bin[b0], r[i].box);
+                spa[a].box[b0] = aabb_union(spa[a].box[b0], r[i].box);
                 continue;
             }
+            const RtFloat4 *v = &tris->verts[3 * (size_t)r[i].tri];
             for (int b = b0; b <= b1; b++) {
                 const float s0 = b ? split_top_plane(lo, hi, b) : lo, s1 = b < B - 1 ? split_top_plane(lo, hi, b + 1) : hi;
-                bin[b] = aabb_union(bin[b], clip_ref(tris, r[i], with_axis(box, a, s0, s1)));
+                spa[a].box[b] = aabb_union(spa[a].box[b], split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]),
+                                                                         r[i].box, split_top_slab(box, a, s0, s1)));
             }
         }
-        sweep(bin, enter, leave, 1, a, out, NULL);
     }
-    return out->cost < INFINITY;
 }
 
-/* References r[0, n) of a node in box to its two sides, in their order:
- * dst[0, *nl) left, then dst[*nl, *nl + *nr) right. */
-static void partition(const RtTriArrays *tris, const SplitRef *r, uint32_t n, RtAabb box, TopSplit s, SplitRef *dst,
-                      uint32_t *nl, uint32_t *nr)
+/* References r[0, n) of a node in box to the two sides of its spatial
+ * split, in their order: dst[0, *nl) left, then dst[*nl, *nl + *nr) right
+ * (dst holds 2n). */
+static void partition(const RtTriArrays *tris, const SplitRef *r, uint32_t n, RtAabb box, SplitTopChoice s,
+                      SplitRef *dst, uint32_t *nl, uint32_t *nr)
 {
     const int a = s.axis;
     uint32_t l = 0, m = 0;
     SplitRef *right = dst + n; /* a scratch half: at most n go right */
-    if (!s.spatial) {
-        RtAabb cb = aabb_empty();
-        for (uint32_t i = 0; i < n; i++) {
-            const RtVec3 c = v3(centre(r[i].box, 0), centre(r[i].box, 1), centre(r[i].box, 2));
-            cb = aabb_union(cb, (RtAabb){c, c});
-        }
-        const float lo = v3_get(cb.lo, a), scale = split_top_scale(lo, v3_get(cb.hi, a));
-        for (uint32_t i = 0; i < n; i++) {
-            if (split_top_bin(centre(r[i].box, a), lo, scale) < s.k) dst[l++] = r[i];
-            else right[m++] = r[i];
-        }
-    } else {
-        const float lo = v3_get(box.lo, a), hi = v3_get(box.hi, a), pos = split_top_plane(lo, hi, s.k);
-        const RtAabb ls = with_axis(box, a, lo, pos), rs = with_axis(box, a, pos, hi);
-        for (uint32_t i = 0; i < n; i++) {
-            if (v3_get(r[i].box.hi, a) <= pos) dst[l++] = r[i];
-            else if (v3_get(r[i].box.lo, a) >= pos) right[m++] = r[i];
-            else {
-                SplitRef p = r[i], q = r[i];
-                p.box = clip_ref(tris, r[i], ls), q.box = clip_ref(tris, r[i], rs);
-                if (!aabb_is_empty(p.box)) dst[l++] = p;
-                if (!aabb_is_empty(q.box)) right[m++] = q;
-            }
+    for (uint32_t i = 0; i < n; i++) {
+        float pos;
+        const int side = split_top_side(r[i].box, box, a, s.k, &pos);
+        if (side == 0) {
+            dst[l++] = r[i];
+        } else if (side == 1) {
+            right[m++] = r[i];
+        } else {
+            const RtFloat4 *v = &tris->verts[3 * (size_t)r[i].tri];
+            SplitRef p = r[i], q = r[i];
+            p.box = split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), r[i].box,
+                                   split_top_slab(box, a, v3_get(box.lo, a), pos));
+            q.box = split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), r[i].box,
+                                   split_top_slab(box, a, pos, v3_get(box.hi, a)));
+            if (!aabb_is_empty(p.box)) dst[l++] = p;
+            if (!aabb_is_empty(q.box)) right[m++] = q;
         }
     }
     memmove(dst + l, right, m * sizeof *dst);
@@ -189,50 +101,41 @@ static int cmp_u64(const void *x, const void *y)
     return a < b ? -1 : a > b;
 }
 
-/* H-PLOC over one leaf's references (n >= 2): Morton codes within the
- * leaf's box, sorted by (code, index). tri_index gets local indices. */
-static RtStatus leaf_tree(const RtHplocParams *hp, const SplitRef *r, uint32_t n, RtAabb box, RtBvh *out,
-                          RtError *err)
+/* One leaf's keys (split_top_key over its box), sorted by (key, place):
+ * the run of the GPU's sorted keys that the leaf's references make. */
+static int leaf_keys(const SplitRef *r, uint32_t n, RtAabb box, uint32_t leaf, int bits, RtBvhKeys *keys,
+                     uint32_t *ids)
 {
-    RtBvhKeys keys = {n, n, malloc(n * sizeof(RtAabb)), malloc(n * sizeof(uint32_t))};
-    uint64_t *kv = malloc(n * sizeof *kv);
-    uint32_t *ids = malloc(n * sizeof *ids);
-    RtStatus st = RT_OK;
-    if (!keys.box || !keys.code || !kv || !ids) st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
-    if (st == RT_OK) {
-        const RtVec3 scale = lbvh_scale(box);
-        for (uint32_t i = 0; i < n; i++) {
-            keys.box[i] = r[i].box;
-            kv[i] = (uint64_t)lbvh_morton(r[i].box, box, scale) << 32 | i;
-        }
-        qsort(kv, n, sizeof *kv, cmp_u64);
-        for (uint32_t i = 0; i < n; i++) keys.code[i] = (uint32_t)(kv[i] >> 32), ids[i] = (uint32_t)kv[i];
-        st = rt_hploc_build_keys_cpu(hp, &keys, ids, out, NULL, err);
+    uint64_t *kv = malloc((size_t)n * sizeof *kv);
+    if (!kv) return 0;
+    keys->count = keys->n = n;
+    const RtVec3 scale = lbvh_scale(box);
+    for (uint32_t i = 0; i < n; i++) {
+        keys->box[i] = r[i].box;
+        kv[i] = (uint64_t)split_top_key(leaf, bits, lbvh_morton(r[i].box, box, scale)) << 32 | i;
     }
-    free(keys.box);
-    free(keys.code);
+    qsort(kv, n, sizeof *kv, cmp_u64);
+    for (uint32_t i = 0; i < n; i++) keys->code[i] = (uint32_t)(kv[i] >> 32), ids[i] = (uint32_t)kv[i];
     free(kv);
-    free(ids);
-    return st;
-}
-
-/* The tree without a top: H-PLOC's own, every triangle listed once. */
-static RtStatus hploc_alone(const RtHplocParams *hp, const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats,
-                            RtError *err)
-{
-    const RtStatus st = rt_hploc_build_cpu(hp, tris, bvh, stats, NULL, err);
-    bvh->split_refs = 0;
-    return st;
+    return 1;
 }
 
 RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopParams *sp, const RtTriArrays *tris,
-                                    RtBvh *bvh, RtBvhStats *stats, RtError *err)
+                                    RtBvh *bvh, RtBvhStats *stats, RtSplitTopInfo *info, RtError *err)
 {
     const double t0 = rt_now_ms();
     const RtSplitTopParams p = sp ? *sp : rt_split_top_params_default();
-    if (p.depth < 0 || p.depth > RT_SPLIT_TOP_MAX_DEPTH || !(p.alpha >= 0.0f) || p.min_refs < 2)
-        return rt_fail(err, RT_ERR_ARG, "BVH: split top: depth %d (0..%d), alpha %g (>= 0), min_refs %u (>= 2)",
-                       p.depth, RT_SPLIT_TOP_MAX_DEPTH, p.alpha, p.min_refs);
+    RtSplitTopInfo local;
+    if (!info) info = &local;
+    memset(info, 0, sizeof *info);
+    if (p.depth < 0 || p.depth > RT_SPLIT_TOP_MAX_DEPTH || !(p.alpha >= 0.0f) || p.min_refs < 2 ||
+        !(p.extra >= 0.0f && p.extra <= 1.0f))
+        return rt_fail(err, RT_ERR_ARG,
+                       "BVH: split top: depth %d (0..%d), alpha %g (>= 0), min_refs %u (>= 2), extra %g (0..1)",
+                       p.depth, RT_SPLIT_TOP_MAX_DEPTH, p.alpha, p.min_refs, p.extra);
+    if (!tris || !bvh || (tris->count && !tris->verts))
+        return rt_fail(err, RT_ERR_ARG, "BVH: no triangle arrays or no BVH to build into");
+    const uint32_t max_refs = split_top_max_refs(tris->count, p.extra);
     /* the references: every usable triangle, its box */
     SplitRef *cur = malloc(((size_t)tris->count + 1) * sizeof *cur);
     if (!cur) return rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
@@ -241,25 +144,33 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
         const RtAabb b = lbvh_tri_box(&tris->verts[3 * (size_t)i], tris->woop ? &tris->woop[3 * (size_t)i] : NULL);
         if (!aabb_is_empty(b)) cur[n++] = (SplitRef){i, b};
     }
-    if (n < 2 || p.depth == 0) {
-        free(cur);
-        return hploc_alone(hp, tris, bvh, stats, err);
-    }
-    /* ---- the top, level by level ---- */
-    const int max_nodes = (2 << p.depth) - 1;
-    TopNode *top = calloc((size_t)max_nodes, sizeof *top);
-    int *order = malloc((size_t)max_nodes * sizeof *order), *next_order = malloc((size_t)max_nodes * sizeof *order);
+    /* ---- the top, level by level: its nodes in left-to-right order ---- */
+    TopNode top[RT_SPLIT_TOP_MAX_NODES];
+    int order[RT_SPLIT_TOP_MAX_LEAVES], next_order[RT_SPLIT_TOP_MAX_LEAVES];
     int nodes = 1, leaves = 1;
     RtStatus st = RT_OK;
-    if (!top || !order || !next_order) st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
-    else {
-        top[0] = (TopNode){0, n, refs_box(cur, n), 0, {-1, -1}};
-        order[0] = 0;
-    }
-    const float root_area = st == RT_OK ? split_top_area(top[0].box) : 0.0f;
-    for (int d = 0; st == RT_OK && d < p.depth; d++) {
-        /* at most 2 references a reference a level */
-        SplitRef *nxt = malloc((2 * (size_t)n + 1) * 2 * sizeof *nxt);
+    top[0] = (TopNode){0, n, refs_box(cur, n), 0, {-1, -1}};
+    order[0] = 0;
+    const float root_area = split_top_area(top[0].box);
+    for (int d = 0; n >= 2 && d < p.depth; d++) {
+        /* the splits, node by node while the references stay within max_refs */
+        SplitTopChoice choice[RT_SPLIT_TOP_MAX_LEAVES];
+        int split[RT_SPLIT_TOP_MAX_LEAVES], any = 0;
+        uint32_t total = n;
+        for (int j = 0; j < leaves; j++) {
+            const TopNode *t = &top[order[j]];
+            split[j] = 0;
+            if (t->depth != d || t->count < p.min_refs) continue;
+            SplitTopBins obj[3], spa[3];
+            node_bins(tris, cur + t->first, t->count, t->box, obj, spa);
+            if (split_top_choose(obj, spa, t->box, t->count, p.alpha, root_area, &choice[j]) &&
+                choice[j].added <= max_refs - total) {
+                split[j] = any = 1;
+                total += choice[j].added;
+            }
+        }
+        if (!any) break;
+        SplitRef *nxt = malloc(((size_t)total + n + 1) * sizeof *nxt); /* partition's scratch half: n */
         if (!nxt) {
             st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
             break;
@@ -268,13 +179,9 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
         int next_leaves = 0;
         for (int j = 0; j < leaves; j++) {
             TopNode *t = &top[order[j]];
-            TopSplit s;
             uint32_t nl = 0, nr = 0;
-            if (t->depth == d && t->count >= p.min_refs &&
-                best_split(tris, cur + t->first, t->count, t->box, root_area, p.alpha, &s) && s.spatial) {
-                partition(tris, cur + t->first, t->count, t->box, s, nxt + m, &nl, &nr);
-            }
-            if (nl && nr) {
+            if (split[j]) partition(tris, cur + t->first, t->count, t->box, choice[j], nxt + m, &nl, &nr);
+            if (split[j]) { /* a side may be empty: every straddler's part there missed the triangle */
                 for (int k = 0; k < 2; k++) {
                     const uint32_t f = m + (k ? nl : 0), c = k ? nr : nl;
                     top[nodes] = (TopNode){f, c, refs_box(nxt + f, c), d + 1, {-1, -1}};
@@ -282,7 +189,7 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
                     next_order[next_leaves++] = nodes++;
                 }
                 m += nl + nr;
-            } else {
+            } else { /* a leaf of the top: its references as they were */
                 memcpy(nxt + m, cur + t->first, t->count * sizeof *nxt);
                 t->first = m;
                 m += t->count;
@@ -292,49 +199,74 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
         free(cur);
         cur = nxt;
         n = m;
-        int *tmp = order;
-        order = next_order, next_order = tmp;
+        memcpy(order, next_order, sizeof order);
         leaves = next_leaves;
     }
-    int alone = nodes == 1; /* no spatial split paid: H-PLOC's own tree */
-    /* ---- H-PLOC under each leaf; the top's interior nodes first ---- */
-    RtBvh *sub = st == RT_OK && !alone ? calloc((size_t)leaves, sizeof *sub) : NULL;
-    if (st == RT_OK && !alone && !sub) st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
-    uint32_t total_nodes = 0, *place = st == RT_OK && !alone ? calloc((size_t)nodes, sizeof *place) : NULL;
-    for (int i = 0; st == RT_OK && !alone && i < nodes; i++)
+    if (st != RT_OK || leaves == 1) { /* no spatial split paid: H-PLOC's own tree */
+        free(cur);
+        if (st != RT_OK) return st;
+        RtHplocInfo hi;
+        st = rt_hploc_build_cpu(hp, tris, bvh, stats, &hi, err);
+        bvh->split_refs = 0;
+        info->leaves = 1, info->refs = top[0].count, info->cluster_depth = hi.cluster_depth, info->fallback = hi.fallback;
+        return st;
+    }
+    /* ---- H-PLOC under each leaf, its run of keys; every leaf's radix tree
+     *      when the top and a subtree together pass the walks' depth ---- */
+    const int bits = split_top_leaf_bits((uint32_t)leaves);
+    RtBvh sub[RT_SPLIT_TOP_MAX_LEAVES];
+    memset(sub, 0, sizeof sub);
+    RtBvhKeys keys = {0, 0, malloc(((size_t)n + 1) * sizeof(RtAabb)), malloc(((size_t)n + 1) * sizeof(uint32_t))};
+    uint32_t *ids = malloc(((size_t)n + 1) * sizeof *ids);
+    if (!keys.box || !keys.code || !ids) st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
+    for (int pass = 0; st == RT_OK && pass < 2; pass++) {
+        uint32_t depth = 0;
+        for (int j = 0; st == RT_OK && j < leaves; j++) {
+            const TopNode *t = &top[order[j]];
+            if (t->count < 2) {
+                if ((uint32_t)t->depth > depth) depth = (uint32_t)t->depth;
+                continue;
+            }
+            RtHplocInfo hi;
+            if (!leaf_keys(cur + t->first, t->count, t->box, (uint32_t)j, bits, &keys, ids))
+                st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
+            else
+                st = rt_hploc_build_keys_cpu(hp, &keys, ids, pass, &sub[j], &hi, err);
+            if (st == RT_OK && (uint32_t)t->depth + hi.cluster_depth > depth) depth = (uint32_t)t->depth + hi.cluster_depth;
+            /* the subtree's tri_index: the leaf's references' triangles */
+            for (uint32_t i = 0; st == RT_OK && i < t->count; i++) sub[j].tri_index[i] = cur[t->first + sub[j].tri_index[i]].tri;
+        }
+        if (pass == 0) info->cluster_depth = depth;
+        if (depth <= RT_BVH_MAX_DEPTH) break;
+        info->fallback = 1;
+    }
+    free(keys.box);
+    free(keys.code);
+    free(ids);
+    /* ---- one tree: the top's interior nodes, then each leaf's subtree ---- */
+    uint32_t total_nodes = 0, place[RT_SPLIT_TOP_MAX_NODES] = {0}, leaf_first[RT_SPLIT_TOP_MAX_NODES] = {0};
+    for (int i = 0; i < nodes; i++)
         if (top[i].child[0] >= 0) place[i] = total_nodes++;
-    for (int j = 0; st == RT_OK && !alone && j < leaves; j++) {
-        const TopNode *t = &top[order[j]];
-        if (t->count < 2) continue;
-        st = leaf_tree(hp, cur + t->first, t->count, t->box, &sub[j], err);
+    for (int j = 0; j < leaves; j++) {
         place[order[j]] = total_nodes;
-        total_nodes += sub[j].node_count;
+        if (top[order[j]].count >= 2) total_nodes += sub[j].node_count;
     }
-    /* the top's levels above a leaf's subtree must leave the walks' stacks
-     * enough: else H-PLOC alone (whose own depth rule then holds) */
-    for (int j = 0; st == RT_OK && !alone && j < leaves; j++) {
-        if (top[order[j]].count < 2) continue;
-        RtBvhStats ss;
-        rt_bvh_tree_stats(&sub[j], NULL, 1.0f, 1.0f, &ss);
-        alone |= (uint32_t)top[order[j]].depth + ss.depth > RT_BVH_MAX_DEPTH;
-    }
-    if (st == RT_OK && !alone &&
+    if (st == RT_OK &&
         (!rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, total_nodes, sizeof *bvh->nodes) ||
          !rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, n, sizeof *bvh->tri_index)))
         st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top: %u nodes, %u references)", total_nodes, n);
-    if (st == RT_OK && !alone) {
-        /* leaves' subtrees, their ranges in the leaves' order */
-        uint32_t *leaf_first = malloc((size_t)nodes * sizeof *leaf_first), at = 0;
+    if (st == RT_OK) {
+        uint32_t at = 0;
         for (int j = 0; j < leaves; j++) {
             const TopNode *t = &top[order[j]];
             leaf_first[order[j]] = at;
             if (t->count < 2) {
-                bvh->tri_index[at++] = cur[t->first].tri;
+                if (t->count) bvh->tri_index[at++] = cur[t->first].tri;
                 continue;
             }
             const RtBvh *s = &sub[j];
             const uint32_t base = place[order[j]];
-            for (uint32_t i = 0; i < t->count; i++) bvh->tri_index[at + i] = cur[t->first + s->tri_index[i]].tri;
+            memcpy(bvh->tri_index + at, s->tri_index, t->count * sizeof *s->tri_index);
             for (uint32_t k = 0; k < s->node_count; k++) {
                 RtBvhNode nd = s->nodes[k];
                 for (int c = 0; c < 2; c++) {
@@ -345,32 +277,26 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
             }
             at += t->count;
         }
-        /* the top's interior nodes */
         for (int i = 0; i < nodes; i++) {
             if (top[i].child[0] < 0) continue;
             RtBvhNode *nd = &bvh->nodes[place[i]];
             for (int k = 0; k < 2; k++) {
-                const TopNode *c = &top[top[i].child[k]];
-                if (c->count < 2) bvh_set_child(nd, k, c->box, 1, leaf_first[top[i].child[k]], c->count);
-                else bvh_set_child(nd, k, c->box, 0, place[top[i].child[k]], 0);
+                const int c = top[i].child[k];
+                if (top[c].child[0] < 0 && top[c].count == 0) bvh_set_empty_child(nd, k);
+                else if (top[c].child[0] < 0 && top[c].count == 1) bvh_set_child(nd, k, top[c].box, 1, leaf_first[c], 1);
+                else bvh_set_child(nd, k, top[c].box, 0, place[c], 0);
             }
         }
-        free(leaf_first);
         bvh->node_count = total_nodes;
         bvh->index_count = n;
         bvh->bounds = top[0].box;
         bvh->d_bounds = NULL;
         bvh->split_refs = 1;
+        info->leaves = (uint32_t)leaves, info->refs = n;
         if (!rt_bvh_leaf_woop_cpu(bvh, tris)) st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (leaf rows)");
     }
-    for (int j = 0; sub && j < leaves; j++) rt_bvh_free(&sub[j]);
-    free(sub);
-    free(place);
-    free(top);
-    free(order);
-    free(next_order);
+    for (int j = 0; j < leaves; j++) rt_bvh_free(&sub[j]);
     free(cur);
-    if (st == RT_OK && alone) return hploc_alone(hp, tris, bvh, stats, err);
     if (st != RT_OK) {
         bvh->node_count = bvh->index_count = 0;
         bvh->bounds = aabb_empty();
