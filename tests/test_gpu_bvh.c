@@ -22,6 +22,7 @@
 #include "bvh/bvh_cpu.h"
 #include "bvh/hploc_gpu.h"
 #include "bvh/lbvh_gpu.h"
+#include "bvh/split_top.h"
 #include "gpu/gpu.h"
 #include "gpu/gpu_scene.h"
 #include "scene/load.h"
@@ -682,6 +683,186 @@ static void gpu_bvh_rejects_bad_params(void **state)
     assert_int_equal(rt_hploc_gpu_build(g_fx.hploc, NULL, NULL, NULL, 0, &dev, NULL, &err), RT_OK);
 }
 
+
+/* ---- H-PLOC under a spatial-split top (split_top.h) ------------------------------ */
+
+/* The GPU tree g's subtree at node gi and the oracle c's at ci: the same
+ * child boxes (bits), kinds, leaf contents in order, and below. */
+static void expect_same_subtree(const RtBvh *g, uint32_t gi, const RtBvh *c, uint32_t ci, int depth, const char *what)
+{
+    assert_true(depth <= RT_BVH_MAX_DEPTH + 1);
+    assert_true(gi < g->node_count && ci < c->node_count);
+    const RtBvhNode *gn = &g->nodes[gi], *cn = &c->nodes[ci];
+    for (int k = 0; k < 2; k++) {
+        const RtAabb gb = bvh_child_box(gn, k), cb = bvh_child_box(cn, k);
+        const int gl = bvh_child_is_leaf(gn, k), cl = bvh_child_is_leaf(cn, k);
+        if (memcmp(&gb, &cb, sizeof gb) || gl != cl || (gl && bvh_child_count(gn, k) != bvh_child_count(cn, k))) {
+            print_message("%s: depth %d, child %d differs (GPU node %u, CPU node %u)\n", what, depth, k, gi, ci);
+            print_node("GPU", gn);
+            print_node("CPU", cn);
+            fail();
+        }
+        if (!gl) {
+            expect_same_subtree(g, gn->child[k], c, cn->child[k], depth + 1, what);
+            continue;
+        }
+        for (uint32_t i = 0; i < bvh_child_count(cn, k); i++)
+            if (g->tri_index[gn->child[k] + i] != c->tri_index[cn->child[k] + i]) {
+                print_message("%s: depth %d, a leaf's entry %u: triangle %u on the GPU, %u on the CPU\n", what, depth,
+                              i, g->tri_index[gn->child[k] + i], c->tri_index[cn->child[k] + i]);
+                fail();
+            }
+    }
+}
+
+/* The GPU H-PLOC under a top (sp) of t against rt_bvh_split_top_build_cpu:
+ * the top's leaves, references, depth and fallback, then the trees node
+ * by node from the root (the GPU places nodes and leaves elsewhere), valid
+ * and with leaf rows that follow tri_index. Returns the top's leaves. */
+static uint32_t split_top_gpu_equals_cpu(const RtSplitTopParams *sp, const RtTriArrays *t, const char *what)
+{
+    RtError err = {0};
+    RtFloat4 *dv, *dw;
+    upload(t, &dv, &dw);
+    RtHplocParams hp = rt_hploc_params_default();
+    RtBvh cpu, dev, h;
+    memset(&cpu, 0, sizeof cpu);
+    RtSplitTopInfo info;
+    RtStatus s = rt_bvh_split_top_build_cpu(&hp, sp, t, &cpu, NULL, &info, &err);
+    if (s != RT_OK) print_message("%s: CPU build failed: %s\n", what, err.msg);
+    assert_int_equal(s, RT_OK);
+    assert_int_equal(rt_hploc_gpu_set_top(g_fx.hploc, sp, &err), RT_OK);
+    RtHplocGpuStats st;
+    for (int round = 0; round < 2; round++) { /* timed, then the graph's replay */
+        s = rt_hploc_gpu_build(g_fx.hploc, &hp, dv, dw, t->count, &dev, round ? NULL : &st, &err);
+        if (s == RT_OK && round) s = rt_hploc_gpu_build_finish(g_fx.hploc, &st, &err);
+        if (s != RT_OK) print_message("%s: GPU build failed: %s\n", what, err.msg);
+        assert_int_equal(s, RT_OK);
+        const uint32_t n = valid_count(t);
+        print_message("%-34s split top depth %d: leaves GPU %u CPU %u, references GPU %u CPU %u (%u valid), depth GPU "
+                      "%u CPU %u, fallback GPU %d CPU %d; %.3f ms (top %.3f, sort %.3f, cluster %.3f), %u launches\n",
+                      what, sp->depth, st.top_leaves, info.leaves, st.top_refs, info.refs, n, st.cluster_depth,
+                      info.cluster_depth, st.fallback, info.fallback, st.ms, st.top_ms, st.sort_ms, st.cluster_ms,
+                      st.launches);
+        assert_int_equal(st.valid, n);
+        assert_int_equal(st.top_leaves, info.leaves);
+        assert_int_equal(st.top_refs, info.refs);
+        assert_int_equal(st.cluster_depth, info.cluster_depth);
+        assert_int_equal(st.fallback, info.fallback);
+        assert_int_equal(dev.split_refs, 1);
+        assert_int_equal(rt_hploc_gpu_download(g_fx.hploc, &dev, &h, &err), RT_OK);
+        RtAabb db;
+        assert_int_equal(rt_gpu_memcpy(&db, dev.d_bounds, sizeof db, RT_COPY_TO_HOST, &err), RT_OK);
+        if (n >= 2) {
+            expect_same_subtree(&h, 0, &cpu, 0, 1, what);
+            assert_memory_equal(&db, &cpu.bounds, sizeof db);
+        }
+        s = rt_bvh_validate(&h, t, &err);
+        if (s != RT_OK) print_message("%s: invalid tree: %s\n", what, err.msg);
+        assert_int_equal(s, RT_OK);
+        expect_leaf_rows(&dev, &h, t, dw, what);
+        rt_bvh_free(&h);
+    }
+    RtSplitTopParams none = {0};
+    assert_int_equal(rt_hploc_gpu_set_top(g_fx.hploc, &none, &err), RT_OK);
+    rt_bvh_free(&cpu);
+    rt_gpu_free(dv);
+    rt_gpu_free(dw);
+    return info.leaves;
+}
+
+/* Small triangles in a cube and large walls and floors across it: what
+ * spatial splits are for (test_bvh_cpu.c's scene). */
+static RtTriArrays walls_scene(uint32_t small, uint32_t chain, uint64_t seed)
+{
+    RtTriArrays t = make_scene(SC_SOUP, small + chain + 12, seed);
+    RtTestRng r = {seed};
+    for (uint32_t i = 0; i < small; i++) {
+        const RtVec3 a = rnd3(&r, 1.0f);
+        set_tri(&t, i, a, v3_add(a, rnd3(&r, 0.02f)), v3_add(a, rnd3(&r, 0.02f)));
+    }
+    for (uint32_t i = 0; i < chain; i++) { /* ever smaller, deeper than the stacks once clustered */
+        const float x = 0.5f + 0.4f * powf(0.9f, (float)i), w = 0.001f;
+        set_tri(&t, small + i, v3(x, 0.52f, 0.52f), v3(x + w, 0.52f, 0.52f), v3(x, 0.52f + w, 0.52f + w));
+    }
+    for (int k = 0; k < 6; k++) {
+        const float h = 0.1f + 0.15f * (float)k;
+        set_tri(&t, small + chain + 2 * k, v3(-0.1f, h, -0.1f), v3(1.1f, h, -0.1f), v3(1.1f, h + 0.05f, 1.1f));
+        set_tri(&t, small + chain + 2 * k + 1, v3(h, -0.1f, -0.1f), v3(h + 0.02f, 1.1f, -0.1f), v3(h, 1.1f, 1.1f));
+    }
+    return t;
+}
+
+/* Walls across small triangles at every depth (the top splits), soups with
+ * degenerate and NaN triangles, 0-3 triangles, all degenerate, the Cornell
+ * box (nothing pays: H-PLOC's own tree) and Sponza when unpacked: the GPU
+ * tree under the top is the oracle's. */
+static void gpu_split_top_matches_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    RtTriArrays w = walls_scene(20000, 0, 11);
+    for (int d = 1; d <= RT_SPLIT_TOP_MAX_DEPTH; d++) {
+        RtSplitTopParams sp = rt_split_top_params_default();
+        sp.depth = d;
+        char name[64];
+        snprintf(name, sizeof name, "walls, depth %d", d);
+        assert_true(split_top_gpu_equals_cpu(&sp, &w, name) > 1);
+    }
+    RtSplitTopParams tight = rt_split_top_params_default(); /* the budget stops the splits */
+    tight.extra = 0.0001f;
+    split_top_gpu_equals_cpu(&tight, &w, "walls, 0.01 % budget");
+    free_scene(&w);
+    const RtSplitTopParams sp = rt_split_top_params_default();
+    const SceneKind kinds[] = {SC_SOUP, SC_NAN, SC_DEGENERATE, SC_IDENTICAL};
+    for (size_t k = 0; k < sizeof kinds / sizeof *kinds; k++) {
+        RtTriArrays t = make_scene(kinds[k], 30000, 7 + k);
+        split_top_gpu_equals_cpu(&sp, &t, "soup");
+        free_scene(&t);
+    }
+    for (uint32_t n = 0; n <= 3; n++) {
+        RtTriArrays t = make_scene(SC_SOUP, n, 3);
+        RtSplitTopParams small = sp;
+        small.min_refs = 2;
+        split_top_gpu_equals_cpu(&small, &t, "0-3 triangles");
+        free_scene(&t);
+    }
+    RtError err = {0};
+    RtScene sc;
+    memset(&sc, 0, sizeof sc);
+    char path[1024];
+    assert_int_equal(rt_scene_load(rt_test_src_path("scenes/cornell.scene", path), &sc, &err), RT_OK);
+    RtTriArrays c;
+    assert_int_equal(rt_tri_arrays_make(&sc, &c, NULL), RT_OK);
+    assert_int_equal(split_top_gpu_equals_cpu(&sp, &c, "cornell"), 1);
+    rt_tri_arrays_free(&c);
+    rt_scene_free(&sc);
+    if (!rt_test_asset("sponza/sponza.obj", path)) {
+        print_message("split top: sponza/sponza.obj absent, Sponza skipped\n");
+        return;
+    }
+    assert_int_equal(rt_scene_load(path, &sc, &err), RT_OK);
+    assert_int_equal(rt_tri_arrays_make(&sc, &c, NULL), RT_OK);
+    assert_true(split_top_gpu_equals_cpu(&sp, &c, "sponza") > 1);
+    rt_tri_arrays_free(&c);
+    rt_scene_free(&sc);
+}
+
+/* Chains of ever smaller triangles beside the walls: some lengths pass the
+ * walks' depth under the top, and then every leaf gets its radix tree on
+ * the GPU as on the CPU (split_top.h, Depth). */
+static void gpu_split_top_too_deep_falls_back_as_the_cpu(void **state)
+{
+    (void)state;
+    if (!gpu_ready()) skip();
+    const RtSplitTopParams sp = rt_split_top_params_default();
+    for (uint32_t chain = 300; chain <= 700; chain += 400) {
+        RtTriArrays t = walls_scene(2000, chain, 77);
+        split_top_gpu_equals_cpu(&sp, &t, chain == 300 ? "walls and a chain of 300" : "walls and a chain of 700");
+        free_scene(&t);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -695,6 +876,8 @@ int main(void)
         cmocka_unit_test(gpu_hploc_chain_falls_back_as_the_cpu),
         cmocka_unit_test(gpu_hploc_rebuilds_reuse_and_grow_buffers),
         cmocka_unit_test(gpu_bvh_rejects_bad_params),
+        cmocka_unit_test(gpu_split_top_matches_cpu),
+        cmocka_unit_test(gpu_split_top_too_deep_falls_back_as_the_cpu),
     };
     int rc = cmocka_run_group_tests_name("gpu_bvh", tests, NULL, NULL);
     if (g_fx.hploc) rt_hploc_gpu_destroy(g_fx.hploc);

@@ -160,6 +160,7 @@ __global__ void bvh_reset_kernel(BvhCounters *ctr)
     else if (t < 6) ctr->scene[t] = rt_f2ord(-INFINITY);
     else if (t == 6) {
         ctr->valid = ctr->fallback = ctr->tree_root = ctr->cluster_depth = ctr->leaf_next = 0;
+        ctr->top_leaves = ctr->top_refs = ctr->tri_valid = 0;
         ctr->root = aabb_empty();
     }
 }
@@ -334,18 +335,24 @@ static RtStatus bvh_sort(BvhGpuBase *b, uint32_t n, RtError *err)
     return rt_launch_end(&b->log, entry, slot, err);
 }
 
+RtStatus bvh_boxes_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, RtError *err)
+{
+    /* kBoxBlocksPerSm blocks a multiprocessor at most, each looping over
+     * tiles */
+    const dim3 box_grid = bvh_capped_grid(b, (n + kBlock - 1) / kBlock, kBoxBlocksPerSm);
+    return rt_launch(&b->log, "bvh_boxes", box_grid, dim3(kBlock), 0, bvh_boxes_kernel, err, verts, n, b->keys.boxes,
+                     b->d_ctr);
+}
+
+RtStatus bvh_sort_queue(BvhGpuBase *b, uint32_t count, RtError *err) { return count ? bvh_sort(b, count, err) : RT_OK; }
+
 RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, uint32_t *free_slots, RtError *err)
 {
     BvhKeysGpu *k = &b->keys;
     const dim3 block(kBlock), tris((n + kBlock - 1) / kBlock);
-    /* bvh_boxes: kBoxBlocksPerSm blocks a multiprocessor at most, each
-     * looping over tiles */
-    const dim3 box_grid = bvh_capped_grid(b, (n + kBlock - 1) / kBlock, kBoxBlocksPerSm);
     RtStatus st;
     /* ---- 1. triangle boxes, scene box, valid count n ----------------------- */
-    if ((st = rt_launch(&b->log, "bvh_boxes", box_grid, block, 0, bvh_boxes_kernel, err, verts, n, k->boxes,
-                        b->d_ctr)) != RT_OK)
-        return st;
+    if ((st = bvh_boxes_queue(b, verts, n, err)) != RT_OK) return st;
     /* ---- 2. Morton codes of the box centres in the scene box, sorted ------- */
     if ((st = rt_launch(&b->log, "bvh_morton", tris, block, 0, bvh_morton_kernel, err, k->boxes, n, b->d_ctr,
                         k->codes[0], k->ids[0], free_slots)) != RT_OK)
@@ -423,8 +430,9 @@ RtStatus bvh_download(const BvhGpuBase *b, const RtBvh *d_bvh, RtBvh *h, RtError
     CUDA_CHECK(err, cudaMemcpyAsync(&n, &b->d_ctr->valid, sizeof n, cudaMemcpyDeviceToHost, b->stream));
     CUDA_CHECK(err, cudaMemcpyAsync(&h->bounds, d_bvh->d_bounds, sizeof h->bounds, cudaMemcpyDeviceToHost, b->stream));
     CUDA_CHECK(err, cudaStreamSynchronize(b->stream));
-    /* the nodes the valid triangles make, as the CPU builders count them */
-    const uint32_t nodes = n == 0 ? 0u : (n > 1 ? n - 1 : 1u);
+    /* the nodes the valid triangles make, as the CPU builders count them;
+     * under a spatial-split top (H-PLOC's) the room its build took */
+    const uint32_t nodes = d_bvh->split_refs ? d_bvh->node_count : (n == 0 ? 0u : (n > 1 ? n - 1 : 1u));
     const size_t node_bytes = (size_t)nodes * sizeof(RtBvhNode),
                  index_bytes = (size_t)d_bvh->index_count * sizeof(uint32_t);
     h->nodes = (RtBvhNode *)malloc(node_bytes ? node_bytes : 1);
@@ -446,6 +454,7 @@ RtStatus bvh_download(const BvhGpuBase *b, const RtBvh *d_bvh, RtBvh *h, RtError
     }
     h->node_count = h->node_cap = nodes;
     h->index_count = h->index_cap = d_bvh->index_count;
+    h->split_refs = d_bvh->split_refs;
     h->d_bounds = NULL;
     return RT_OK;
 }

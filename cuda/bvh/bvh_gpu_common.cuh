@@ -23,7 +23,9 @@ typedef struct BvhCounters {
     uint32_t tree_root;     /* H-PLOC: the output tree's root, an interior id (hploc.h, Names) */
     uint32_t cluster_depth; /* H-PLOC: the clustered tree's depth once collapsed */
     uint32_t leaf_next;     /* H-PLOC: tri_index entries the leaves took so far (hploc_leaf_alloc) */
-    uint32_t pad;
+    uint32_t top_leaves;    /* H-PLOC's spatial-split top (split_top.h): its leaves (0: none built) */
+    uint32_t top_refs;      /* ... and the references under it */
+    uint32_t tri_valid;     /* ... and the valid triangles (valid is then the references) */
 } BvhCounters;
 
 /* Steps 1 and 2's arrays, for `cap` triangles. */
@@ -172,6 +174,12 @@ RtStatus bvh_build_begin(BvhGpuBase *b, uint32_t tri_count, int timed, RtError *
  * (NULL: none): n - 1 words the Morton kernel sets to all ones, H-PLOC's
  * split slots, a memset launch less. */
 RtStatus bvh_keys_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, uint32_t *free_slots, RtError *err);
+/* bvh_keys_queue's parts for a builder that makes its own codes in between
+ * (H-PLOC's spatial-split top): step 1 over n triangles; the sort of
+ * `count` pairs from keys.codes[0] / ids[0] (the arrays reserved for at
+ * least count). */
+RtStatus bvh_boxes_queue(BvhGpuBase *b, const float4 *verts, uint32_t n, RtError *err);
+RtStatus bvh_sort_queue(BvhGpuBase *b, uint32_t count, RtError *err);
 /* The leaf-triangle array (leaf_woop) for cap triangles, kept while it
  * holds tri_count. */
 RtStatus bvh_leaf_woop_reserve(BvhGpuBase *b, uint32_t cap, uint32_t tri_count, RtError *err);

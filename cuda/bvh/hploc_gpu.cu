@@ -32,6 +32,7 @@
 
 #include "bvh/bvh_gpu_common.cuh"
 #include "bvh/hploc_gpu.h"
+#include "bvh/split_top_gpu.cuh"
 #include "gpu/cuda_check.h"
 #include "gpu/fence.cuh"
 
@@ -90,13 +91,28 @@ typedef struct HplocArrays {
                         with the parent's flags (kUpCollapsed, kUpSmall) */
     uint32_t *slots; /* per split slot: the first child's range end (RT_HPLOC_NONE: none yet) */
     uint32_t *side;  /* per split slot, two: the fallback's first child's cluster */
-    const uint32_t *ids;   /* per key: its triangle (the sort's, bvh_gpu_common.cu) */
-    const RtAabb *boxes;   /* per triangle: its box */
+    const uint32_t *ids;   /* per key: its triangle (the sort's, bvh_gpu_common.cu), or its reference
+                              under a split top */
+    const RtAabb *boxes;   /* per triangle: its box (hploc_boxes: the references' under a split top) */
+    SplitTopArrays t;      /* the spatial-split top (t.top NULL: none) */
 } HplocArrays;
+
+/* The arrays as a kernel reads them: the boxes of what the keys index. */
+__device__ __forceinline__ HplocArrays hploc_arrays(HplocArrays a)
+{
+    a.boxes = split_top_boxes(a.t, a.boxes);
+    return a;
+}
+/* Whether the keys are a split top's runs (the build's tree then has the
+ * top's nodes above each run's subtree). */
+__device__ __forceinline__ bool hploc_split(const HplocArrays &a) { return a.t.top && a.t.top->split; }
 
 struct RtHplocGpu {
     BvhGpuBase base;     /* stream, events, counters, steps 1-2's arrays */
-    uint32_t cap;        /* triangles the arrays below hold */
+    RtSplitTopParams top_params; /* depth 0: no top (rt_hploc_gpu_set_top) */
+    SplitTopArrays top;
+    uint32_t cap;        /* keys the arrays below hold (triangles, or a top's references) */
+    uint32_t node_cap;   /* nodes: the keys' interior ones and a top's */
     HplocArrays a;
     uint32_t *tri_index; /* depth-first order */
     RtBvhNode *nodes;
@@ -169,7 +185,7 @@ __device__ __forceinline__ HplocSub sub_load(const HplocArrays &a, uint32_t n, u
  * links (up) and the node at place id, as hploc_node_links leaves it. */
 __device__ __forceinline__ HplocSub merge_create(const HplocArrays &a, RtBvhNode *nodes, uint32_t n,
                                                  const HplocSub &lower, const HplocSub &upper,
-                                                 const RtLbvhParams &lp)
+                                                 const RtLbvhParams &lp, bool final)
 {
     const uint32_t u = hploc_node_id(lower.max_key, upper.max_key);
     HplocSub m;
@@ -178,7 +194,10 @@ __device__ __forceinline__ HplocSub merge_create(const HplocArrays &a, RtBvhNode
     m.s = lbvh_merge_sub(lower.s, upper.s, &lp);
     rec_store(a.rec, n, m);
     a.info[u] = make_uint2(m.s.count, sub_hl(m.s));
-    const uint32_t flags = (m.s.as_leaf ? kUpCollapsed : 0u) | (m.s.count <= (uint32_t)lp.max_leaf ? kUpSmall : 0u);
+    /* a run's root (final) is never part of a leaf: its children's links
+     * stop the leaf kernels' climb */
+    const uint32_t flags =
+        final ? 0u : (m.s.as_leaf ? kUpCollapsed : 0u) | (m.s.count <= (uint32_t)lp.max_leaf ? kUpSmall : 0u);
     a.up[lower.id] = make_uint2(m.id, flags);
     a.up[upper.id] = make_uint2(m.id, lower.s.count | flags);
     const uint32_t c[2] = {lower.id, upper.id};
@@ -228,6 +247,21 @@ __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *
         const int k = (e.y & kUpOffset) != 0u;
         if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = u;
     }
+}
+
+/* A run's root r, finished by the calling thread (all fenced): the tree's
+ * root (root_place) without a split top; under one, its top leaf's
+ * subtree, which hploc_top_link links into the top, and the tree's depth
+ * through it. */
+__device__ void final_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, uint32_t n, uint32_t leaf,
+                            const HplocSub &r, bool clustered)
+{
+    if (!hploc_split(a)) {
+        root_place(a, nodes, ctr, n, r, clustered);
+        return;
+    }
+    a.t.top->leaf_root[leaf] = r.id;
+    if (clustered) atomicMax(&ctr->cluster_depth, (uint32_t)a.t.top->leaf_depth[leaf] + r.s.height);
 }
 
 /* ---- warp helpers ------------------------------------------------------------ */
@@ -305,8 +339,8 @@ __device__ __forceinline__ int compact_source(HplocSlots *sh, uint32_t keep, uin
  * shuffles interleaved), 0 when only `radius` does. */
 template <uint32_t kRadius>
 __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, HplocSlots *sh,
-                                 uint32_t n, uint32_t lo, uint32_t hi, uint32_t split, bool final, uint32_t radius,
-                                 uint32_t t, const RtLbvhParams &lp)
+                                 uint32_t n, uint32_t lo, uint32_t hi, uint32_t split, bool final, uint32_t leaf,
+                                 uint32_t radius, uint32_t t, const RtLbvhParams &lp)
 {
     const uint32_t lane = threadIdx.x & 31u;
     const uint32_t sl = split - lo, sr = hi + 1u - split, nl = min(sl, t), nr = min(sr, t);
@@ -354,7 +388,8 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
         __syncwarp(); /* every lane's search has read the boxes */
         if (create) { /* the pair's slots and places are its own: no other lane reads or writes them now */
             const HplocSub m = merge_create(a, nodes, n, slot_get(sh, slot, box),
-                                            slot_get(sh, other_slot, box_get(sh, (uint32_t)from)), lp);
+                                            slot_get(sh, other_slot, box_get(sh, (uint32_t)from)), lp,
+                                            final && k == 2u);
             box = m.s.box;
             slot_put(sh, slot, m);
             box_put(sh, lane, box);
@@ -374,7 +409,7 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
     if (final) rt_fence_acq_rel();
     else rt_fence_release();
     __syncwarp();
-    if (final && lane == 0) root_place(a, nodes, ctr, n, slot_get(sh, slot, box), true);
+    if (final && lane == 0) final_place(a, nodes, ctr, n, leaf, slot_get(sh, slot, box), true);
 }
 
 /* Benthin et al. 2024, Alg. 1 (Apetrei 2014's bottom-up walk): a thread per
@@ -389,17 +424,25 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
  * its exchanges (acquire) and the merge reads through L2. No lane leaves
  * the loop before the warp does: the merges need all 32. */
 __global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
-    hploc_cluster_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes, uint32_t radius,
+    hploc_cluster_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a_in, RtBvhNode *nodes, uint32_t radius,
                          uint32_t t, RtLbvhParams lp)
 {
     __shared__ HplocSlots slots[kClusterBlock / RT_HPLOC_WARP];
     HplocSlots *sh = &slots[threadIdx.x / RT_HPLOC_WARP];
+    const HplocArrays a = hploc_arrays(a_in);
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = n >= 2 && p < n;
-    uint32_t lo = p, hi = p, split = 0;
+    uint32_t lo = p, hi = p, split = 0, rs = 0, re = 0, leaf = 0;
+    if (active) {
+        split_top_run(a.t.top, codes, n, p, &rs, &re, &leaf);
+        if (rs == re) { /* a top leaf of one reference: the key is its run's root */
+            final_place(a, nodes, ctr, n, leaf, sub_load(a, n, p, lp), true);
+            active = false;
+        }
+    }
     while (__any_sync(kFull, active)) {
         if (active) {
-            const int left = lbvh_is_left_child(codes, n, lo, hi);
+            const int left = split_top_is_left(codes, rs, re, lo, hi);
             const uint32_t prev = atomicExch(a.slots + (left ? hi : lo - 1u), left ? lo : hi);
             if (prev == RT_HPLOC_NONE) {
                 active = false; /* the sibling's walk goes on */
@@ -409,7 +452,7 @@ __global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
                 else lo = prev;
             }
         }
-        const bool final = active && lo == 0 && hi == n - 1u;
+        const bool final = active && lo == rs && hi == re;
         uint32_t todo = __ballot_sync(kFull, active && (hi - lo + 1u > t || final));
         if (todo) rt_fence_acquire();
         while (todo) {
@@ -418,10 +461,11 @@ __global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
             const uint32_t L = __shfl_sync(kFull, lo, src), R = __shfl_sync(kFull, hi, src),
                            S = __shfl_sync(kFull, split, src);
             const bool F = __shfl_sync(kFull, (int)final, src) != 0;
+            const uint32_t J = __shfl_sync(kFull, leaf, src);
             if (radius == kUnrolledRadius)
-                hploc_warp_merge<kUnrolledRadius>(a, nodes, ctr, sh, n, L, R, S, F, radius, t, lp);
+                hploc_warp_merge<kUnrolledRadius>(a, nodes, ctr, sh, n, L, R, S, F, J, radius, t, lp);
             else
-                hploc_warp_merge<0>(a, nodes, ctr, sh, n, L, R, S, F, radius, t, lp);
+                hploc_warp_merge<0>(a, nodes, ctr, sh, n, L, R, S, F, J, radius, t, lp);
         }
         if (final) active = false;
     }
@@ -438,10 +482,13 @@ __global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
 __device__ void fallback_walk(const uint32_t *codes, BvhCounters *ctr, const HplocArrays &a, RtBvhNode *nodes,
                               const RtLbvhParams &lp, uint32_t n, uint32_t p)
 {
+    uint32_t rs, re, leaf;
+    split_top_run(a.t.top, codes, n, p, &rs, &re, &leaf);
+    if (rs == re) return; /* a top leaf of one reference */
     HplocSub c = sub_load(a, n, p, lp);
     uint32_t lo = p, hi = p;
     for (;;) {
-        const int left = lbvh_is_left_child(codes, n, lo, hi);
+        const int left = split_top_is_left(codes, rs, re, lo, hi);
         const uint32_t s = left ? hi : lo - 1u;
         a.side[2 * (size_t)s + (left ? 0 : 1)] = c.id;
         rt_fence_release();
@@ -449,12 +496,13 @@ __device__ void fallback_walk(const uint32_t *codes, BvhCounters *ctr, const Hpl
         if (!(prev & kFallbackMark)) return; /* the sibling's walk goes on */
         rt_fence_acquire();
         const HplocSub other = sub_load(a, n, __ldcg(a.side + 2 * (size_t)s + (left ? 1 : 0)), lp);
-        c = left ? merge_create(a, nodes, n, c, other, lp) : merge_create(a, nodes, n, other, c, lp);
-        if (left) hi = prev & ~kFallbackMark;
-        else lo = prev & ~kFallbackMark;
-        if (lo == 0 && hi == n - 1u) {
+        const uint32_t nlo = left ? lo : prev & ~kFallbackMark, nhi = left ? prev & ~kFallbackMark : hi;
+        const bool final = nlo == rs && nhi == re;
+        c = left ? merge_create(a, nodes, n, c, other, lp, final) : merge_create(a, nodes, n, other, c, lp, final);
+        lo = nlo, hi = nhi;
+        if (final) {
             rt_fence_acq_rel();
-            root_place(a, nodes, ctr, n, c, false);
+            final_place(a, nodes, ctr, n, leaf, c, false);
             return;
         }
     }
@@ -465,13 +513,78 @@ __device__ void fallback_walk(const uint32_t *codes, BvhCounters *ctr, const Hpl
  * the first arrival), so that the launch costs little when, as nearly
  * always, there is no fallback to make. */
 static constexpr uint32_t kFallbackBlocksPerSm = 8;
-__global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes,
+__global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a_in, RtBvhNode *nodes,
                                       RtLbvhParams lp)
 {
+    const HplocArrays a = hploc_arrays(a_in);
     const uint32_t n = ctr->valid;
-    if (n < 2 || !ctr->fallback) return;
+    /* under a split top the runs' depths are known only now (final_place) */
+    if (n < 2 || !(hploc_split(a) ? ctr->cluster_depth > RT_BVH_MAX_DEPTH : ctr->fallback)) return;
     for (uint32_t p = blockIdx.x * blockDim.x + threadIdx.x; p < n; p += gridDim.x * blockDim.x)
         fallback_walk(codes, ctr, a, nodes, lp, n, p);
+}
+
+/* ==== the top's nodes over the runs' subtrees ===================================== */
+
+/* One thread, after the clustering and the fallback, only under a split
+ * top (split_top.h): the top's interior nodes take the ids from node_base
+ * on (past every run's ids, which are key places), the top's root the
+ * tree's (hploc_out_index: it and id 0 swap places, so id 0's node moves
+ * and its parent's link follows, as root_place does). Each top node links
+ * its children: a top node, a run's root (its up[] link then names the top
+ * node, so the leaf kernels' climb stops there), a leaf of one reference
+ * (its place left to hploc_leaf_alloc) or an empty leaf. */
+__global__ void hploc_top_link_kernel(BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes, uint32_t node_base)
+{
+    const SplitTopDev *top = a.t.top;
+    if (threadIdx.x != 0 || !top->split) return;
+    const uint32_t n = ctr->valid, root = node_base;
+    /* the top's interior nodes' ids, in node order */
+    uint32_t id[RT_SPLIT_TOP_MAX_NODES], inner = 0;
+    int leaf_of_node[RT_SPLIT_TOP_MAX_NODES];
+    for (int i = 0; i < top->nodes; i++) {
+        leaf_of_node[i] = -1;
+        if (top->node[i].child[0] >= 0) id[i] = node_base + inner++;
+    }
+    for (int j = 0; j < top->leaves; j++) leaf_of_node[top->order[j]] = j;
+    /* id 0 belongs to the first run when it has two keys or more: its node
+     * moves to the root's place, the link to it with it */
+    uint32_t j0 = 0;
+    while (j0 < (uint32_t)top->leaves && top->leaf_count[j0] == 0) j0++;
+    if (j0 < (uint32_t)top->leaves && top->leaf_count[j0] >= 2) {
+        bvh_node_store(&nodes[root], node_load_cg(&nodes[0]));
+        if (top->leaf_root[j0] != n) { /* else a run's root: the top links it by its id below */
+            const uint2 e = __ldcg(&a.up[n]); /* node 0's parent and side */
+            uint32_t *link = node_links(nodes, hploc_out_index(e.x - n, root));
+            const int k = (e.y & kUpOffset) != 0u;
+            if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = root;
+        }
+    }
+    for (int i = 0; i < top->nodes; i++) {
+        const SplitTopNodeDev &t = top->node[i];
+        if (t.child[0] < 0) continue;
+        RtBvhNode out;
+        for (int k = 0; k < 2; k++) {
+            const int c = t.child[k];
+            const SplitTopNodeDev &ch = top->node[c];
+            const int j = leaf_of_node[c];
+            const RtAabb box = split_top_dec_box(ch.box);
+            if (j < 0) {
+                bvh_set_child(&out, k, box, 0, hploc_out_index(id[c], root), 0);
+            } else if (top->leaf_count[j] == 0) {
+                bvh_set_empty_child(&out, k);
+            } else {
+                const uint32_t r = top->leaf_root[j];
+                if (top->leaf_count[j] == 1) bvh_set_child(&out, k, box, 1, 0u, 1u); /* place: hploc_leaf_alloc */
+                else bvh_set_child(&out, k, box, 0, hploc_out_index(r - n, root), 0);
+                a.up[r] = make_uint2(n + id[i], k ? 1u : 0u);
+            }
+        }
+        bvh_node_store(&nodes[hploc_out_index(id[i], root)], out);
+    }
+    ctr->tree_root = root;
+    ctr->root = split_top_dec_box(top->node[0].box);
+    ctr->fallback = ctr->cluster_depth > RT_BVH_MAX_DEPTH;
 }
 
 /* ==== step 5: the leaves ========================================================= */
@@ -555,17 +668,21 @@ __global__ void __launch_bounds__(kLeafBlock) hploc_leaf_alloc_kernel(BvhCounter
  * (bvh_small_root). */
 __global__ void hploc_leaf_place_kernel(const uint32_t *ids, const RtAabb *tri_boxes, BvhCounters *ctr,
                                         const uint32_t *__restrict__ links, RtBvhNode *nodes, uint32_t tri_count,
-                                        uint32_t *tri_index)
+                                        uint32_t count, SplitTopArrays t, uint32_t *tri_index)
 {
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     if (n < 2 && p == 0) bvh_small_root(n, tri_boxes, ids, ctr, nodes);
-    if (p >= tri_count) return;
-    uint32_t pos = p;
+    if (p >= count) return;
+    /* under a split top: each reference's triangle; past the keys (a
+     * top's unused room) triangle 0, so that the leaf rows' copy reads
+     * within the scene */
+    const uint32_t limit = t.top && t.top->split ? n : tri_count;
     if (p < n && n >= 2) {
         const uint32_t link = links[p];
-        pos = *leaf_link(nodes, link) + (link >> kLinkOffset);
+        tri_index[*leaf_link(nodes, link) + (link >> kLinkOffset)] = split_top_tri(t, ids[p]);
+    } else {
+        tri_index[p] = p < limit ? ids[p] : 0u;
     }
-    tri_index[pos] = ids[p];
 }
 
 /* ==== host side =================================================================== */
@@ -593,26 +710,27 @@ static void hploc_free_buffers(RtHplocGpu *b)
     memset(a, 0, sizeof *a);
     b->tri_index = NULL;
     b->nodes = NULL;
-    b->cap = 0;
+    b->cap = b->node_cap = 0;
 }
 
 extern "C" void rt_hploc_gpu_destroy(RtHplocGpu *b)
 {
     if (!b) return;
     hploc_free_buffers(b);
+    split_top_free(&b->top);
     bvh_base_destroy(&b->base);
     free(b);
 }
 
-/* The arrays for n triangles (kept when they hold as many already) and
- * steps 1-2's (bvh_keys_reserve). */
-static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, RtError *err)
+/* The arrays for n keys and `nodes` nodes (kept when they hold as many
+ * already) and steps 1-2's (bvh_keys_reserve). */
+static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, uint32_t nodes, RtError *err)
 {
     RtStatus st;
-    if (!b->nodes || n > b->cap) {
+    if (!b->nodes || n > b->cap || nodes > b->node_cap) {
         hploc_free_buffers(b);
         HplocArrays *a = &b->a;
-        const size_t N = n ? n : 1, inner = N > 1 ? N - 1 : 1;
+        const size_t N = n ? n : 1, inner = N > 1 ? N - 1 : 1, node_count = nodes > inner ? nodes : inner;
         const BvhAlloc want[] = {
             {(void **)&a->cidx, N * sizeof(uint32_t), "cluster places"},
             {(void **)&a->rec, 2 * inner * sizeof(uint4), "cluster records"},
@@ -621,13 +739,14 @@ static RtStatus hploc_reserve(RtHplocGpu *b, uint32_t n, RtError *err)
             {(void **)&a->slots, inner * sizeof(uint32_t), "split slots"},
             {(void **)&a->side, 2 * inner * sizeof(uint32_t), "fallback's split slots"},
             {(void **)&b->tri_index, N * sizeof(uint32_t), "tri_index"},
-            {(void **)&b->nodes, inner * sizeof(RtBvhNode), "BVH nodes"},
+            {(void **)&b->nodes, node_count * sizeof(RtBvhNode), "BVH nodes"},
         };
         if ((st = bvh_gpu_alloc_all(&b->base, want, sizeof want / sizeof want[0], n, err)) != RT_OK) {
             hploc_free_buffers(b);
             return st;
         }
         b->cap = n;
+        b->node_cap = (uint32_t)node_count;
     }
     return bvh_keys_reserve(&b->base, n, err);
 }
@@ -638,7 +757,8 @@ typedef struct HplocLaunches {
     BvhLaunchKey in; /* the input, the base's arrays */
     RtHplocGpu *b;
     RtHplocParams p;
-    HplocArrays a;   /* the builder's own (moved when they grow) */
+    RtSplitTopParams top; /* depth 0: none */
+    HplocArrays a;   /* the builder's own (moved when they grow), the top's */
     const void *arrays[2];
 } HplocLaunches;
 static_assert(sizeof(HplocLaunches) <= RT_LAUNCH_GRAPH_KEY, "the whole key fits the graph's");
@@ -653,21 +773,30 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     const RtHplocParams &p = q->p;
     const RtLbvhParams lp = hploc_collapse_params(&p);
     const uint32_t tri_count = q->in.tri_count;
-    /* grids over every triangle (n is on the device); hploc_leaf_place's
-     * thread 0 always runs: it writes the root of a tree without interior
-     * nodes */
-    const dim3 block(kBlock), tris((tri_count + kBlock - 1) / kBlock), keys(tri_count ? tris.x : 1);
+    const bool top = q->top.depth > 0;
+    /* keys: the triangles, or the references a top may make (n is on the
+     * device); grids over every key; hploc_leaf_place's thread 0 always
+     * runs: it writes the root of a tree without interior nodes */
+    const uint32_t key_count = top ? b->top.cap : tri_count;
+    const dim3 block(kBlock), tris((key_count + kBlock - 1) / kBlock), keys(key_count ? tris.x : 1);
     RtStatus st;
 
     /* ---- 1-2. boxes, codes, sorted (bvh_gpu_common.cu); the Morton kernel
-     *      frees the split slots (a memset launch less) --------------------- */
-    if ((st = bvh_keys_queue(&b->base, q->in.verts, tri_count, b->a.slots, err)) != RT_OK) return st;
+     *      frees the split slots (a memset launch less); with a top, its
+     *      levels first and its keys (split_top_gpu.cu) ---------------------- */
+    if (!top) {
+        if ((st = bvh_keys_queue(&b->base, q->in.verts, tri_count, b->a.slots, err)) != RT_OK) return st;
+    } else if ((st = bvh_boxes_queue(&b->base, q->in.verts, tri_count, err)) != RT_OK ||
+               (st = split_top_queue(&b->base, &b->top, &q->top, q->in.verts, tri_count, b->a.slots, err)) != RT_OK ||
+               (st = bvh_sort_queue(&b->base, key_count, err)) != RT_OK) {
+        return st;
+    }
 
     /* ---- 3-4. the clustering, subtrees and nodes: one walk -------------------- */
-    HplocArrays a = b->a;
+    HplocArrays a = q->a;
     a.ids = k->ids[1];
     a.boxes = k->boxes;
-    const dim3 cblock(kClusterBlock), ctris((tri_count + kClusterBlock - 1) / kClusterBlock);
+    const dim3 cblock(kClusterBlock), ctris((key_count + kClusterBlock - 1) / kClusterBlock);
     if ((st = rt_launch(log, "hploc_cluster", ctris, cblock, 0, hploc_cluster_kernel, err, k->codes[1], ctr, a, b->nodes,
                         (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
         return st;
@@ -678,17 +807,22 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
                         b->nodes, lp)) != RT_OK)
         return st;
 
+    /* ---- the top's nodes above the runs' subtrees -------------------------- */
+    if (top && (st = rt_launch(log, "hploc_top_link", dim3(1), dim3(32), 0, hploc_top_link_kernel, err, ctr, a, b->nodes,
+                               key_count)) != RT_OK)
+        return st;
+
     /* ---- 5. the leaves' places; the triangles there ------------------------ */
-    const dim3 lblock(kLeafBlock), ltris((tri_count + kLeafBlock - 1) / kLeafBlock);
+    const dim3 lblock(kLeafBlock), ltris((key_count + kLeafBlock - 1) / kLeafBlock);
     if (tri_count && (st = rt_launch(log, "hploc_leaf_alloc", ltris, lblock, 0, hploc_leaf_alloc_kernel, err, ctr,
                                      (const uint2 *)b->a.up, (const uint2 *)b->a.info, b->nodes, b->a.cidx)) != RT_OK)
         return st;
     if ((st = rt_launch(log, "hploc_leaf_place", keys, block, 0, hploc_leaf_place_kernel, err, k->ids[1], k->boxes,
-                        ctr, (const uint32_t *)b->a.cidx, b->nodes, tri_count, b->tri_index)) != RT_OK)
+                        ctr, (const uint32_t *)b->a.cidx, b->nodes, tri_count, key_count, a.t, b->tri_index)) != RT_OK)
         return st;
 
     /* ---- the leaf triangles' rows in that order ------------------------------- */
-    return bvh_leaf_woop_queue(&b->base, b->tri_index, tri_count, q->in.woop, err);
+    return bvh_leaf_woop_queue(&b->base, b->tri_index, key_count, q->in.woop, err);
 }
 
 extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, const RtFloat4 *d_verts,
@@ -704,15 +838,25 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
     if (tri_count > RT_BVH_MAX_INDEX)
         return rt_fail(err, RT_ERR_ARG, "H-PLOC: %u triangles, more than a tree holds (%u)", tri_count,
                        RT_BVH_MAX_INDEX);
+    /* a top's references and nodes must fit the leaf links too; a scene
+     * too large for that is built without one */
+    RtSplitTopParams top = b->top_params;
+    if (top.depth > 0 &&
+        (uint64_t)split_top_max_refs(tri_count, top.extra) + RT_SPLIT_TOP_MAX_NODES > RT_BVH_MAX_INDEX)
+        top.depth = 0;
+    const uint32_t keys = top.depth > 0 ? split_top_max_refs(tri_count, top.extra) : tri_count;
     if ((st = bvh_build_begin(&b->base, tri_count, stats != NULL, err)) != RT_OK) return st;
-    if ((st = hploc_reserve(b, tri_count, err)) != RT_OK) return st;
-    if (d_woop && (st = bvh_leaf_woop_reserve(&b->base, b->cap, tri_count, err)) != RT_OK) return st;
+    if (top.depth > 0 && (st = split_top_reserve(&b->base, &b->top, &top, tri_count, err)) != RT_OK) return st;
+    if ((st = hploc_reserve(b, keys, top.depth > 0 ? keys + RT_SPLIT_TOP_MAX_NODES : 0u, err)) != RT_OK) return st;
+    if (d_woop && (st = bvh_leaf_woop_reserve(&b->base, b->cap, keys, err)) != RT_OK) return st;
     HplocLaunches q;
     memset(&q, 0, sizeof q); /* the key's padding too */
     bvh_launch_key(&b->base, d_verts, d_woop, tri_count, &q.in);
     q.b = b;
     q.p = p;
+    q.top = top;
     q.a = b->a;
+    if (top.depth > 0) q.a.t = b->top;
     const void *arrays[] = {b->tri_index, b->nodes};
     static_assert(sizeof arrays == sizeof q.arrays, "the key holds every array");
     memcpy(q.arrays, arrays, sizeof q.arrays);
@@ -720,7 +864,25 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
     if ((st = bvh_build_end(&b->base, b->nodes, b->tri_index, b->cap, tri_count, d_woop != NULL, d_bvh, err)) !=
         RT_OK)
         return st;
+    if (top.depth > 0) { /* the references' room: how many there are is on the device */
+        d_bvh->index_count = keys;
+        d_bvh->node_count = keys + RT_SPLIT_TOP_MAX_NODES;
+        d_bvh->node_cap = b->node_cap;
+        d_bvh->split_refs = 1;
+    }
     return stats ? rt_hploc_gpu_build_finish(b, stats, err) : RT_OK;
+}
+
+extern "C" RtStatus rt_hploc_gpu_set_top(RtHplocGpu *b, const RtSplitTopParams *p, RtError *err)
+{
+    if (!b) return rt_fail(err, RT_ERR_ARG, "H-PLOC: rt_hploc_gpu_set_top needs a builder");
+    RtSplitTopParams q;
+    if (p) q = *p;
+    else memset(&q, 0, sizeof q);
+    RtStatus st = rt_split_top_params_check(&q, err);
+    if (st != RT_OK) return st;
+    b->top_params = q;
+    return RT_OK;
 }
 
 /* ---- statistics: wait for the last build ------------------------------------------ */
@@ -737,12 +899,21 @@ extern "C" RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *st
         stats->cluster_ms = bvh_entry_ms(log, "hploc_cluster");
         stats->fallback_ms = bvh_entry_ms(log, "hploc_fallback");
         stats->output_ms = bvh_entry_ms(log, "hploc_leaf_alloc") + bvh_entry_ms(log, "hploc_leaf_place");
+        static const char *const top_kernels[] = {"top_bin", "top_decide", "top_count", "top_scan", "top_write",
+                                                  "top_finish", "top_morton", "hploc_top_link"};
+        for (size_t i = 0; i < sizeof top_kernels / sizeof *top_kernels; i++)
+            stats->top_ms += bvh_entry_ms(log, top_kernels[i]);
     }
     const BvhCounters *c = b->base.h_ctr;
     stats->launches = log->launches;
     stats->triangles = b->base.built_tris;
     stats->valid = c->valid;
     stats->cluster_depth = c->valid > 1 ? c->cluster_depth : c->valid;
+    if (c->top_leaves) {
+        stats->valid = c->tri_valid;
+        stats->top_leaves = c->top_leaves;
+        stats->top_refs = c->top_refs;
+    }
     stats->fallback = (int)c->fallback;
     return RT_OK;
 }

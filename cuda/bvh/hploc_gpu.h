@@ -15,6 +15,7 @@
 
 #include "bvh/bvh_cpu.h"
 #include "bvh/hploc.h"
+#include "bvh/split_top.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,10 +33,13 @@ typedef struct RtHplocGpuStats {
     double fallback_ms;    /* the radix tree's pass when the clustered one is too deep (else it
                               returns at once) */
     double output_ms;      /* the leaves' places and their triangles (step 5) */
+    double top_ms;         /* the spatial-split top's levels, keys and links (split_top_gpu.cu) */
     uint32_t launches;
     uint32_t triangles, valid; /* input triangles; non-degenerate ones (read back) */
     uint32_t cluster_depth;    /* the clustered tree's depth once collapsed (read back) */
     int fallback;              /* 1: it exceeded RT_BVH_MAX_DEPTH, the radix tree was output */
+    uint32_t top_leaves;       /* with a top (rt_hploc_gpu_set_top): its leaves (1: it split nothing) */
+    uint32_t top_refs;         /* ... and the references under it (read back) */
 } RtHplocGpuStats;
 
 /* Needs a CUDA device; RT_ERR_NO_DEVICE without one. */
@@ -48,6 +52,11 @@ void rt_hploc_gpu_destroy(RtHplocGpu *b);
 RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *p, const RtFloat4 *d_verts,
                             const RtFloat4 *d_woop, uint32_t tri_count, RtBvh *d_bvh,
                             RtHplocGpuStats *stats, RtError *err);
+/* The spatial-split top (split_top.h) of the builds from now on; NULL or
+ * depth 0: none (the default). The tree then references parts of
+ * triangles (RtBvh.split_refs): index_count and node_count are the room a
+ * top may take, the references' count on the device (stats: top_refs). */
+RtStatus rt_hploc_gpu_set_top(RtHplocGpu *b, const RtSplitTopParams *p, RtError *err);
 /* The last build's GPU time, launches and counts, waiting for it. */
 RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *stats, RtError *err);
 

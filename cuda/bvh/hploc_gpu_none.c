@@ -22,6 +22,11 @@ RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *p, const RtFloat
     (void)b, (void)p, (void)d_verts, (void)d_woop, (void)tri_count, (void)d_bvh, (void)stats;
     return no_cuda(err);
 }
+RtStatus rt_hploc_gpu_set_top(RtHplocGpu *b, const RtSplitTopParams *p, RtError *err)
+{
+    (void)b, (void)p;
+    return no_cuda(err);
+}
 RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *stats, RtError *err)
 {
     (void)b, (void)stats;

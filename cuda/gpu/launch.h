@@ -213,7 +213,7 @@ static inline void rt_launch_counts_add(RtLaunchLog *log, const RtLaunchCounts *
  * sort alone is several launches and host calls); a graph is queued with
  * one call. The key is every value the launches depend on (sizes, device
  * pointers, parameters): a different key captures anew. */
-enum { RT_LAUNCH_GRAPH_KEY = 256 };
+enum { RT_LAUNCH_GRAPH_KEY = 384 };
 typedef struct RtLaunchGraph {
     cudaGraphExec_t exec; /* NULL: nothing captured */
     unsigned char key[RT_LAUNCH_GRAPH_KEY];

@@ -100,6 +100,8 @@ RtPipelineParams rt_pipeline_params_default(void)
     p.kd_cpu = rt_kd_cpu_params_default();
     p.lbvh = rt_lbvh_params_default();
     p.hploc = rt_hploc_params_default();
+    p.bvh_top = rt_split_top_params_default();
+    p.bvh_top.depth = 0;
     p.trace = rt_trace_params_default();
     p.photons = rt_photon_params_default();
     return p;
@@ -420,8 +422,10 @@ static RtStatus cpu_frame(RtPipeline *p, const RtPipelineParams *pp, float t, co
         case RT_STRUCT_LBVH:
         case RT_STRUCT_BVH: {
             RtBvhStats bs;
-            s = pp->structure == RT_STRUCT_LBVH ? rt_lbvh_build_cpu(&pp->lbvh, &p->tris, &p->bvh, &bs, err)
-                                                : rt_hploc_build_cpu(&pp->hploc, &p->tris, &p->bvh, &bs, NULL, err);
+            if (pp->structure == RT_STRUCT_LBVH) s = rt_lbvh_build_cpu(&pp->lbvh, &p->tris, &p->bvh, &bs, err);
+            else if (pp->bvh_top.depth > 0)
+                s = rt_bvh_split_top_build_cpu(&pp->hploc, &pp->bvh_top, &p->tris, &p->bvh, &bs, NULL, err);
+            else s = rt_hploc_build_cpu(&pp->hploc, &p->tris, &p->bvh, &bs, NULL, err);
             if (s != RT_OK) return s;
             st->tree = tree_stats_of_bvh(&bs);
             st->tree_full = 1;
@@ -536,7 +540,8 @@ static RtStatus gpu_bvh_build(RtPipeline *p, const RtPipelineParams *pp, const R
         s = rt_lbvh_gpu_build(p->lbvh, &pp->lbvh, d->verts, rows, d->count, &p->d_bvh, NULL, err);
     } else {
         if (!p->hploc && (s = rt_hploc_gpu_create(&p->hploc, err)) != RT_OK) return s;
-        s = rt_hploc_gpu_build(p->hploc, &pp->hploc, d->verts, rows, d->count, &p->d_bvh, NULL, err);
+        s = rt_hploc_gpu_set_top(p->hploc, &pp->bvh_top, err);
+        if (s == RT_OK) s = rt_hploc_gpu_build(p->hploc, &pp->hploc, d->verts, rows, d->count, &p->d_bvh, NULL, err);
     }
     if (s == RT_OK) p->built = pp->structure;
     return s;

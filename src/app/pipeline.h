@@ -16,6 +16,7 @@
 #include "core/image.h"
 #include "kd/kd_cpu.h"
 #include "bvh/hploc_gpu.h"
+#include "bvh/split_top.h"
 #include "bvh/lbvh_gpu.h"
 #include "kd/kd_gpu.h"
 #include "photon/photon_gpu.h"
@@ -47,6 +48,8 @@ typedef struct RtPipelineParams {
     RtKdCpuParams kd_cpu; /* the CPU oracle's builder (defaults: rt_kd_cpu_params_default) */
     RtLbvhParams lbvh;    /* the LBVH builder, both backends (defaults: rt_lbvh_params_default) */
     RtHplocParams hploc;  /* the H-PLOC builder, both backends (defaults: rt_hploc_params_default) */
+    RtSplitTopParams bvh_top; /* the bvh structure's spatial-split top, both backends (split_top.h; depth 0:
+                                 none) */
     int bvh_leaf_rows;    /* RtBvhLeafRows: whether the GPU BVH builds copy the leaf triangles' rows
                              (bvh_layout.h; default auto: by the frame's pixels per triangle) */
     RtTraceParams trace;  /* tracing and shading, both backends: the CPU renderer reads the shading

@@ -44,6 +44,7 @@ typedef enum RtVariantId {
     RT_VAR_BVH_LEAF, RT_VAR_BVH_CI, /* the LBVH builder (both backends) */
     RT_VAR_HPLOC_RADIUS, RT_VAR_HPLOC_THRESHOLD, RT_VAR_HPLOC_LEAF, RT_VAR_HPLOC_CI, /* the H-PLOC builder (both backends) */
     RT_VAR_BVH_LEAF_ROWS,  /* both GPU BVH builders: the leaf triangles' rows */
+    RT_VAR_BVH_TOP,        /* the bvh structure's spatial-split top (both backends) */
     RT_VAR_BUILDER,        /* GPU kd builder: Chang's pipeline or Kolodzey's exact SAH */
     RT_VAR_EXACT_LEAF, RT_VAR_EXACT_SPLIT_CLIP,
     RT_VAR_LADDER,         /* GPU builder: Chang et al.'s ladder */

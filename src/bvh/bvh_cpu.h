@@ -77,6 +77,9 @@ RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *k
  * references, the depth and the fallback, as the GPU reports them. */
 struct RtSplitTopParams;
 struct RtSplitTopInfo;
+/* RT_ERR_ARG naming the field unless p (split_top.h) is usable: depth 0
+ * (no top) always is. */
+RtStatus rt_split_top_params_check(const struct RtSplitTopParams *p, RtError *err);
 RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const struct RtSplitTopParams *sp,
                                     const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats,
                                     struct RtSplitTopInfo *info, RtError *err);

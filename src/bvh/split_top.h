@@ -95,6 +95,20 @@ RT_HD float split_top_area(RtAabb b)
     return RT_XMUL(2.0f, RT_XADD(RT_XADD(RT_XMUL(dx, dy), RT_XMUL(dy, dz)), RT_XMUL(dz, dx)));
 }
 
+/* The union with a total order on the coordinates (rt_f2ord: -0 below
+ * +0), so that it does not depend on the order of its terms: the GPU
+ * takes its unions with atomics in any order. */
+RT_HD float split_top_min(float a, float b) { return rt_f2ord(b) < rt_f2ord(a) ? b : a; }
+RT_HD float split_top_max(float a, float b) { return rt_f2ord(b) > rt_f2ord(a) ? b : a; }
+RT_HD RtAabb split_top_union(RtAabb a, RtAabb b)
+{
+    if (aabb_is_empty(b)) return a;
+    if (aabb_is_empty(a)) return b;
+    a.lo = v3(split_top_min(a.lo.x, b.lo.x), split_top_min(a.lo.y, b.lo.y), split_top_min(a.lo.z, b.lo.z));
+    a.hi = v3(split_top_max(a.hi.x, b.hi.x), split_top_max(a.hi.y, b.hi.y), split_top_max(a.hi.z, b.hi.z));
+    return a;
+}
+
 RT_HD RtAabb split_top_meet(RtAabb a, RtAabb b)
 {
     RtAabb c;
@@ -186,11 +200,11 @@ RT_HD void split_top_sweep(const SplitTopBins *b, int spatial, int axis, uint32_
     RtAabb right[B];
     uint32_t nr[B];
     right[B - 1] = b->box[B - 1], nr[B - 1] = b->leave[B - 1];
-    for (int i = B - 2; i >= 0; i--) right[i] = aabb_union(right[i + 1], b->box[i]), nr[i] = nr[i + 1] + b->leave[i];
+    for (int i = B - 2; i >= 0; i--) right[i] = split_top_union(right[i + 1], b->box[i]), nr[i] = nr[i + 1] + b->leave[i];
     RtAabb left = aabb_empty();
     uint32_t nl = 0;
     for (int k = 1; k < B; k++) {
-        left = aabb_union(left, b->box[k - 1]), nl += b->enter[k - 1];
+        left = split_top_union(left, b->box[k - 1]), nl += b->enter[k - 1];
         if (!nl || !nr[k]) continue;
         const float c = split_top_cost(split_top_area(left), nl, split_top_area(right[k]), nr[k]);
         if (!(c < best->cost)) continue;

@@ -38,19 +38,19 @@ static void node_bins(const RtTriArrays *tris, const SplitRef *r, uint32_t n, Rt
         const float lo = v3_get(box.lo, a), hi = v3_get(box.hi, a), scale = split_top_scale(lo, hi);
         for (uint32_t i = 0; i < n; i++) {
             const int c = split_top_bin(split_top_centre(r[i].box, a), lo, scale);
-            obj[a].box[c] = aabb_union(obj[a].box[c], r[i].box);
+            obj[a].box[c] = split_top_union(obj[a].box[c], r[i].box);
             obj[a].enter[c]++, obj[a].leave[c]++;
             const int b0 = split_top_bin(v3_get(r[i].box.lo, a), lo, scale);
             const int b1 = split_top_bin(v3_get(r[i].box.hi, a), lo, scale);
             spa[a].enter[b0]++, spa[a].leave[b1]++;
             if (b0 == b1) {
-                spa[a].box[b0] = aabb_union(spa[a].box[b0], r[i].box);
+                spa[a].box[b0] = split_top_union(spa[a].box[b0], r[i].box);
                 continue;
             }
             const RtFloat4 *v = &tris->verts[3 * (size_t)r[i].tri];
             for (int b = b0; b <= b1; b++) {
                 const float s0 = b ? split_top_plane(lo, hi, b) : lo, s1 = b < B - 1 ? split_top_plane(lo, hi, b + 1) : hi;
-                spa[a].box[b] = aabb_union(spa[a].box[b], split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]),
+                spa[a].box[b] = split_top_union(spa[a].box[b], split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]),
                                                                          r[i].box, split_top_slab(box, a, s0, s1)));
             }
         }
@@ -91,7 +91,7 @@ static void partition(const RtTriArrays *tris, const SplitRef *r, uint32_t n, Rt
 static RtAabb refs_box(const SplitRef *r, uint32_t n)
 {
     RtAabb b = aabb_empty();
-    for (uint32_t i = 0; i < n; i++) b = aabb_union(b, r[i].box);
+    for (uint32_t i = 0; i < n; i++) b = split_top_union(b, r[i].box);
     return b;
 }
 
@@ -120,6 +120,18 @@ static int leaf_keys(const SplitRef *r, uint32_t n, RtAabb box, uint32_t leaf, i
     return 1;
 }
 
+RtStatus rt_split_top_params_check(const RtSplitTopParams *p, RtError *err)
+{
+    if (!p) return rt_fail(err, RT_ERR_ARG, "BVH: no split top parameters");
+    if (p->depth == 0) return RT_OK;
+    if (p->depth < 0 || p->depth > RT_SPLIT_TOP_MAX_DEPTH || !(p->alpha >= 0.0f) || p->min_refs < 2 ||
+        !(p->extra >= 0.0f && p->extra <= 1.0f))
+        return rt_fail(err, RT_ERR_ARG,
+                       "BVH: split top: depth %d (0..%d), alpha %g (>= 0), min_refs %u (>= 2), extra %g (0..1)",
+                       p->depth, RT_SPLIT_TOP_MAX_DEPTH, p->alpha, p->min_refs, p->extra);
+    return RT_OK;
+}
+
 RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopParams *sp, const RtTriArrays *tris,
                                     RtBvh *bvh, RtBvhStats *stats, RtSplitTopInfo *info, RtError *err)
 {
@@ -128,11 +140,8 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
     RtSplitTopInfo local;
     if (!info) info = &local;
     memset(info, 0, sizeof *info);
-    if (p.depth < 0 || p.depth > RT_SPLIT_TOP_MAX_DEPTH || !(p.alpha >= 0.0f) || p.min_refs < 2 ||
-        !(p.extra >= 0.0f && p.extra <= 1.0f))
-        return rt_fail(err, RT_ERR_ARG,
-                       "BVH: split top: depth %d (0..%d), alpha %g (>= 0), min_refs %u (>= 2), extra %g (0..1)",
-                       p.depth, RT_SPLIT_TOP_MAX_DEPTH, p.alpha, p.min_refs, p.extra);
+    RtStatus st = rt_split_top_params_check(&p, err);
+    if (st != RT_OK) return st;
     if (!tris || !bvh || (tris->count && !tris->verts))
         return rt_fail(err, RT_ERR_ARG, "BVH: no triangle arrays or no BVH to build into");
     const uint32_t max_refs = split_top_max_refs(tris->count, p.extra);
@@ -148,7 +157,6 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
     TopNode top[RT_SPLIT_TOP_MAX_NODES];
     int order[RT_SPLIT_TOP_MAX_LEAVES], next_order[RT_SPLIT_TOP_MAX_LEAVES];
     int nodes = 1, leaves = 1;
-    RtStatus st = RT_OK;
     top[0] = (TopNode){0, n, refs_box(cur, n), 0, {-1, -1}};
     order[0] = 0;
     const float root_area = split_top_area(top[0].box);

@@ -1,0 +1,538 @@
+/* split_top_gpu.cu — split_top.h's top on the GPU (split_top_gpu.cuh lists
+ * the launches). Every rule is split_top.h's, as the CPU oracle
+ * (split_top_cpu.c) applies it, so the references, their order and the
+ * keys are the oracle's: bins are unions (min and max round nothing) and
+ * counts, the choice is one thread's split_top_choose in the oracle's node
+ * order, and the partition keeps the references' order (scans). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <cub/block/block_scan.cuh>
+
+#include "bvh/split_top_gpu.cuh"
+#include "gpu/cuda_check.h"
+
+static constexpr int kTopBlock = 256;
+/* References a block of the count and write kernels takes: a tile. */
+static constexpr int kTopItems = 4;
+static constexpr uint32_t kTile = kTopBlock * kTopItems;
+/* top_bin's grid: blocks a multiprocessor (each adds its bins to the
+ * level's once: fewer blocks, fewer global atomics). */
+static constexpr uint32_t kBinBlocksPerSm = 2;
+static constexpr unsigned kFull = 0xffffffffu;
+static constexpr uint32_t kNoWord = 0xffffffffu;
+
+/* ---- shared helpers ------------------------------------------------------------------ */
+
+__device__ __forceinline__ void box_words(const RtAabb &b, uint32_t w[6])
+{
+    w[0] = split_top_enc_lo(b.lo.x), w[1] = split_top_enc_lo(b.lo.y), w[2] = split_top_enc_lo(b.lo.z);
+    w[3] = split_top_enc_hi(b.hi.x), w[4] = split_top_enc_hi(b.hi.y), w[5] = split_top_enc_hi(b.hi.z);
+}
+
+/* The lanes with the same `word` (kNoWord: none) add their box (and one
+ * each to counts at word + 6 and + 7 when counted) to sh[word...]: one
+ * lane a group does the atomics. Whole warp. */
+__device__ __forceinline__ void group_add(uint32_t *sh, uint32_t word, const RtAabb &b, bool counted)
+{
+    const uint32_t m = __match_any_sync(kFull, word);
+    if (word == kNoWord) return; /* the whole group */
+    uint32_t w[6];
+    box_words(b, w);
+#pragma unroll
+    for (int k = 0; k < 6; k++) w[k] = __reduce_max_sync(m, w[k]);
+    if ((threadIdx.x & 31u) != (uint32_t)(__ffs((int)m) - 1)) return;
+#pragma unroll
+    for (int k = 0; k < 6; k++) atomicMax(sh + word + k, w[k]);
+    if (counted) {
+        atomicAdd(sh + word + 6, (uint32_t)__popc(m));
+        atomicAdd(sh + word + 7, (uint32_t)__popc(m));
+    }
+}
+
+__device__ __forceinline__ void words_max(uint32_t *dst, const RtAabb &b)
+{
+    uint32_t w[6];
+    box_words(b, w);
+    for (int k = 0; k < 6; k++) atomicMax(dst + k, w[k]);
+}
+
+__device__ __forceinline__ void tri_verts(const float4 *verts, uint32_t tri, RtVec3 v[3])
+{
+    for (int k = 0; k < 3; k++) {
+        const float4 f = verts[3 * (size_t)tri + k];
+        v[k] = v3(f.x, f.y, f.z);
+    }
+}
+
+/* The current level's references: the triangles at level 0, else a
+ * buffer (which: `which`, -1 the triangles). */
+__device__ __forceinline__ void level_ref(const SplitTopArrays &t, const RtAabb *tri_boxes, int which, uint32_t i,
+                                          uint32_t *tri, RtAabb *box)
+{
+    if (which < 0) *tri = i, *box = tri_boxes[i];
+    else *tri = t.ref_tri[which][i], *box = t.ref_box[which][i];
+}
+
+/* The level's slot whose range holds reference i (-1: none). */
+__device__ __forceinline__ int level_slot(const SplitTopDev *top, uint32_t i)
+{
+    int slot = -1;
+    for (int s = 0; s < top->lvl_slots; s++)
+        if (i - top->lvl_first[s] < top->lvl_count[s]) slot = s;
+    return slot;
+}
+
+/* A reference's outputs at this level: bit 0 left (or kept, its node not
+ * split), bit 1 right, with their boxes (a straddler's clipped parts). */
+__device__ __forceinline__ uint32_t ref_sides(const SplitTopDev *top, const float4 *verts, int slot, uint32_t tri,
+                                              const RtAabb &r, RtAabb *lb, RtAabb *rb)
+{
+    if (slot < 0 || aabb_is_empty(r)) return 0u;
+    const int a = top->lvl_axis[slot];
+    *lb = *rb = r;
+    if (a < 0) return 1u;
+    const RtAabb nb = top->lvl_box[slot];
+    float pos;
+    const int side = split_top_side(r, nb, a, top->lvl_k[slot], &pos);
+    if (side != 2) return side == 0 ? 1u : 2u;
+    RtVec3 v[3];
+    tri_verts(verts, tri, v);
+    *lb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, v3_get(nb.lo, a), pos));
+    *rb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, pos, v3_get(nb.hi, a)));
+    return (aabb_is_empty(*lb) ? 0u : 1u) | (aabb_is_empty(*rb) ? 0u : 2u);
+}
+
+/* ---- the levels ---------------------------------------------------------------------- */
+
+/* The bins of the level's nodes that may split (split_top_gpu.cuh). Level
+ * 0's one node is the scene: its box and valid count from bvh_boxes, its
+ * references the triangles (the degenerate ones' boxes are empty: left
+ * out). */
+__global__ void __launch_bounds__(kTopBlock) top_bin_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                            const float4 *verts, const BvhCounters *ctr,
+                                                            uint32_t tri_count, int d, uint32_t min_refs)
+{
+    __shared__ uint32_t sh[kTopLevelNodes * kTopBinWords];
+    __shared__ uint32_t s_first[kTopLevelNodes], s_count[kTopLevelNodes];
+    __shared__ RtAabb s_box[kTopLevelNodes];
+    __shared__ int s_active[kTopLevelNodes], s_slots, s_any;
+    const SplitTopDev *top = t.top;
+    if (d > 0 && top->stop) return;
+    if (threadIdx.x == 0) {
+        int any = 0;
+        if (d == 0) {
+            s_slots = 1;
+            s_first[0] = 0, s_count[0] = tri_count;
+            RtAabb b;
+            b.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
+            b.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+            s_box[0] = b;
+            any = s_active[0] = ctr->valid >= 2u && ctr->valid >= min_refs;
+        } else {
+            s_slots = top->leaves;
+            for (int s = 0; s < top->leaves; s++) {
+                const SplitTopNodeDev &nd = top->node[top->order[s]];
+                s_first[s] = nd.first, s_count[s] = nd.count;
+                s_box[s] = split_top_dec_box(nd.box);
+                s_active[s] = nd.depth == d && nd.count >= min_refs;
+                any |= s_active[s];
+            }
+        }
+        s_any = any;
+    }
+    __syncthreads();
+    if (!s_any) return;
+    const int slots = s_slots;
+    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) sh[w] = 0u;
+    __syncthreads();
+    const uint32_t n = d == 0 ? tri_count : top->refs;
+    const int which = d == 0 ? -1 : top->cur;
+    for (uint32_t base = blockIdx.x * kTopBlock; base < n; base += gridDim.x * kTopBlock) {
+        const uint32_t i = base + threadIdx.x;
+        int slot = -1;
+        uint32_t tri = 0;
+        RtAabb r = aabb_empty();
+        if (i < n) {
+            level_ref(t, tri_boxes, which, i, &tri, &r);
+            for (int s = 0; s < slots; s++)
+                if (i - s_first[s] < s_count[s]) slot = s;
+            if (slot >= 0 && (!s_active[slot] || aabb_is_empty(r))) slot = -1;
+        }
+        const RtAabb nb = slot >= 0 ? s_box[slot] : aabb_empty();
+        for (int a = 0; a < 3; a++) {
+            int c = 0, b0 = 0, b1 = 0;
+            float lo = 0.0f, hi = 0.0f, scale = 0.0f;
+            if (slot >= 0) {
+                lo = v3_get(nb.lo, a), hi = v3_get(nb.hi, a), scale = split_top_scale(lo, hi);
+                c = split_top_bin(split_top_centre(r, a), lo, scale);
+                b0 = split_top_bin(v3_get(r.lo, a), lo, scale);
+                b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
+            }
+            const uint32_t obj = (uint32_t)slot * kTopBinWords + (uint32_t)((0 * 3 + a) * RT_SPLIT_TOP_BINS) * 8u;
+            const uint32_t spa = (uint32_t)slot * kTopBinWords + (uint32_t)((1 * 3 + a) * RT_SPLIT_TOP_BINS) * 8u;
+            group_add(sh, slot >= 0 ? obj + 8u * (uint32_t)c : kNoWord, r, true);
+            group_add(sh, slot >= 0 && b0 == b1 ? spa + 8u * (uint32_t)b0 : kNoWord, r, true);
+            if (slot >= 0 && b0 != b1) { /* a straddler: clipped into each bin it spans */
+                atomicAdd(sh + spa + 8u * (uint32_t)b0 + 6u, 1u);
+                atomicAdd(sh + spa + 8u * (uint32_t)b1 + 7u, 1u);
+                RtVec3 v[3];
+                tri_verts(verts, tri, v);
+                for (int b = b0; b <= b1; b++) {
+                    const float s0 = b ? split_top_plane(lo, hi, b) : lo;
+                    const float s1 = b < RT_SPLIT_TOP_BINS - 1 ? split_top_plane(lo, hi, b + 1) : hi;
+                    const RtAabb part = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, s0, s1));
+                    if (!aabb_is_empty(part)) words_max(sh + spa + 8u * (uint32_t)b, part);
+                }
+            }
+        }
+    }
+    __syncthreads();
+    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) {
+        const uint32_t v = sh[w];
+        if (!v || !s_active[w / kTopBinWords]) continue;
+        if (w % 8 < 6) atomicMax(t.bins + w, v);
+        else atomicAdd(t.bins + w, v);
+    }
+}
+
+/* One thread: the level's snapshot and each node's split (split_top_choose
+ * in the top's order, while the references stay within max_refs); level 0
+ * first sets the top up (the scene's node). The bins zeroed for the next
+ * level and build. One block of 32. */
+__global__ void top_decide_kernel(SplitTopArrays t, BvhCounters *ctr, uint32_t tri_count, int d, RtSplitTopParams p,
+                                  uint32_t max_refs)
+{
+    SplitTopDev *top = t.top;
+    if (d == 0 && threadIdx.x == 0) {
+        RtAabb b;
+        b.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
+        b.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+        SplitTopNodeDev &root = top->node[0];
+        box_words(b, root.box);
+        if (aabb_is_empty(b))
+            for (int k = 0; k < 6; k++) root.box[k] = 0u;
+        root.first = 0, root.count = ctr->valid, root.depth = 0, root.child[0] = root.child[1] = -1;
+        top->nodes = top->leaves = 1;
+        top->order[0] = 0;
+        top->refs = tri_count;
+        top->cur = -1;
+        top->stop = ctr->valid < 2u;
+        top->root_area = split_top_area(b);
+        top->split = 0, top->bits = 0;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0 && !top->stop) {
+        uint32_t total = d == 0 ? ctr->valid : top->refs;
+        int any = 0;
+        top->lvl_slots = top->leaves;
+        for (int s = 0; s < top->leaves; s++) {
+            const SplitTopNodeDev &nd = top->node[top->order[s]];
+            top->lvl_first[s] = d == 0 ? 0u : nd.first;
+            top->lvl_count[s] = d == 0 ? tri_count : nd.count;
+            const RtAabb box = split_top_dec_box(nd.box);
+            top->lvl_box[s] = box;
+            top->lvl_axis[s] = -1;
+            if (nd.depth != d || nd.count < p.min_refs) continue;
+            SplitTopBins bins[6]; /* object x3, spatial x3 */
+            const uint32_t *w = t.bins + (size_t)s * kTopBinWords;
+            for (int g = 0; g < 6; g++)
+                for (int b = 0; b < RT_SPLIT_TOP_BINS; b++, w += 8) {
+                    bins[g].box[b] = split_top_dec_box(w);
+                    bins[g].enter[b] = w[6], bins[g].leave[b] = w[7];
+                }
+            SplitTopChoice c;
+            if (split_top_choose(bins, bins + 3, box, nd.count, p.alpha, top->root_area, &c) &&
+                c.added <= max_refs - total) {
+                top->lvl_axis[s] = c.axis, top->lvl_k[s] = c.k;
+                total += c.added;
+                any = 1;
+            }
+        }
+        if (!any) top->stop = 1;
+    }
+    __syncthreads(); /* thread 0 has read the bins */
+    for (int w = threadIdx.x; w < kTopLevelNodes * kTopBinWords; w += blockDim.x) t.bins[w] = 0u;
+}
+
+/* Per tile: each slot's left and right outputs. */
+__global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                              const float4 *verts)
+{
+    __shared__ uint32_t cl[kTopLevelNodes], cr[kTopLevelNodes];
+    const SplitTopDev *top = t.top;
+    if (top->stop) return;
+    const uint32_t n = top->refs, tile0 = blockIdx.x * kTile;
+    if (tile0 >= n) return;
+    if (threadIdx.x < kTopLevelNodes) cl[threadIdx.x] = cr[threadIdx.x] = 0u;
+    __syncthreads();
+    for (int j = 0; j < kTopItems; j++) {
+        const uint32_t i = tile0 + (uint32_t)j * kTopBlock + threadIdx.x;
+        int slot = -1;
+        uint32_t sides = 0;
+        if (i < n) {
+            uint32_t tri;
+            RtAabb r, lb, rb;
+            level_ref(t, tri_boxes, top->cur, i, &tri, &r);
+            slot = level_slot(top, i);
+            sides = ref_sides(top, verts, slot, tri, r, &lb, &rb);
+        }
+        const uint32_t m = __match_any_sync(kFull, (uint32_t)slot);
+        const uint32_t L = __reduce_add_sync(m, sides & 1u), R = __reduce_add_sync(m, sides >> 1);
+        if (slot >= 0 && (threadIdx.x & 31u) == (uint32_t)(__ffs((int)m) - 1)) {
+            if (L) atomicAdd(&cl[slot], L);
+            if (R) atomicAdd(&cr[slot], R);
+        }
+    }
+    __syncthreads();
+    if (threadIdx.x < (uint32_t)top->lvl_slots)
+        t.tile_counts[(size_t)blockIdx.x * kTopLevelNodes + threadIdx.x] = make_uint2(cl[threadIdx.x], cr[threadIdx.x]);
+}
+
+/* One block: the tiles' counts scanned per slot (each tile's offsets in
+ * place), the slots' output places, the split nodes' children (their boxes
+ * left for top_write), the next level's order and count, the buffers
+ * swapped. */
+__global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, int d)
+{
+    using Scan = cub::BlockScan<unsigned long long, kTopBlock>;
+    __shared__ typename Scan::TempStorage scan;
+    __shared__ unsigned long long tot[kTopLevelNodes];
+    SplitTopDev *top = t.top;
+    if (top->stop) return;
+    const uint32_t tiles = (top->refs + kTile - 1) / kTile;
+    const int slots = top->lvl_slots;
+    for (int s = 0; s < slots; s++) {
+        unsigned long long run = 0;
+        for (uint32_t c = 0; c < tiles; c += kTopBlock) {
+            const uint32_t idx = c + threadIdx.x;
+            uint2 *at = t.tile_counts + (size_t)idx * kTopLevelNodes + s;
+            const unsigned long long v = idx < tiles ? ((unsigned long long)at->x << 32 | at->y) : 0ull;
+            unsigned long long ex, agg;
+            Scan(scan).ExclusiveSum(v, ex, agg);
+            ex += run;
+            if (idx < tiles) *at = make_uint2((uint32_t)(ex >> 32), (uint32_t)ex);
+            run += agg;
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) tot[s] = run;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    int next[RT_SPLIT_TOP_MAX_LEAVES], leaves = 0;
+    uint32_t out = 0;
+    for (int s = 0; s < slots; s++) {
+        const int j = top->order[s];
+        const uint32_t nl = (uint32_t)(tot[s] >> 32), nr = (uint32_t)tot[s];
+        top->lvl_base[s] = out, top->lvl_nl[s] = nl;
+        if (top->lvl_axis[s] >= 0) {
+            for (int k = 0; k < 2; k++) {
+                const int c = top->nodes++;
+                SplitTopNodeDev &ch = top->node[c];
+                for (int w = 0; w < 6; w++) ch.box[w] = 0u;
+                ch.first = out + (k ? nl : 0u), ch.count = k ? nr : nl;
+                ch.depth = d + 1, ch.child[0] = ch.child[1] = -1;
+                top->node[j].child[k] = c;
+                top->lvl_child[s][k] = c;
+                next[leaves++] = c;
+            }
+            out += nl + nr;
+        } else {
+            top->node[j].first = out;
+            top->lvl_child[s][0] = top->lvl_child[s][1] = j;
+            next[leaves++] = j;
+            out += nl;
+        }
+    }
+    for (int k = 0; k < leaves; k++) top->order[k] = next[k];
+    top->leaves = leaves;
+    top->lvl_n = top->refs;
+    top->refs = out;
+    top->prev = top->cur;
+    top->cur = top->cur < 0 ? 0 : top->cur ^ 1;
+}
+
+/* Each reference (or a straddler's parts) at its place: the tile's block
+ * scan of (left, right) counted from each slot's first reference in the
+ * tile, plus the tile's offsets and the slot's place; the split nodes'
+ * children's boxes. */
+__global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                              const float4 *verts)
+{
+    using Scan = cub::BlockScan<unsigned long long, kTopBlock>;
+    __shared__ typename Scan::TempStorage scan;
+    __shared__ unsigned long long start[kTopLevelNodes];
+    __shared__ uint32_t cbox[2 * kTopLevelNodes * 8];
+    SplitTopDev *top = t.top;
+    if (top->stop) return;
+    const uint32_t n = top->lvl_n, tile0 = blockIdx.x * kTile;
+    if (tile0 >= n) return;
+    for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) cbox[w] = 0u;
+    uint32_t tri[kTopItems], sides[kTopItems];
+    int slot[kTopItems];
+    RtAabb lb[kTopItems], rb[kTopItems];
+    for (int j = 0; j < kTopItems; j++) lb[j] = rb[j] = aabb_empty();
+    unsigned long long f[kTopItems], ex[kTopItems];
+    for (int j = 0; j < kTopItems; j++) {
+        const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
+        slot[j] = -1, sides[j] = 0, tri[j] = 0;
+        if (i < n) {
+            RtAabb r;
+            level_ref(t, tri_boxes, top->prev, i, &tri[j], &r);
+            slot[j] = level_slot(top, i);
+            sides[j] = ref_sides(top, verts, slot[j], tri[j], r, &lb[j], &rb[j]);
+        }
+        f[j] = (unsigned long long)(sides[j] & 1u) << 32 | (sides[j] >> 1);
+    }
+    Scan(scan).ExclusiveSum(f, ex);
+    for (int j = 0; j < kTopItems; j++) {
+        const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
+        if (slot[j] >= 0 && i == max(top->lvl_first[slot[j]], tile0)) start[slot[j]] = ex[j];
+    }
+    __syncthreads();
+    const uint32_t out = (uint32_t)top->cur;
+    for (int j = 0; j < kTopItems; j++) {
+        const int s = slot[j];
+        uint32_t key[2] = {kNoWord, kNoWord};
+        if (s >= 0 && sides[j]) {
+            const uint2 off = t.tile_counts[(size_t)blockIdx.x * kTopLevelNodes + s];
+            const unsigned long long st = start[s];
+            const bool split = top->lvl_axis[s] >= 0;
+            if (sides[j] & 1u) {
+                const uint32_t pos = top->lvl_base[s] + off.x + (uint32_t)((ex[j] >> 32) - (st >> 32));
+                t.ref_tri[out][pos] = tri[j], t.ref_box[out][pos] = lb[j];
+                if (split) key[0] = (uint32_t)(2 * s) * 8u;
+            }
+            if (sides[j] & 2u) {
+                const uint32_t pos = top->lvl_base[s] + top->lvl_nl[s] + off.y + ((uint32_t)ex[j] - (uint32_t)st);
+                t.ref_tri[out][pos] = tri[j], t.ref_box[out][pos] = rb[j];
+                if (split) key[1] = (uint32_t)(2 * s + 1) * 8u;
+            }
+        }
+        group_add(cbox, key[0], lb[j], false);
+        group_add(cbox, key[1], rb[j], false);
+    }
+    __syncthreads();
+    for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) {
+        const uint32_t v = cbox[w], s = (uint32_t)w / 16u, k = (uint32_t)w / 8u % 2u;
+        if (!v || w % 8 >= 6 || s >= (uint32_t)top->lvl_slots) continue;
+        atomicMax(&top->node[top->lvl_child[s][k]].box[w % 8], v);
+    }
+}
+
+/* One thread: the leaves' runs, boxes and depths, the key's leaf bits;
+ * the counters get the leaves and references (and the valid count the
+ * references when the top split). */
+__global__ void top_finish_kernel(SplitTopArrays t, BvhCounters *ctr)
+{
+    SplitTopDev *top = t.top;
+    if (threadIdx.x != 0) return;
+    const int leaves = top->leaves;
+    top->split = leaves > 1;
+    top->bits = split_top_leaf_bits((uint32_t)leaves);
+    for (int j = 0; j < leaves; j++) {
+        const SplitTopNodeDev &nd = top->node[top->order[j]];
+        top->leaf_first[j] = nd.first, top->leaf_count[j] = nd.count;
+        top->leaf_box[j] = split_top_dec_box(nd.box);
+        top->leaf_depth[j] = nd.depth;
+        top->leaf_root[j] = RT_HPLOC_NONE;
+    }
+    ctr->top_leaves = (uint32_t)leaves;
+    ctr->tri_valid = ctr->valid;
+    if (top->split) ctr->valid = top->refs;
+    ctr->top_refs = ctr->valid;
+}
+
+/* The sort's keys, a thread each of t.cap: split_top_key of each
+ * reference in its leaf's box; without a split the triangles' Morton codes
+ * in the scene box (bvh_morton's); the rest RT_LBVH_INVALID, sorting last.
+ * free_slots: cap - 1 words set to all ones (H-PLOC's split slots). */
+__global__ void top_morton_kernel(SplitTopArrays t, const RtAabb *tri_boxes, const BvhCounters *ctr, uint32_t tri_count,
+                                  uint32_t *codes, uint32_t *ids, uint32_t *free_slots)
+{
+    const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= t.cap) return;
+    if (i + 1u < t.cap) free_slots[i] = 0xffffffffu;
+    const SplitTopDev *top = t.top;
+    uint32_t code = RT_LBVH_INVALID;
+    if (!top->split) {
+        if (i < tri_count) {
+            RtAabb scene;
+            scene.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
+            scene.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+            code = lbvh_morton(tri_boxes[i], scene, lbvh_scale(scene));
+        }
+    } else if (i < top->refs) {
+        uint32_t leaf = 0;
+        for (int j = 0; j < top->leaves; j++)
+            if (i - top->leaf_first[j] < top->leaf_count[j]) leaf = (uint32_t)j;
+        const RtAabb box = top->leaf_box[leaf];
+        code = split_top_key(leaf, top->bits, lbvh_morton(t.ref_box[top->cur][i], box, lbvh_scale(box)));
+    }
+    codes[i] = code;
+    ids[i] = i;
+}
+
+/* ---- host side ------------------------------------------------------------------------ */
+
+void split_top_free(SplitTopArrays *t)
+{
+    void *bufs[] = {t->top, t->bins, t->tile_counts, t->ref_tri[0], t->ref_tri[1], t->ref_box[0], t->ref_box[1]};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        if (bufs[i]) cudaFree(bufs[i]);
+    memset(t, 0, sizeof *t);
+}
+
+RtStatus split_top_reserve(const BvhGpuBase *b, SplitTopArrays *t, const RtSplitTopParams *p, uint32_t tri_count,
+                           RtError *err)
+{
+    const uint32_t cap = split_top_max_refs(tri_count, p->extra);
+    if (t->top && cap <= t->cap) return RT_OK;
+    split_top_free(t);
+    const size_t N = cap ? cap : 1, tiles = (N + kTile - 1) / kTile;
+    const BvhAlloc want[] = {
+        {(void **)&t->top, sizeof(SplitTopDev), "the spatial-split top"},
+        {(void **)&t->bins, (size_t)kTopLevelNodes * kTopBinWords * sizeof(uint32_t), "the top's bins"},
+        {(void **)&t->tile_counts, tiles * kTopLevelNodes * sizeof(uint2), "the top's tile counts"},
+        {(void **)&t->ref_tri[0], N * sizeof(uint32_t), "the top's references"},
+        {(void **)&t->ref_tri[1], N * sizeof(uint32_t), "the top's references"},
+        {(void **)&t->ref_box[0], N * sizeof(RtAabb), "the top's reference boxes"},
+        {(void **)&t->ref_box[1], N * sizeof(RtAabb), "the top's reference boxes"},
+    };
+    RtStatus st = bvh_gpu_alloc_all(b, want, sizeof want / sizeof want[0], tri_count, err);
+    if (st == RT_OK && cudaMemset(t->bins, 0, (size_t)kTopLevelNodes * kTopBinWords * sizeof(uint32_t)) != cudaSuccess)
+        st = rt_fail(err, RT_ERR_CUDA, "H-PLOC: clearing the top's bins failed");
+    if (st == RT_OK && cudaMemset(t->top, 0, sizeof(SplitTopDev)) != cudaSuccess)
+        st = rt_fail(err, RT_ERR_CUDA, "H-PLOC: clearing the top failed");
+    if (st != RT_OK) {
+        split_top_free(t);
+        return st;
+    }
+    t->cap = cap;
+    return RT_OK;
+}
+
+RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTopParams *p, const float4 *verts,
+                         uint32_t tri_count, uint32_t *free_slots, RtError *err)
+{
+    RtLaunchLog *log = &b->log;
+    BvhCounters *ctr = b->d_ctr;
+    const RtAabb *boxes = b->keys.boxes;
+    const dim3 block(kTopBlock), one(1), warp(32);
+    const dim3 bin_grid = bvh_capped_grid(b, (t->cap + kTopBlock - 1) / kTopBlock, kBinBlocksPerSm);
+    const dim3 tiles((t->cap + kTile - 1) / kTile);
+    RtStatus st;
+    for (int d = 0; d < p->depth; d++) {
+        if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes, verts,
+                            (const BvhCounters *)ctr, tri_count, d, p->min_refs)) != RT_OK ||
+            (st = rt_launch(log, "top_decide", one, warp, 0, top_decide_kernel, err, *t, ctr, tri_count, d, *p,
+                            t->cap)) != RT_OK ||
+            (st = rt_launch(log, "top_count", tiles, block, 0, top_count_kernel, err, *t, boxes, verts)) != RT_OK ||
+            (st = rt_launch(log, "top_scan", one, block, 0, top_scan_kernel, err, *t, d)) != RT_OK ||
+            (st = rt_launch(log, "top_write", tiles, block, 0, top_write_kernel, err, *t, boxes, verts)) != RT_OK)
+            return st;
+    }
+    if ((st = rt_launch(log, "top_finish", one, warp, 0, top_finish_kernel, err, *t, ctr)) != RT_OK) return st;
+    return rt_launch(log, "top_morton", dim3((t->cap + kTopBlock - 1) / kTopBlock), block, 0, top_morton_kernel, err,
+                     *t, boxes, (const BvhCounters *)ctr, tri_count, b->keys.codes[0], b->keys.ids[0], free_slots);
+}
