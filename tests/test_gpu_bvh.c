@@ -690,8 +690,11 @@ static void gpu_bvh_rejects_bad_params(void **state)
  * child boxes (bits), kinds, leaf contents in order, and below. */
 static void expect_same_subtree(const RtBvh *g, uint32_t gi, const RtBvh *c, uint32_t ci, int depth, const char *what)
 {
-    assert_true(depth <= RT_BVH_MAX_DEPTH + 1);
-    assert_true(gi < g->node_count && ci < c->node_count);
+    if (depth > RT_BVH_MAX_DEPTH + 1 || gi >= g->node_count || ci >= c->node_count) {
+        print_message("%s: depth %d: GPU node %u of %u, CPU node %u of %u\n", what, depth, gi, g->node_count, ci,
+                      c->node_count);
+        fail();
+    }
     const RtBvhNode *gn = &g->nodes[gi], *cn = &c->nodes[ci];
     for (int k = 0; k < 2; k++) {
         const RtAabb gb = bvh_child_box(gn, k), cb = bvh_child_box(cn, k);
@@ -744,6 +747,17 @@ static uint32_t split_top_gpu_equals_cpu(const RtSplitTopParams *sp, const RtTri
                       what, sp->depth, st.top_leaves, info.leaves, st.top_refs, info.refs, n, st.cluster_depth,
                       info.cluster_depth, st.fallback, info.fallback, st.ms, st.top_ms, st.sort_ms, st.cluster_ms,
                       st.launches);
+        if (!round) {
+            static const char *const names[] = {"bvh_boxes", "top_bin", "top_decide", "top_count", "top_scan",
+                                                "top_write", "top_finish", "top_morton", "bvh_sort", "hploc_cluster",
+                                                "hploc_fallback", "hploc_top_link", "hploc_leaf_alloc", "hploc_leaf_place"};
+            char line[512];
+            int at = 0;
+            for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+                at += snprintf(line + at, sizeof line - (size_t)at, " %s %.3f", names[i],
+                               rt_hploc_gpu_kernel_ms(g_fx.hploc, names[i]));
+            print_message("%-34s kernels (timed, ms):%s\n", what, line);
+        }
         assert_int_equal(st.valid, n);
         assert_int_equal(st.top_leaves, info.leaves);
         assert_int_equal(st.top_refs, info.refs);

@@ -758,6 +758,7 @@ typedef struct HplocLaunches {
     RtHplocGpu *b;
     RtHplocParams p;
     RtSplitTopParams top; /* depth 0: none */
+    uint32_t keys;        /* the keys: the triangles, or the references the top may make */
     HplocArrays a;   /* the builder's own (moved when they grow), the top's */
     const void *arrays[2];
 } HplocLaunches;
@@ -777,7 +778,7 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     /* keys: the triangles, or the references a top may make (n is on the
      * device); grids over every key; hploc_leaf_place's thread 0 always
      * runs: it writes the root of a tree without interior nodes */
-    const uint32_t key_count = top ? b->top.cap : tri_count;
+    const uint32_t key_count = q->keys;
     const dim3 block(kBlock), tris((key_count + kBlock - 1) / kBlock), keys(key_count ? tris.x : 1);
     RtStatus st;
 
@@ -787,7 +788,8 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     if (!top) {
         if ((st = bvh_keys_queue(&b->base, q->in.verts, tri_count, b->a.slots, err)) != RT_OK) return st;
     } else if ((st = bvh_boxes_queue(&b->base, q->in.verts, tri_count, err)) != RT_OK ||
-               (st = split_top_queue(&b->base, &b->top, &q->top, q->in.verts, tri_count, b->a.slots, err)) != RT_OK ||
+               (st = split_top_queue(&b->base, &b->top, &q->top, q->in.verts, tri_count, key_count, b->a.slots, err)) !=
+                   RT_OK ||
                (st = bvh_sort_queue(&b->base, key_count, err)) != RT_OK) {
         return st;
     }
@@ -855,6 +857,7 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
     q.b = b;
     q.p = p;
     q.top = top;
+    q.keys = keys;
     q.a = b->a;
     if (top.depth > 0) q.a.t = b->top;
     const void *arrays[] = {b->tri_index, b->nodes};
@@ -871,6 +874,11 @@ extern "C" RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *pp, c
         d_bvh->split_refs = 1;
     }
     return stats ? rt_hploc_gpu_build_finish(b, stats, err) : RT_OK;
+}
+
+extern "C" double rt_hploc_gpu_kernel_ms(RtHplocGpu *b, const char *name)
+{
+    return b && b->base.log.timed ? bvh_entry_ms(&b->base.log, name) : 0.0;
 }
 
 extern "C" RtStatus rt_hploc_gpu_set_top(RtHplocGpu *b, const RtSplitTopParams *p, RtError *err)

@@ -57,6 +57,9 @@ RtStatus rt_hploc_gpu_build(RtHplocGpu *b, const RtHplocParams *p, const RtFloat
  * triangles (RtBvh.split_refs): index_count and node_count are the room a
  * top may take, the references' count on the device (stats: top_refs). */
 RtStatus rt_hploc_gpu_set_top(RtHplocGpu *b, const RtSplitTopParams *p, RtError *err);
+/* The last timed build's (stats given) GPU time of the kernels of that
+ * name (hploc_gpu.cu's and split_top_gpu.cu's launch names); 0 otherwise. */
+double rt_hploc_gpu_kernel_ms(RtHplocGpu *b, const char *name);
 /* The last build's GPU time, launches and counts, waiting for it. */
 RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *stats, RtError *err);
 

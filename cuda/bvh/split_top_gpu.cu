@@ -18,7 +18,9 @@ static constexpr int kTopItems = 4;
 static constexpr uint32_t kTile = kTopBlock * kTopItems;
 /* top_bin's grid: blocks a multiprocessor (each adds its bins to the
  * level's once: fewer blocks, fewer global atomics). */
-static constexpr uint32_t kBinBlocksPerSm = 2;
+static constexpr uint32_t kBinBlocksPerSm = 4;
+/* References a thread of top_bin takes in a row. */
+static constexpr uint32_t kBinRun = 16;
 static constexpr unsigned kFull = 0xffffffffu;
 static constexpr uint32_t kNoWord = 0xffffffffu;
 
@@ -30,23 +32,30 @@ __device__ __forceinline__ void box_words(const RtAabb &b, uint32_t w[6])
     w[3] = split_top_enc_hi(b.hi.x), w[4] = split_top_enc_hi(b.hi.y), w[5] = split_top_enc_hi(b.hi.z);
 }
 
-/* The lanes with the same `word` (kNoWord: none) add their box (and one
- * each to counts at word + 6 and + 7 when counted) to sh[word...]: one
- * lane a group does the atomics. Whole warp. */
-__device__ __forceinline__ void group_add(uint32_t *sh, uint32_t word, const RtAabb &b, bool counted)
+/* The lanes with the same `key` (kNoWord: none; word and also follow
+ * from it) add their box to sh[word...] and, when `also` is not kNoWord,
+ * to sh[also...], with one each to the counts at + 6 and + 7 when
+ * counted: one lane a group does the atomics. Whole warp. */
+__device__ __forceinline__ void group_add(uint32_t *sh, uint32_t key, uint32_t word, const RtAabb &b, bool counted,
+                                          uint32_t also = kNoWord)
 {
-    const uint32_t m = __match_any_sync(kFull, word);
-    if (word == kNoWord) return; /* the whole group */
+    const uint32_t m = __match_any_sync(kFull, key);
+    if (key == kNoWord) return; /* the whole group */
     uint32_t w[6];
     box_words(b, w);
 #pragma unroll
     for (int k = 0; k < 6; k++) w[k] = __reduce_max_sync(m, w[k]);
     if ((threadIdx.x & 31u) != (uint32_t)(__ffs((int)m) - 1)) return;
+    const uint32_t cnt = (uint32_t)__popc(m);
+    for (int g = 0; g < 2; g++) {
+        uint32_t *dst = sh + (g ? also : word);
+        if (g && also == kNoWord) break;
 #pragma unroll
-    for (int k = 0; k < 6; k++) atomicMax(sh + word + k, w[k]);
-    if (counted) {
-        atomicAdd(sh + word + 6, (uint32_t)__popc(m));
-        atomicAdd(sh + word + 7, (uint32_t)__popc(m));
+        for (int k = 0; k < 6; k++) atomicMax(dst + k, w[k]);
+        if (counted) {
+            atomicAdd(dst + 6, cnt);
+            atomicAdd(dst + 7, cnt);
+        }
     }
 }
 
@@ -55,6 +64,20 @@ __device__ __forceinline__ void words_max(uint32_t *dst, const RtAabb &b)
     uint32_t w[6];
     box_words(b, w);
     for (int k = 0; k < 6; k++) atomicMax(dst + k, w[k]);
+}
+
+/* A thread's run (box, count) of object bin `word` added to it and to the
+ * same bin's spatial words (split_top_gpu.cuh's layout: the spatial bins
+ * 3 x RT_SPLIT_TOP_BINS x 8 words after the object ones). */
+__device__ __forceinline__ void bins_add(uint32_t *sh, uint32_t word, const RtAabb &b, uint32_t count)
+{
+    if (word == kNoWord) return;
+    const uint32_t spa = word + 3u * RT_SPLIT_TOP_BINS * 8u;
+    uint32_t w[6];
+    box_words(b, w);
+    for (int k = 0; k < 6; k++) atomicMax(sh + word + k, w[k]), atomicMax(sh + spa + k, w[k]);
+    atomicAdd(sh + word + 6, count), atomicAdd(sh + word + 7, count);
+    atomicAdd(sh + spa + 6, count), atomicAdd(sh + spa + 7, count);
 }
 
 __device__ __forceinline__ void tri_verts(const float4 *verts, uint32_t tri, RtVec3 v[3])
@@ -109,8 +132,8 @@ __device__ __forceinline__ uint32_t ref_sides(const SplitTopDev *top, const floa
  * 0's one node is the scene: its box and valid count from bvh_boxes, its
  * references the triangles (the degenerate ones' boxes are empty: left
  * out). */
-__global__ void __launch_bounds__(kTopBlock) top_bin_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
-                                                            const float4 *verts, const BvhCounters *ctr,
+__global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                                              const BvhCounters *ctr,
                                                             uint32_t tri_count, int d, uint32_t min_refs)
 {
     __shared__ uint32_t sh[kTopLevelNodes * kTopBinWords];
@@ -148,45 +171,54 @@ __global__ void __launch_bounds__(kTopBlock) top_bin_kernel(SplitTopArrays t, co
     __syncthreads();
     const uint32_t n = d == 0 ? tri_count : top->refs;
     const int which = d == 0 ? -1 : top->cur;
-    for (uint32_t base = blockIdx.x * kTopBlock; base < n; base += gridDim.x * kTopBlock) {
-        const uint32_t i = base + threadIdx.x;
-        int slot = -1;
-        uint32_t tri = 0;
-        RtAabb r = aabb_empty();
-        if (i < n) {
+    /* Each thread takes runs of kBinRun consecutive references; a
+     * reference within one bin of an axis (its centre then there too)
+     * grows the thread's running box of that bin, added to the shared
+     * bins (object and spatial alike) when the bin changes and at the end:
+     * consecutive references mostly share their bins, so few atomics. A
+     * straddler adds itself at once. */
+    RtAabb run[3];
+    uint32_t run_word[3], run_count[3];
+    for (int a = 0; a < 3; a++) run[a] = aabb_empty(), run_word[a] = kNoWord, run_count[a] = 0;
+    for (uint32_t base = (blockIdx.x * kTopBlock + threadIdx.x) * kBinRun; base < n;
+         base += gridDim.x * kTopBlock * kBinRun) {
+        const uint32_t end = min(base + kBinRun, n);
+        for (uint32_t i = base; i < end; i++) {
+            uint32_t tri;
+            RtAabb r;
             level_ref(t, tri_boxes, which, i, &tri, &r);
+            int slot = -1;
             for (int s = 0; s < slots; s++)
                 if (i - s_first[s] < s_count[s]) slot = s;
-            if (slot >= 0 && (!s_active[slot] || aabb_is_empty(r))) slot = -1;
-        }
-        const RtAabb nb = slot >= 0 ? s_box[slot] : aabb_empty();
-        for (int a = 0; a < 3; a++) {
-            int c = 0, b0 = 0, b1 = 0;
-            float lo = 0.0f, hi = 0.0f, scale = 0.0f;
-            if (slot >= 0) {
-                lo = v3_get(nb.lo, a), hi = v3_get(nb.hi, a), scale = split_top_scale(lo, hi);
-                c = split_top_bin(split_top_centre(r, a), lo, scale);
-                b0 = split_top_bin(v3_get(r.lo, a), lo, scale);
-                b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
-            }
-            const uint32_t obj = (uint32_t)slot * kTopBinWords + (uint32_t)((0 * 3 + a) * RT_SPLIT_TOP_BINS) * 8u;
-            const uint32_t spa = (uint32_t)slot * kTopBinWords + (uint32_t)((1 * 3 + a) * RT_SPLIT_TOP_BINS) * 8u;
-            group_add(sh, slot >= 0 ? obj + 8u * (uint32_t)c : kNoWord, r, true);
-            group_add(sh, slot >= 0 && b0 == b1 ? spa + 8u * (uint32_t)b0 : kNoWord, r, true);
-            if (slot >= 0 && b0 != b1) { /* a straddler: clipped into each bin it spans */
+            if (slot < 0 || !s_active[slot] || aabb_is_empty(r)) continue;
+            const RtAabb nb = s_box[slot];
+            for (int a = 0; a < 3; a++) {
+                const float lo = v3_get(nb.lo, a), hi = v3_get(nb.hi, a), scale = split_top_scale(lo, hi);
+                const int c = split_top_bin(split_top_centre(r, a), lo, scale);
+                const int b0 = split_top_bin(v3_get(r.lo, a), lo, scale), b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
+                const uint32_t obj = (uint32_t)slot * kTopBinWords + (uint32_t)(a * RT_SPLIT_TOP_BINS + c) * 8u;
+                if (b0 == b1) {
+                    if (run_word[a] != obj) {
+                        bins_add(sh, run_word[a], run[a], run_count[a]);
+                        run[a] = r, run_word[a] = obj, run_count[a] = 1;
+                    } else {
+                        run[a] = split_top_union(run[a], r), run_count[a]++;
+                    }
+                    continue;
+                }
+                /* a straddler: its object bin, and its box's part in each
+                 * spatial bin it spans (split_top.h: no clipping to bin) */
+                words_max(sh + obj, r);
+                atomicAdd(sh + obj + 6, 1u), atomicAdd(sh + obj + 7, 1u);
+                const uint32_t spa = (uint32_t)slot * kTopBinWords + (uint32_t)((3 + a) * RT_SPLIT_TOP_BINS) * 8u;
                 atomicAdd(sh + spa + 8u * (uint32_t)b0 + 6u, 1u);
                 atomicAdd(sh + spa + 8u * (uint32_t)b1 + 7u, 1u);
-                RtVec3 v[3];
-                tri_verts(verts, tri, v);
-                for (int b = b0; b <= b1; b++) {
-                    const float s0 = b ? split_top_plane(lo, hi, b) : lo;
-                    const float s1 = b < RT_SPLIT_TOP_BINS - 1 ? split_top_plane(lo, hi, b + 1) : hi;
-                    const RtAabb part = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, s0, s1));
-                    if (!aabb_is_empty(part)) words_max(sh + spa + 8u * (uint32_t)b, part);
-                }
+                for (int b = b0; b <= b1; b++)
+                    words_max(sh + spa + 8u * (uint32_t)b, split_top_bin_part(r, nb, a, b));
             }
         }
     }
+    for (int a = 0; a < 3; a++) bins_add(sh, run_word[a], run[a], run_count[a]);
     __syncthreads();
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) {
         const uint32_t v = sh[w];
@@ -196,13 +228,17 @@ __global__ void __launch_bounds__(kTopBlock) top_bin_kernel(SplitTopArrays t, co
     }
 }
 
-/* One thread: the level's snapshot and each node's split (split_top_choose
- * in the top's order, while the references stay within max_refs); level 0
- * first sets the top up (the scene's node). The bins zeroed for the next
- * level and build. One block of 32. */
-__global__ void top_decide_kernel(SplitTopArrays t, BvhCounters *ctr, uint32_t tri_count, int d, RtSplitTopParams p,
-                                  uint32_t max_refs)
+/* The level's decisions: the bins moved to shared memory (the global
+ * ones zeroed for the next level and build), each node's split by a thread
+ * of its own (split_top_choose), then one thread takes them in the top's
+ * order while the references stay within max_refs, and keeps the level's
+ * snapshot. Level 0 first sets the top up (the scene's node). */
+__global__ void __launch_bounds__(kTopBlock) top_decide_kernel(SplitTopArrays t, BvhCounters *ctr, uint32_t tri_count,
+                                                               int d, RtSplitTopParams p, uint32_t max_refs)
 {
+    __shared__ uint32_t sh[kTopLevelNodes * kTopBinWords];
+    __shared__ SplitTopChoice choice[kTopLevelNodes];
+    __shared__ int chosen[kTopLevelNodes];
     SplitTopDev *top = t.top;
     if (d == 0 && threadIdx.x == 0) {
         RtAabb b;
@@ -222,37 +258,49 @@ __global__ void top_decide_kernel(SplitTopArrays t, BvhCounters *ctr, uint32_t t
         top->split = 0, top->bits = 0;
     }
     __syncthreads();
-    if (threadIdx.x == 0 && !top->stop) {
-        uint32_t total = d == 0 ? ctr->valid : top->refs;
-        int any = 0;
-        top->lvl_slots = top->leaves;
-        for (int s = 0; s < top->leaves; s++) {
-            const SplitTopNodeDev &nd = top->node[top->order[s]];
-            top->lvl_first[s] = d == 0 ? 0u : nd.first;
-            top->lvl_count[s] = d == 0 ? tri_count : nd.count;
-            const RtAabb box = split_top_dec_box(nd.box);
-            top->lvl_box[s] = box;
-            top->lvl_axis[s] = -1;
-            if (nd.depth != d || nd.count < p.min_refs) continue;
+    const int stop = top->stop, slots = top->leaves;
+    for (int w = threadIdx.x; w < kTopLevelNodes * kTopBinWords; w += kTopBlock) {
+        sh[w] = t.bins[w];
+        t.bins[w] = 0u;
+    }
+    __syncthreads();
+    if (stop) return;
+    if (threadIdx.x < (uint32_t)slots) {
+        const int s = (int)threadIdx.x;
+        const SplitTopNodeDev &nd = top->node[top->order[s]];
+        int ok = 0;
+        SplitTopChoice c;
+        if (nd.depth == d && nd.count >= p.min_refs) {
             SplitTopBins bins[6]; /* object x3, spatial x3 */
-            const uint32_t *w = t.bins + (size_t)s * kTopBinWords;
+            const uint32_t *w = sh + s * kTopBinWords;
             for (int g = 0; g < 6; g++)
                 for (int b = 0; b < RT_SPLIT_TOP_BINS; b++, w += 8) {
                     bins[g].box[b] = split_top_dec_box(w);
                     bins[g].enter[b] = w[6], bins[g].leave[b] = w[7];
                 }
-            SplitTopChoice c;
-            if (split_top_choose(bins, bins + 3, box, nd.count, p.alpha, top->root_area, &c) &&
-                c.added <= max_refs - total) {
-                top->lvl_axis[s] = c.axis, top->lvl_k[s] = c.k;
-                total += c.added;
-                any = 1;
-            }
+            ok = split_top_choose(bins, bins + 3, split_top_dec_box(nd.box), nd.count, p.alpha, top->root_area, &c);
         }
-        if (!any) top->stop = 1;
+        chosen[s] = ok;
+        choice[s] = c;
     }
-    __syncthreads(); /* thread 0 has read the bins */
-    for (int w = threadIdx.x; w < kTopLevelNodes * kTopBinWords; w += blockDim.x) t.bins[w] = 0u;
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    uint32_t total = d == 0 ? ctr->valid : top->refs;
+    int any = 0;
+    top->lvl_slots = slots;
+    for (int s = 0; s < slots; s++) {
+        const SplitTopNodeDev &nd = top->node[top->order[s]];
+        top->lvl_first[s] = d == 0 ? 0u : nd.first;
+        top->lvl_count[s] = d == 0 ? tri_count : nd.count;
+        top->lvl_box[s] = split_top_dec_box(nd.box);
+        top->lvl_axis[s] = -1;
+        if (chosen[s] && choice[s].added <= max_refs - total) {
+            top->lvl_axis[s] = choice[s].axis, top->lvl_k[s] = choice[s].k;
+            total += choice[s].added;
+            any = 1;
+        }
+    }
+    if (!any) top->stop = 1;
 }
 
 /* Per tile: each slot's left and right outputs. */
@@ -409,8 +457,8 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
                 if (split) key[1] = (uint32_t)(2 * s + 1) * 8u;
             }
         }
-        group_add(cbox, key[0], lb[j], false);
-        group_add(cbox, key[1], rb[j], false);
+        group_add(cbox, key[0], key[0], lb[j], false);
+        group_add(cbox, key[1], key[1], rb[j], false);
     }
     __syncthreads();
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) {
@@ -443,16 +491,16 @@ __global__ void top_finish_kernel(SplitTopArrays t, BvhCounters *ctr)
     ctr->top_refs = ctr->valid;
 }
 
-/* The sort's keys, a thread each of t.cap: split_top_key of each
+/* The sort's keys, a thread each of `keys` (split_top_max_refs): split_top_key of each
  * reference in its leaf's box; without a split the triangles' Morton codes
  * in the scene box (bvh_morton's); the rest RT_LBVH_INVALID, sorting last.
  * free_slots: cap - 1 words set to all ones (H-PLOC's split slots). */
 __global__ void top_morton_kernel(SplitTopArrays t, const RtAabb *tri_boxes, const BvhCounters *ctr, uint32_t tri_count,
-                                  uint32_t *codes, uint32_t *ids, uint32_t *free_slots)
+                                  uint32_t keys, uint32_t *codes, uint32_t *ids, uint32_t *free_slots)
 {
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= t.cap) return;
-    if (i + 1u < t.cap) free_slots[i] = 0xffffffffu;
+    if (i >= keys) return;
+    if (i + 1u < keys) free_slots[i] = 0xffffffffu;
     const SplitTopDev *top = t.top;
     uint32_t code = RT_LBVH_INVALID;
     if (!top->split) {
@@ -513,26 +561,26 @@ RtStatus split_top_reserve(const BvhGpuBase *b, SplitTopArrays *t, const RtSplit
 }
 
 RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTopParams *p, const float4 *verts,
-                         uint32_t tri_count, uint32_t *free_slots, RtError *err)
+                         uint32_t tri_count, uint32_t keys, uint32_t *free_slots, RtError *err)
 {
     RtLaunchLog *log = &b->log;
     BvhCounters *ctr = b->d_ctr;
     const RtAabb *boxes = b->keys.boxes;
     const dim3 block(kTopBlock), one(1), warp(32);
-    const dim3 bin_grid = bvh_capped_grid(b, (t->cap + kTopBlock - 1) / kTopBlock, kBinBlocksPerSm);
-    const dim3 tiles((t->cap + kTile - 1) / kTile);
+    const dim3 bin_grid = bvh_capped_grid(b, (keys + kTopBlock - 1) / kTopBlock, kBinBlocksPerSm);
+    const dim3 tiles((keys + kTile - 1) / kTile);
     RtStatus st;
     for (int d = 0; d < p->depth; d++) {
-        if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes, verts,
+        if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes,
                             (const BvhCounters *)ctr, tri_count, d, p->min_refs)) != RT_OK ||
-            (st = rt_launch(log, "top_decide", one, warp, 0, top_decide_kernel, err, *t, ctr, tri_count, d, *p,
-                            t->cap)) != RT_OK ||
+            (st = rt_launch(log, "top_decide", one, block, 0, top_decide_kernel, err, *t, ctr, tri_count, d, *p,
+                            keys)) != RT_OK ||
             (st = rt_launch(log, "top_count", tiles, block, 0, top_count_kernel, err, *t, boxes, verts)) != RT_OK ||
             (st = rt_launch(log, "top_scan", one, block, 0, top_scan_kernel, err, *t, d)) != RT_OK ||
             (st = rt_launch(log, "top_write", tiles, block, 0, top_write_kernel, err, *t, boxes, verts)) != RT_OK)
             return st;
     }
     if ((st = rt_launch(log, "top_finish", one, warp, 0, top_finish_kernel, err, *t, ctr)) != RT_OK) return st;
-    return rt_launch(log, "top_morton", dim3((t->cap + kTopBlock - 1) / kTopBlock), block, 0, top_morton_kernel, err,
-                     *t, boxes, (const BvhCounters *)ctr, tri_count, b->keys.codes[0], b->keys.ids[0], free_slots);
+    return rt_launch(log, "top_morton", dim3((keys + kTopBlock - 1) / kTopBlock), block, 0, top_morton_kernel, err, *t,
+                     boxes, (const BvhCounters *)ctr, tri_count, keys, b->keys.codes[0], b->keys.ids[0], free_slots);
 }

@@ -130,9 +130,10 @@ RtStatus split_top_reserve(const BvhGpuBase *b, SplitTopArrays *t, const RtSplit
                            RtError *err);
 void split_top_free(SplitTopArrays *t);
 /* The top's launches after bvh_boxes, through top_morton (its keys in
- * keys.codes[0] / ids[0], t->cap of them, the split slots freed); the sort
- * is the caller's. */
+ * keys.codes[0] / ids[0], `keys` of them: split_top_max_refs, the
+ * references it may make; the split slots freed); the sort is the
+ * caller's. */
 RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTopParams *p, const float4 *verts,
-                         uint32_t tri_count, uint32_t *free_slots, RtError *err);
+                         uint32_t tri_count, uint32_t keys, uint32_t *free_slots, RtError *err);
 
 #endif

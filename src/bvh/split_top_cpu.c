@@ -26,7 +26,7 @@ typedef struct TopNode {
 
 /* A node's bins (split_top.h): object bins of the references' centres and
  * spatial bins, each over the node's box, every axis. */
-static void node_bins(const RtTriArrays *tris, const SplitRef *r, uint32_t n, RtAabb box, SplitTopBins obj[3],
+static void node_bins(const SplitRef *r, uint32_t n, RtAabb box, SplitTopBins obj[3],
                       SplitTopBins spa[3])
 {
     enum { B = RT_SPLIT_TOP_BINS };
@@ -47,12 +47,7 @@ static void node_bins(const RtTriArrays *tris, const SplitRef *r, uint32_t n, Rt
                 spa[a].box[b0] = split_top_union(spa[a].box[b0], r[i].box);
                 continue;
             }
-            const RtFloat4 *v = &tris->verts[3 * (size_t)r[i].tri];
-            for (int b = b0; b <= b1; b++) {
-                const float s0 = b ? split_top_plane(lo, hi, b) : lo, s1 = b < B - 1 ? split_top_plane(lo, hi, b + 1) : hi;
-                spa[a].box[b] = split_top_union(spa[a].box[b], split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]),
-                                                                         r[i].box, split_top_slab(box, a, s0, s1)));
-            }
+            for (int b = b0; b <= b1; b++) spa[a].box[b] = split_top_union(spa[a].box[b], split_top_bin_part(r[i].box, box, a, b));
         }
     }
 }
@@ -170,7 +165,7 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
             split[j] = 0;
             if (t->depth != d || t->count < p.min_refs) continue;
             SplitTopBins obj[3], spa[3];
-            node_bins(tris, cur + t->first, t->count, t->box, obj, spa);
+            node_bins(cur + t->first, t->count, t->box, obj, spa);
             if (split_top_choose(obj, spa, t->box, t->count, p.alpha, root_area, &choice[j]) &&
                 choice[j].added <= max_refs - total) {
                 split[j] = any = 1;
