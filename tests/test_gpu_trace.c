@@ -487,24 +487,27 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     /* every variant over the LBVH (and the kd-tree), then the BVH walk again
      * over the H-PLOC tree of the same triangles (the `bvh` structure): what
      * a better tree buys the same loop */
-    static const char *const bvh_label[2][2] = {{"LBVH (stack)", "H-PLOC (stack)"},
-                                                {"LBVH (stack, rows by id)", "H-PLOC (stack, rows by id)"}};
+    static const char *const bvh_label[2][3] = {
+        {"LBVH (stack)", "H-PLOC (stack)", "H-PLOC + split top (stack)"},
+        {"LBVH (stack, rows by id)", "H-PLOC (stack, rows by id)", "H-PLOC + split top (stack, rows by id)"}};
     const char *only_walk = getenv("RT_GPU_BENCH_TRAVERSAL");
     RtHplocGpu *hb = NULL;
     const RtBvh lbvh_tree = f->dbvh;
-    for (int tree = 0; tree < (only_walk ? 1 : 2); tree++) {
-        if (tree == 1) {
+    for (int tree = 0; tree < (only_walk ? 1 : 3); tree++) {
+        if (tree >= 1) { /* 2: under the spatial-split top (split_top.h's defaults) */
             RtHplocParams hp = rt_hploc_params_default();
             RtTriArrays d = rt_gpu_scene_tris(f->gs);
             RtHplocGpuStats hs;
             memset(&f->dbvh, 0, sizeof f->dbvh);
-            assert_int_equal(rt_hploc_gpu_create(&hb, &err), RT_OK);
+            if (!hb) assert_int_equal(rt_hploc_gpu_create(&hb, &err), RT_OK);
+            const RtSplitTopParams top = rt_split_top_params_default();
+            assert_int_equal(rt_hploc_gpu_set_top(hb, tree == 2 ? &top : NULL, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build(hb, &hp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build_finish(hb, &hs, &err), RT_OK);
             fixture_views(f);
         }
         for (int i = 0; variant(i, &v, &f->walk_bvh); i++) {
-            if ((tree == 1 || v.stack_size < 2 || bvh_only) && !f->walk_bvh) continue;
+            if ((tree >= 1 || v.stack_size < 2 || bvh_only) && !f->walk_bvh) continue;
             if (only_walk &&
                 (f->walk_bvh || strcmp(rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal), only_walk) != 0))
                 continue;

@@ -106,6 +106,18 @@ __device__ __forceinline__ int level_slot(const SplitTopDev *top, uint32_t i)
     return slot;
 }
 
+/* A straddler's two parts (split_top_clip), out of line: few references
+ * straddle the chosen plane, and the clipping's buffers stay out of the
+ * callers' registers. */
+__device__ __noinline__ void clip_sides(const float4 *verts, uint32_t tri, RtAabb r, RtAabb nb, int a, float pos,
+                                        RtAabb *lb, RtAabb *rb)
+{
+    RtVec3 v[3];
+    tri_verts(verts, tri, v);
+    *lb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, v3_get(nb.lo, a), pos));
+    *rb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, pos, v3_get(nb.hi, a)));
+}
+
 /* A reference's outputs at this level: bit 0 left (or kept, its node not
  * split), bit 1 right, with their boxes (a straddler's clipped parts). */
 __device__ __forceinline__ uint32_t ref_sides(const SplitTopDev *top, const float4 *verts, int slot, uint32_t tri,
@@ -119,10 +131,7 @@ __device__ __forceinline__ uint32_t ref_sides(const SplitTopDev *top, const floa
     float pos;
     const int side = split_top_side(r, nb, a, top->lvl_k[slot], &pos);
     if (side != 2) return side == 0 ? 1u : 2u;
-    RtVec3 v[3];
-    tri_verts(verts, tri, v);
-    *lb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, v3_get(nb.lo, a), pos));
-    *rb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, pos, v3_get(nb.hi, a)));
+    clip_sides(verts, tri, r, nb, a, pos, lb, rb);
     return (aabb_is_empty(*lb) ? 0u : 1u) | (aabb_is_empty(*rb) ? 0u : 2u);
 }
 
@@ -171,19 +180,19 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
     __syncthreads();
     const uint32_t n = d == 0 ? tri_count : top->refs;
     const int which = d == 0 ? -1 : top->cur;
-    /* Each thread takes runs of kBinRun consecutive references; a
-     * reference within one bin of an axis (its centre then there too)
-     * grows the thread's running box of that bin, added to the shared
-     * bins (object and spatial alike) when the bin changes and at the end:
-     * consecutive references mostly share their bins, so few atomics. A
-     * straddler adds itself at once. */
+    /* A block takes tiles of kBinRun x kTopBlock references, a thread
+     * every kTopBlock-th of them (the warp's loads coalesced); a reference
+     * within one bin of an axis (its centre then there too) grows the
+     * thread's running box of that bin, added to the shared bins (object
+     * and spatial alike) when the bin changes and at the end: neighbours
+     * mostly share their bins, so few atomics. A straddler adds itself at
+     * once. */
     RtAabb run[3];
     uint32_t run_word[3], run_count[3];
+#pragma unroll
     for (int a = 0; a < 3; a++) run[a] = aabb_empty(), run_word[a] = kNoWord, run_count[a] = 0;
-    for (uint32_t base = (blockIdx.x * kTopBlock + threadIdx.x) * kBinRun; base < n;
-         base += gridDim.x * kTopBlock * kBinRun) {
-        const uint32_t end = min(base + kBinRun, n);
-        for (uint32_t i = base; i < end; i++) {
+    for (uint32_t tile = blockIdx.x * kTopBlock * kBinRun; tile < n; tile += gridDim.x * kTopBlock * kBinRun) {
+        for (uint32_t i = tile + threadIdx.x; i < min(tile + kTopBlock * kBinRun, n); i += kTopBlock) {
             uint32_t tri;
             RtAabb r;
             level_ref(t, tri_boxes, which, i, &tri, &r);
@@ -192,6 +201,7 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
                 if (i - s_first[s] < s_count[s]) slot = s;
             if (slot < 0 || !s_active[slot] || aabb_is_empty(r)) continue;
             const RtAabb nb = s_box[slot];
+#pragma unroll
             for (int a = 0; a < 3; a++) {
                 const float lo = v3_get(nb.lo, a), hi = v3_get(nb.hi, a), scale = split_top_scale(lo, hi);
                 const int c = split_top_bin(split_top_centre(r, a), lo, scale);
@@ -218,6 +228,7 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
             }
         }
     }
+#pragma unroll
     for (int a = 0; a < 3; a++) bins_add(sh, run_word[a], run[a], run_count[a]);
     __syncthreads();
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) {
@@ -259,7 +270,7 @@ __global__ void __launch_bounds__(kTopBlock) top_decide_kernel(SplitTopArrays t,
     }
     __syncthreads();
     const int stop = top->stop, slots = top->leaves;
-    for (int w = threadIdx.x; w < kTopLevelNodes * kTopBinWords; w += kTopBlock) {
+    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) {
         sh[w] = t.bins[w];
         t.bins[w] = 0u;
     }
@@ -314,6 +325,7 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
     if (tile0 >= n) return;
     if (threadIdx.x < kTopLevelNodes) cl[threadIdx.x] = cr[threadIdx.x] = 0u;
     __syncthreads();
+#pragma unroll
     for (int j = 0; j < kTopItems; j++) {
         const uint32_t i = tile0 + (uint32_t)j * kTopBlock + threadIdx.x;
         int slot = -1;
@@ -419,8 +431,10 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
     uint32_t tri[kTopItems], sides[kTopItems];
     int slot[kTopItems];
     RtAabb lb[kTopItems], rb[kTopItems];
+#pragma unroll
     for (int j = 0; j < kTopItems; j++) lb[j] = rb[j] = aabb_empty();
     unsigned long long f[kTopItems], ex[kTopItems];
+#pragma unroll
     for (int j = 0; j < kTopItems; j++) {
         const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
         slot[j] = -1, sides[j] = 0, tri[j] = 0;
@@ -433,12 +447,14 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         f[j] = (unsigned long long)(sides[j] & 1u) << 32 | (sides[j] >> 1);
     }
     Scan(scan).ExclusiveSum(f, ex);
+#pragma unroll
     for (int j = 0; j < kTopItems; j++) {
         const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
         if (slot[j] >= 0 && i == max(top->lvl_first[slot[j]], tile0)) start[slot[j]] = ex[j];
     }
     __syncthreads();
     const uint32_t out = (uint32_t)top->cur;
+#pragma unroll
     for (int j = 0; j < kTopItems; j++) {
         const int s = slot[j];
         uint32_t key[2] = {kNoWord, kNoWord};
