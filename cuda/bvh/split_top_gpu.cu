@@ -19,8 +19,6 @@ static constexpr uint32_t kTile = kTopBlock * kTopItems;
 /* top_bin's grid: blocks a multiprocessor (each adds its bins to the
  * level's once: fewer blocks, fewer global atomics). */
 static constexpr uint32_t kBinBlocksPerSm = 4;
-/* References a thread of top_bin takes in a row. */
-static constexpr uint32_t kBinRun = 16;
 static constexpr unsigned kFull = 0xffffffffu;
 static constexpr uint32_t kNoWord = 0xffffffffu;
 
@@ -59,26 +57,6 @@ __device__ __forceinline__ void group_add(uint32_t *sh, uint32_t key, uint32_t w
     }
 }
 
-__device__ __forceinline__ void words_max(uint32_t *dst, const RtAabb &b)
-{
-    uint32_t w[6];
-    box_words(b, w);
-    for (int k = 0; k < 6; k++) atomicMax(dst + k, w[k]);
-}
-
-/* A thread's run (box, count) of object bin `word` added to it and to the
- * same bin's spatial words (split_top_gpu.cuh's layout: the spatial bins
- * 3 x RT_SPLIT_TOP_BINS x 8 words after the object ones). */
-__device__ __forceinline__ void bins_add(uint32_t *sh, uint32_t word, const RtAabb &b, uint32_t count)
-{
-    if (word == kNoWord) return;
-    const uint32_t spa = word + 3u * RT_SPLIT_TOP_BINS * 8u;
-    uint32_t w[6];
-    box_words(b, w);
-    for (int k = 0; k < 6; k++) atomicMax(sh + word + k, w[k]), atomicMax(sh + spa + k, w[k]);
-    atomicAdd(sh + word + 6, count), atomicAdd(sh + word + 7, count);
-    atomicAdd(sh + spa + 6, count), atomicAdd(sh + spa + 7, count);
-}
 
 __device__ __forceinline__ void tri_verts(const float4 *verts, uint32_t tri, RtVec3 v[3])
 {
@@ -180,56 +158,79 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
     __syncthreads();
     const uint32_t n = d == 0 ? tri_count : top->refs;
     const int which = d == 0 ? -1 : top->cur;
-    /* A block takes tiles of kBinRun x kTopBlock references, a thread
-     * every kTopBlock-th of them (the warp's loads coalesced); a reference
-     * within one bin of an axis (its centre then there too) grows the
-     * thread's running box of that bin, added to the shared bins (object
-     * and spatial alike) when the bin changes and at the end: neighbours
-     * mostly share their bins, so few atomics. A straddler adds itself at
-     * once. */
-    RtAabb run[3];
-    uint32_t run_word[3], run_count[3];
-#pragma unroll
-    for (int a = 0; a < 3; a++) run[a] = aabb_empty(), run_word[a] = kNoWord, run_count[a] = 0;
-    for (uint32_t tile = blockIdx.x * kTopBlock * kBinRun; tile < n; tile += gridDim.x * kTopBlock * kBinRun) {
-        for (uint32_t i = tile + threadIdx.x; i < min(tile + kTopBlock * kBinRun, n); i += kTopBlock) {
+    /* A warp takes 32 references at a time and, for each node slot and
+     * axis among them, each bin its references touch: the bin's words
+     * reduced over the warp (__reduce_max_sync: every word grows by max,
+     * zero its identity) and added by one lane. Neighbours mostly share
+     * their bins, so a warp touches few of them and the shared atomics
+     * seldom meet. */
+    const uint32_t lane = threadIdx.x & 31u;
+    const uint32_t stride = gridDim.x * kTopBlock;
+    for (uint32_t base = blockIdx.x * kTopBlock + (threadIdx.x & ~31u); base < n; base += stride) {
+        const uint32_t i = base + lane;
+        int slot = -1;
+        RtAabb r = aabb_empty();
+        if (i < n) {
             uint32_t tri;
-            RtAabb r;
             level_ref(t, tri_boxes, which, i, &tri, &r);
-            int slot = -1;
             for (int s = 0; s < slots; s++)
                 if (i - s_first[s] < s_count[s]) slot = s;
-            if (slot < 0 || !s_active[slot] || aabb_is_empty(r)) continue;
-            const RtAabb nb = s_box[slot];
+            if (slot >= 0 && (!s_active[slot] || aabb_is_empty(r))) slot = -1;
+        }
+        uint32_t rw[6];
+        box_words(r, rw);
+        for (int s = 0; s < slots; s++) {
+            const uint32_t in_slot = __ballot_sync(kFull, slot == s);
+            if (!in_slot) continue;
+            const RtAabb nb = s_box[s];
 #pragma unroll
             for (int a = 0; a < 3; a++) {
-                const float lo = v3_get(nb.lo, a), hi = v3_get(nb.hi, a), scale = split_top_scale(lo, hi);
-                const int c = split_top_bin(split_top_centre(r, a), lo, scale);
-                const int b0 = split_top_bin(v3_get(r.lo, a), lo, scale), b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
-                const uint32_t obj = (uint32_t)slot * kTopBinWords + (uint32_t)(a * RT_SPLIT_TOP_BINS + c) * 8u;
-                if (b0 == b1) {
-                    if (run_word[a] != obj) {
-                        bins_add(sh, run_word[a], run[a], run_count[a]);
-                        run[a] = r, run_word[a] = obj, run_count[a] = 1;
-                    } else {
-                        run[a] = split_top_union(run[a], r), run_count[a]++;
-                    }
-                    continue;
+                int c = -1, b0 = -1, b1 = -2;
+                if (slot == s) {
+                    const float lo = v3_get(nb.lo, a), hi = v3_get(nb.hi, a), scale = split_top_scale(lo, hi);
+                    c = split_top_bin(split_top_centre(r, a), lo, scale);
+                    b0 = split_top_bin(v3_get(r.lo, a), lo, scale), b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
                 }
-                /* a straddler: its object bin, and its box's part in each
-                 * spatial bin it spans (split_top.h: no clipping to bin) */
-                words_max(sh + obj, r);
-                atomicAdd(sh + obj + 6, 1u), atomicAdd(sh + obj + 7, 1u);
-                const uint32_t spa = (uint32_t)slot * kTopBinWords + (uint32_t)((3 + a) * RT_SPLIT_TOP_BINS) * 8u;
-                atomicAdd(sh + spa + 8u * (uint32_t)b0 + 6u, 1u);
-                atomicAdd(sh + spa + 8u * (uint32_t)b1 + 7u, 1u);
-                for (int b = b0; b <= b1; b++)
-                    words_max(sh + spa + 8u * (uint32_t)b, split_top_bin_part(r, nb, a, b));
+                uint32_t *obj = sh + (uint32_t)s * kTopBinWords + (uint32_t)(a * RT_SPLIT_TOP_BINS) * 8u;
+                uint32_t *spa = obj + 3u * RT_SPLIT_TOP_BINS * 8u;
+                /* the bins this warp touches on this axis */
+                uint32_t touched = 0;
+                if (slot == s)
+                    for (int b = b0; b <= b1; b++) touched |= 1u << b;
+                touched = __reduce_or_sync(kFull, touched);
+                while (touched) {
+                    const int b = __ffs((int)touched) - 1;
+                    touched &= touched - 1u;
+                    const bool in_obj = c == b, in_spa = b0 <= b && b <= b1;
+                    const uint32_t n_obj = (uint32_t)__popc(__ballot_sync(kFull, in_obj));
+                    const uint32_t n_enter = (uint32_t)__popc(__ballot_sync(kFull, b0 == b));
+                    const uint32_t n_leave = (uint32_t)__popc(__ballot_sync(kFull, b1 == b));
+                    uint32_t pw[6] = {0u, 0u, 0u, 0u, 0u, 0u};
+                    if (in_spa) { /* a part may be empty (a box ending on the bin's face): no words */
+                        const RtAabb part = b0 == b1 ? r : split_top_bin_part(r, nb, a, b);
+                        if (!aabb_is_empty(part)) box_words(part, pw);
+                    }
+                    uint32_t ow[6], sw[6];
+#pragma unroll
+                    for (int k = 0; k < 6; k++) {
+                        ow[k] = __reduce_max_sync(kFull, in_obj ? rw[k] : 0u);
+                        sw[k] = __reduce_max_sync(kFull, pw[k]);
+                    }
+                    if (lane == 0) {
+                        uint32_t *o = obj + 8u * (uint32_t)b, *p = spa + 8u * (uint32_t)b;
+                        if (n_obj) {
+                            for (int k = 0; k < 6; k++) atomicMax(o + k, ow[k]);
+                            atomicAdd(o + 6, n_obj), atomicAdd(o + 7, n_obj);
+                        }
+                        if (sw[3]) /* the words of a part: hi.x's is never zero */
+                            for (int k = 0; k < 6; k++) atomicMax(p + k, sw[k]);
+                        if (n_enter) atomicAdd(p + 6, n_enter);
+                        if (n_leave) atomicAdd(p + 7, n_leave);
+                    }
+                }
             }
         }
     }
-#pragma unroll
-    for (int a = 0; a < 3; a++) bins_add(sh, run_word[a], run[a], run_count[a]);
     __syncthreads();
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) {
         const uint32_t v = sh[w];
