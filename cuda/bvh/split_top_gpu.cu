@@ -19,6 +19,8 @@ static constexpr uint32_t kTile = kTopBlock * kTopItems;
 /* top_bin's grid: blocks a multiprocessor (each adds its bins to the
  * level's once: fewer blocks, fewer global atomics). */
 static constexpr uint32_t kBinBlocksPerSm = 4;
+/* top_count's and top_write's grid: blocks a multiprocessor at most. */
+static constexpr uint32_t kTileBlocksPerSm = 4;
 static constexpr unsigned kFull = 0xffffffffu;
 static constexpr uint32_t kNoWord = 0xffffffffu;
 
@@ -57,15 +59,6 @@ __device__ __forceinline__ void group_add(uint32_t *sh, uint32_t key, uint32_t w
     }
 }
 
-
-__device__ __forceinline__ void tri_verts(const float4 *verts, uint32_t tri, RtVec3 v[3])
-{
-    for (int k = 0; k < 3; k++) {
-        const float4 f = verts[3 * (size_t)tri + k];
-        v[k] = v3(f.x, f.y, f.z);
-    }
-}
-
 /* The current level's references: the triangles at level 0, else a
  * buffer (which: `which`, -1 the triangles). */
 __device__ __forceinline__ void level_ref(const SplitTopArrays &t, const RtAabb *tri_boxes, int which, uint32_t i,
@@ -90,10 +83,14 @@ __device__ __forceinline__ int level_slot(const SplitTopDev *top, uint32_t i)
 __device__ __noinline__ void clip_sides(const float4 *verts, uint32_t tri, RtAabb r, RtAabb nb, int a, float pos,
                                         RtAabb *lb, RtAabb *rb)
 {
-    RtVec3 v[3];
-    tri_verts(verts, tri, v);
-    *lb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, v3_get(nb.lo, a), pos));
-    *rb = split_top_clip(v[0], v[1], v[2], r, split_top_slab(nb, a, pos, v3_get(nb.hi, a)));
+    RtFloat4 v[3];
+    for (int k = 0; k < 3; k++) {
+        const float4 f = verts[3 * (size_t)tri + k];
+        v[k] = f4(f.x, f.y, f.z, f.w);
+    }
+    RtAabb part[2];
+    split_top_cut(v, r, nb, a, pos, part);
+    *lb = part[0], *rb = part[1];
 }
 
 /* A reference's outputs at this level: bit 0 left (or kept, its node not
@@ -126,6 +123,7 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
     __shared__ uint32_t sh[kTopLevelNodes * kTopBinWords];
     __shared__ uint32_t s_first[kTopLevelNodes], s_count[kTopLevelNodes];
     __shared__ RtAabb s_box[kTopLevelNodes];
+    __shared__ float s_scale[kTopLevelNodes][3];
     __shared__ int s_active[kTopLevelNodes], s_slots, s_any;
     const SplitTopDev *top = t.top;
     if (d > 0 && top->stop) return;
@@ -150,6 +148,9 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
             }
         }
         s_any = any;
+        for (int s = 0; s < s_slots; s++)
+            for (int a = 0; a < 3; a++)
+                s_scale[s][a] = split_top_scale(v3_get(s_box[s].lo, a), v3_get(s_box[s].hi, a));
     }
     __syncthreads();
     if (!s_any) return;
@@ -187,7 +188,7 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
             for (int a = 0; a < 3; a++) {
                 int c = -1, b0 = -1, b1 = -2;
                 if (slot == s) {
-                    const float lo = v3_get(nb.lo, a), hi = v3_get(nb.hi, a), scale = split_top_scale(lo, hi);
+                    const float lo = v3_get(nb.lo, a), scale = s_scale[s][a];
                     c = split_top_bin(split_top_centre(r, a), lo, scale);
                     b0 = split_top_bin(v3_get(r.lo, a), lo, scale), b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
                 }
@@ -322,8 +323,10 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
     __shared__ uint32_t cl[kTopLevelNodes], cr[kTopLevelNodes];
     const SplitTopDev *top = t.top;
     if (top->stop) return;
-    const uint32_t n = top->refs, tile0 = blockIdx.x * kTile;
-    if (tile0 >= n) return;
+    const uint32_t n = top->refs;
+    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x) {
+    const uint32_t tile0 = tile * kTile;
+    __syncthreads(); /* the last tile's counts are out */
     if (threadIdx.x < kTopLevelNodes) cl[threadIdx.x] = cr[threadIdx.x] = 0u;
     __syncthreads();
 #pragma unroll
@@ -347,7 +350,8 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
     }
     __syncthreads();
     if (threadIdx.x < (uint32_t)top->lvl_slots)
-        t.tile_counts[(size_t)blockIdx.x * kTopLevelNodes + threadIdx.x] = make_uint2(cl[threadIdx.x], cr[threadIdx.x]);
+        t.tile_counts[(size_t)tile * kTopLevelNodes + threadIdx.x] = make_uint2(cl[threadIdx.x], cr[threadIdx.x]);
+    }
 }
 
 /* One block: the tiles' counts scanned per slot (each tile's offsets in
@@ -426,8 +430,10 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
     __shared__ uint32_t cbox[2 * kTopLevelNodes * 8];
     SplitTopDev *top = t.top;
     if (top->stop) return;
-    const uint32_t n = top->lvl_n, tile0 = blockIdx.x * kTile;
-    if (tile0 >= n) return;
+    const uint32_t n = top->lvl_n;
+    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x) {
+    const uint32_t tile0 = tile * kTile;
+    __syncthreads(); /* the last tile's shared words are read */
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) cbox[w] = 0u;
     uint32_t tri[kTopItems], sides[kTopItems];
     int slot[kTopItems];
@@ -460,7 +466,7 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         const int s = slot[j];
         uint32_t key[2] = {kNoWord, kNoWord};
         if (s >= 0 && sides[j]) {
-            const uint2 off = t.tile_counts[(size_t)blockIdx.x * kTopLevelNodes + s];
+            const uint2 off = t.tile_counts[(size_t)tile * kTopLevelNodes + s];
             const unsigned long long st = start[s];
             const bool split = top->lvl_axis[s] >= 0;
             if (sides[j] & 1u) {
@@ -482,6 +488,7 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         const uint32_t v = cbox[w], s = (uint32_t)w / 16u, k = (uint32_t)w / 8u % 2u;
         if (!v || w % 8 >= 6 || s >= (uint32_t)top->lvl_slots) continue;
         atomicMax(&top->node[top->lvl_child[s][k]].box[w % 8], v);
+    }
     }
 }
 
@@ -585,7 +592,9 @@ RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTo
     const RtAabb *boxes = b->keys.boxes;
     const dim3 block(kTopBlock), one(1), warp(32);
     const dim3 bin_grid = bvh_capped_grid(b, (keys + kTopBlock - 1) / kTopBlock, kBinBlocksPerSm);
-    const dim3 tiles((keys + kTile - 1) / kTile);
+    /* the count and write kernels loop over the tiles: a level that splits
+     * nothing (their early return) then costs few blocks */
+    const dim3 tiles(bvh_capped_grid(b, (keys + kTile - 1) / kTile, kTileBlocksPerSm));
     RtStatus st;
     for (int d = 0; d < p->depth; d++) {
         if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes,

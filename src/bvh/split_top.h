@@ -132,16 +132,20 @@ RT_HD float split_top_centre(RtAabb b, int axis)
     return RT_XMUL(RT_XADD(v3_get(b.lo, axis), v3_get(b.hi, axis)), 0.5f);
 }
 
-/* The part inside `slab` of a reference (triangle v0 v1 v2, box `ref`):
- * the perfect-split box of Wald & Havran, kept inside the reference's box;
- * empty when the triangle misses the slab. */
-RT_HD RtAabb split_top_clip(RtVec3 v0, RtVec3 v1, RtVec3 v2, RtAabb ref, RtAabb slab)
+/* A reference (triangle v[3], box `ref`) straddling plane pos of axis a
+ * of a node's box: the boxes of its parts on either side, each the
+ * triangle's part inside the reference's box cut to that side's slab, its
+ * bounds rounded outward (kd_clip.h's perfect split: one clip of the
+ * triangle to the reference's box, then the cut; empty for a side the
+ * triangle misses). */
+RT_HD void split_top_cut(const RtFloat4 v[3], RtAabb ref, RtAabb node, int a, float pos, RtAabb out[2])
 {
-    const RtAabb in = split_top_meet(ref, slab);
-    if (aabb_is_empty(in)) return in;
-    RtAabb out;
-    if (!rt_tri_clip_box(v0, v1, v2, in, &out)) return aabb_empty();
-    return split_top_meet(out, ref);
+    RtAabb child[2];
+    child[0] = split_top_meet(ref, split_top_slab(node, a, v3_get(node.lo, a), pos));
+    child[1] = split_top_meet(ref, split_top_slab(node, a, pos, v3_get(node.hi, a)));
+    const int mask = rt_tri_split_boxes(v, ref, a, pos, child, out);
+    for (int c = 0; c < 2; c++)
+        if (!(mask >> c & 1) || aabb_is_empty(child[c])) out[c] = aabb_empty();
 }
 
 /* The bin of coordinate x in [lo, lo + RT_SPLIT_TOP_BINS / scale), clamped:

@@ -69,12 +69,10 @@ static void partition(const RtTriArrays *tris, const SplitRef *r, uint32_t n, Rt
         } else if (side == 1) {
             right[m++] = r[i];
         } else {
-            const RtFloat4 *v = &tris->verts[3 * (size_t)r[i].tri];
+            RtAabb part[2];
+            split_top_cut(&tris->verts[3 * (size_t)r[i].tri], r[i].box, box, a, pos, part);
             SplitRef p = r[i], q = r[i];
-            p.box = split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), r[i].box,
-                                   split_top_slab(box, a, v3_get(box.lo, a), pos));
-            q.box = split_top_clip(f4_xyz(v[0]), f4_xyz(v[1]), f4_xyz(v[2]), r[i].box,
-                                   split_top_slab(box, a, pos, v3_get(box.hi, a)));
+            p.box = part[0], q.box = part[1];
             if (!aabb_is_empty(p.box)) dst[l++] = p;
             if (!aabb_is_empty(q.box)) right[m++] = q;
         }
