@@ -69,12 +69,21 @@ __device__ __forceinline__ void level_ref(const SplitTopArrays &t, const RtAabb 
 }
 
 /* The level's slot whose range holds reference i (-1: none). */
-__device__ __forceinline__ int level_slot(const SplitTopDev *top, uint32_t i)
+__device__ __forceinline__ int level_slot(const SplitTopLevel &L, uint32_t i)
 {
     int slot = -1;
-    for (int s = 0; s < top->lvl_slots; s++)
-        if (i - top->lvl_first[s] < top->lvl_count[s]) slot = s;
+    for (int s = 0; s < L.slots; s++)
+        if (i - L.first[s] < L.count[s]) slot = s;
     return slot;
+}
+
+/* The level's partition copied to shared memory by a block (its first
+ * threads; the caller synchronises). */
+__device__ __forceinline__ void level_load(SplitTopLevel *dst, const SplitTopLevel &src)
+{
+    static_assert(sizeof(SplitTopLevel) % 4 == 0 && sizeof(SplitTopLevel) / 4 <= kTopBlock, "a word a thread");
+    if (threadIdx.x < sizeof(SplitTopLevel) / 4)
+        reinterpret_cast<uint32_t *>(dst)[threadIdx.x] = reinterpret_cast<const uint32_t *>(&src)[threadIdx.x];
 }
 
 /* A straddler's two parts (split_top_clip), out of line: few references
@@ -95,16 +104,16 @@ __device__ __noinline__ void clip_sides(const float4 *verts, uint32_t tri, RtAab
 
 /* A reference's outputs at this level: bit 0 left (or kept, its node not
  * split), bit 1 right, with their boxes (a straddler's clipped parts). */
-__device__ __forceinline__ uint32_t ref_sides(const SplitTopDev *top, const float4 *verts, int slot, uint32_t tri,
+__device__ __forceinline__ uint32_t ref_sides(const SplitTopLevel &L, const float4 *verts, int slot, uint32_t tri,
                                               const RtAabb &r, RtAabb *lb, RtAabb *rb)
 {
     if (slot < 0 || aabb_is_empty(r)) return 0u;
-    const int a = top->lvl_axis[slot];
+    const int a = L.axis[slot];
     *lb = *rb = r;
     if (a < 0) return 1u;
-    const RtAabb nb = top->lvl_box[slot];
+    const RtAabb nb = L.box[slot];
     float pos;
-    const int side = split_top_side(r, nb, a, top->lvl_k[slot], &pos);
+    const int side = split_top_side(r, nb, a, L.k[slot], &pos);
     if (side != 2) return side == 0 ? 1u : 2u;
     clip_sides(verts, tri, r, nb, a, pos, lb, rb);
     return (aabb_is_empty(*lb) ? 0u : 1u) | (aabb_is_empty(*rb) ? 0u : 2u);
@@ -300,15 +309,15 @@ __global__ void __launch_bounds__(kTopBlock) top_decide_kernel(SplitTopArrays t,
     if (threadIdx.x != 0) return;
     uint32_t total = d == 0 ? ctr->valid : top->refs;
     int any = 0;
-    top->lvl_slots = slots;
+    top->lvl.slots = slots;
     for (int s = 0; s < slots; s++) {
         const SplitTopNodeDev &nd = top->node[top->order[s]];
-        top->lvl_first[s] = d == 0 ? 0u : nd.first;
-        top->lvl_count[s] = d == 0 ? tri_count : nd.count;
-        top->lvl_box[s] = split_top_dec_box(nd.box);
-        top->lvl_axis[s] = -1;
+        top->lvl.first[s] = d == 0 ? 0u : nd.first;
+        top->lvl.count[s] = d == 0 ? tri_count : nd.count;
+        top->lvl.box[s] = split_top_dec_box(nd.box);
+        top->lvl.axis[s] = -1;
         if (chosen[s] && choice[s].added <= max_refs - total) {
-            top->lvl_axis[s] = choice[s].axis, top->lvl_k[s] = choice[s].k;
+            top->lvl.axis[s] = choice[s].axis, top->lvl.k[s] = choice[s].k;
             total += choice[s].added;
             any = 1;
         }
@@ -321,9 +330,12 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
                                                               const float4 *verts)
 {
     __shared__ uint32_t cl[kTopLevelNodes], cr[kTopLevelNodes];
+    __shared__ SplitTopLevel L;
     const SplitTopDev *top = t.top;
     if (top->stop) return;
     const uint32_t n = top->refs;
+    const int in = top->cur;
+    level_load(&L, top->lvl);
     for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x) {
     const uint32_t tile0 = tile * kTile;
     __syncthreads(); /* the last tile's counts are out */
@@ -337,9 +349,9 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
         if (i < n) {
             uint32_t tri;
             RtAabb r, lb, rb;
-            level_ref(t, tri_boxes, top->cur, i, &tri, &r);
-            slot = level_slot(top, i);
-            sides = ref_sides(top, verts, slot, tri, r, &lb, &rb);
+            level_ref(t, tri_boxes, in, i, &tri, &r);
+            slot = level_slot(L, i);
+            sides = ref_sides(L, verts, slot, tri, r, &lb, &rb);
         }
         const uint32_t m = __match_any_sync(kFull, (uint32_t)slot);
         const uint32_t L = __reduce_add_sync(m, sides & 1u), R = __reduce_add_sync(m, sides >> 1);
@@ -349,7 +361,7 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
         }
     }
     __syncthreads();
-    if (threadIdx.x < (uint32_t)top->lvl_slots)
+    if (threadIdx.x < (uint32_t)L.slots)
         t.tile_counts[(size_t)tile * kTopLevelNodes + threadIdx.x] = make_uint2(cl[threadIdx.x], cr[threadIdx.x]);
     }
 }
@@ -366,7 +378,7 @@ __global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, i
     SplitTopDev *top = t.top;
     if (top->stop) return;
     const uint32_t tiles = (top->refs + kTile - 1) / kTile;
-    const int slots = top->lvl_slots;
+    const int slots = top->lvl.slots;
     for (int s = 0; s < slots; s++) {
         unsigned long long run = 0;
         for (uint32_t c = 0; c < tiles; c += kTopBlock) {
@@ -389,8 +401,8 @@ __global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, i
     for (int s = 0; s < slots; s++) {
         const int j = top->order[s];
         const uint32_t nl = (uint32_t)(tot[s] >> 32), nr = (uint32_t)tot[s];
-        top->lvl_base[s] = out, top->lvl_nl[s] = nl;
-        if (top->lvl_axis[s] >= 0) {
+        top->lvl.base[s] = out, top->lvl.nl[s] = nl;
+        if (top->lvl.axis[s] >= 0) {
             for (int k = 0; k < 2; k++) {
                 const int c = top->nodes++;
                 SplitTopNodeDev &ch = top->node[c];
@@ -398,22 +410,22 @@ __global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, i
                 ch.first = out + (k ? nl : 0u), ch.count = k ? nr : nl;
                 ch.depth = d + 1, ch.child[0] = ch.child[1] = -1;
                 top->node[j].child[k] = c;
-                top->lvl_child[s][k] = c;
+                top->lvl.child[s][k] = c;
                 next[leaves++] = c;
             }
             out += nl + nr;
         } else {
             top->node[j].first = out;
-            top->lvl_child[s][0] = top->lvl_child[s][1] = j;
+            top->lvl.child[s][0] = top->lvl.child[s][1] = j;
             next[leaves++] = j;
             out += nl;
         }
     }
     for (int k = 0; k < leaves; k++) top->order[k] = next[k];
     top->leaves = leaves;
-    top->lvl_n = top->refs;
+    top->lvl.n = top->refs;
     top->refs = out;
-    top->prev = top->cur;
+    top->lvl.in = top->cur;
     top->cur = top->cur < 0 ? 0 : top->cur ^ 1;
 }
 
@@ -428,9 +440,11 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
     __shared__ typename Scan::TempStorage scan;
     __shared__ unsigned long long start[kTopLevelNodes];
     __shared__ uint32_t cbox[2 * kTopLevelNodes * 8];
+    __shared__ SplitTopLevel L;
     SplitTopDev *top = t.top;
     if (top->stop) return;
-    const uint32_t n = top->lvl_n;
+    const uint32_t n = top->lvl.n, out = (uint32_t)top->cur;
+    level_load(&L, top->lvl);
     for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x) {
     const uint32_t tile0 = tile * kTile;
     __syncthreads(); /* the last tile's shared words are read */
@@ -447,9 +461,9 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         slot[j] = -1, sides[j] = 0, tri[j] = 0;
         if (i < n) {
             RtAabb r;
-            level_ref(t, tri_boxes, top->prev, i, &tri[j], &r);
-            slot[j] = level_slot(top, i);
-            sides[j] = ref_sides(top, verts, slot[j], tri[j], r, &lb[j], &rb[j]);
+            level_ref(t, tri_boxes, L.in, i, &tri[j], &r);
+            slot[j] = level_slot(L, i);
+            sides[j] = ref_sides(L, verts, slot[j], tri[j], r, &lb[j], &rb[j]);
         }
         f[j] = (unsigned long long)(sides[j] & 1u) << 32 | (sides[j] >> 1);
     }
@@ -457,10 +471,9 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
 #pragma unroll
     for (int j = 0; j < kTopItems; j++) {
         const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
-        if (slot[j] >= 0 && i == max(top->lvl_first[slot[j]], tile0)) start[slot[j]] = ex[j];
+        if (slot[j] >= 0 && i == max(L.first[slot[j]], tile0)) start[slot[j]] = ex[j];
     }
     __syncthreads();
-    const uint32_t out = (uint32_t)top->cur;
 #pragma unroll
     for (int j = 0; j < kTopItems; j++) {
         const int s = slot[j];
@@ -468,14 +481,14 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         if (s >= 0 && sides[j]) {
             const uint2 off = t.tile_counts[(size_t)tile * kTopLevelNodes + s];
             const unsigned long long st = start[s];
-            const bool split = top->lvl_axis[s] >= 0;
+            const bool split = L.axis[s] >= 0;
             if (sides[j] & 1u) {
-                const uint32_t pos = top->lvl_base[s] + off.x + (uint32_t)((ex[j] >> 32) - (st >> 32));
+                const uint32_t pos = L.base[s] + off.x + (uint32_t)((ex[j] >> 32) - (st >> 32));
                 t.ref_tri[out][pos] = tri[j], t.ref_box[out][pos] = lb[j];
                 if (split) key[0] = (uint32_t)(2 * s) * 8u;
             }
             if (sides[j] & 2u) {
-                const uint32_t pos = top->lvl_base[s] + top->lvl_nl[s] + off.y + ((uint32_t)ex[j] - (uint32_t)st);
+                const uint32_t pos = L.base[s] + L.nl[s] + off.y + ((uint32_t)ex[j] - (uint32_t)st);
                 t.ref_tri[out][pos] = tri[j], t.ref_box[out][pos] = rb[j];
                 if (split) key[1] = (uint32_t)(2 * s + 1) * 8u;
             }
@@ -486,8 +499,8 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
     __syncthreads();
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) {
         const uint32_t v = cbox[w], s = (uint32_t)w / 16u, k = (uint32_t)w / 8u % 2u;
-        if (!v || w % 8 >= 6 || s >= (uint32_t)top->lvl_slots) continue;
-        atomicMax(&top->node[top->lvl_child[s][k]].box[w % 8], v);
+        if (!v || w % 8 >= 6 || s >= (uint32_t)L.slots) continue;
+        atomicMax(&top->node[L.child[s][k]].box[w % 8], v);
     }
     }
 }

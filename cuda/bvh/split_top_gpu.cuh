@@ -44,6 +44,20 @@ struct SplitTopNodeDev {
     int child[2];          /* -1: a leaf of the top */
 };
 
+/* A level's partition, per slot of the top's order at the level's start:
+ * top_decide's snapshot and splits, top_scan's output places. The count
+ * and write kernels copy it to shared memory. */
+struct SplitTopLevel {
+    uint32_t first[kTopLevelNodes], count[kTopLevelNodes];
+    RtAabb box[kTopLevelNodes];
+    int axis[kTopLevelNodes], k[kTopLevelNodes]; /* axis -1: not split */
+    int child[kTopLevelNodes][2];
+    uint32_t base[kTopLevelNodes], nl[kTopLevelNodes];
+    int slots;
+    uint32_t n; /* references in the level's input */
+    int in;     /* the input array: -1 the triangles, else a ref buffer (top_scan sets the output, cur) */
+};
+
 /* The top's state, one per builder on the device. */
 struct SplitTopDev {
     SplitTopNodeDev node[RT_SPLIT_TOP_MAX_NODES];
@@ -51,17 +65,9 @@ struct SplitTopDev {
     int order[RT_SPLIT_TOP_MAX_LEAVES]; /* the current leaves, left to right */
     uint32_t refs;                      /* references at the current level (level 0: the triangles) */
     int cur;                            /* the current level's array: -1 the triangles, else ref buffer */
-    int prev;                           /* top_write's input: the array before top_scan moved cur */
-    uint32_t lvl_n;                     /* ... and its references */
     int stop;                           /* a level split nothing: the top is finished */
     float root_area;
-    /* this level, per slot of order (top_decide's snapshot; top_scan's output places) */
-    uint32_t lvl_first[kTopLevelNodes], lvl_count[kTopLevelNodes];
-    RtAabb lvl_box[kTopLevelNodes];
-    int lvl_axis[kTopLevelNodes], lvl_k[kTopLevelNodes]; /* axis -1: not split */
-    int lvl_child[kTopLevelNodes][2];
-    uint32_t lvl_base[kTopLevelNodes], lvl_nl[kTopLevelNodes];
-    int lvl_slots;
+    SplitTopLevel lvl;                  /* the level's partition (top_decide, top_scan) */
     /* the finished top (top_finish) */
     int split; /* more than one leaf */
     int bits;  /* split_top_leaf_bits */
