@@ -325,18 +325,11 @@ __global__ void __launch_bounds__(kTopBlock) top_decide_kernel(SplitTopArrays t,
     if (!any) top->stop = 1;
 }
 
-/* Per tile: each slot's left and right outputs. */
-__global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
-                                                              const float4 *verts)
+/* One tile of top_count: each slot's left and right outputs among its
+ * references (cl, cr: the block's counters). Whole block. */
+__device__ void count_tile(const SplitTopArrays &t, const SplitTopLevel &L, const RtAabb *tri_boxes,
+                           const float4 *verts, uint32_t n, int in, uint32_t tile, uint32_t *cl, uint32_t *cr)
 {
-    __shared__ uint32_t cl[kTopLevelNodes], cr[kTopLevelNodes];
-    __shared__ SplitTopLevel L;
-    const SplitTopDev *top = t.top;
-    if (top->stop) return;
-    const uint32_t n = top->refs;
-    const int in = top->cur;
-    level_load(&L, top->lvl);
-    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x) {
     const uint32_t tile0 = tile * kTile;
     __syncthreads(); /* the last tile's counts are out */
     if (threadIdx.x < kTopLevelNodes) cl[threadIdx.x] = cr[threadIdx.x] = 0u;
@@ -354,16 +347,30 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
             sides = ref_sides(L, verts, slot, tri, r, &lb, &rb);
         }
         const uint32_t m = __match_any_sync(kFull, (uint32_t)slot);
-        const uint32_t L = __reduce_add_sync(m, sides & 1u), R = __reduce_add_sync(m, sides >> 1);
+        const uint32_t nl = __reduce_add_sync(m, sides & 1u), nr = __reduce_add_sync(m, sides >> 1);
         if (slot >= 0 && (threadIdx.x & 31u) == (uint32_t)(__ffs((int)m) - 1)) {
-            if (L) atomicAdd(&cl[slot], L);
-            if (R) atomicAdd(&cr[slot], R);
+            if (nl) atomicAdd(&cl[slot], nl);
+            if (nr) atomicAdd(&cr[slot], nr);
         }
     }
     __syncthreads();
     if (threadIdx.x < (uint32_t)L.slots)
         t.tile_counts[(size_t)tile * kTopLevelNodes + threadIdx.x] = make_uint2(cl[threadIdx.x], cr[threadIdx.x]);
-    }
+}
+
+/* Per tile of the level's references: each slot's left and right
+ * outputs. The level's input is top->cur until top_scan moves it. */
+__global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                              const float4 *verts)
+{
+    __shared__ uint32_t cl[kTopLevelNodes], cr[kTopLevelNodes];
+    __shared__ SplitTopLevel L;
+    const SplitTopDev *top = t.top;
+    if (top->stop) return;
+    const uint32_t n = top->refs;
+    level_load(&L, top->lvl);
+    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x)
+        count_tile(t, L, tri_boxes, verts, n, top->cur, tile, cl, cr);
 }
 
 /* One block: the tiles' counts scanned per slot (each tile's offsets in
@@ -429,23 +436,16 @@ __global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, i
     top->cur = top->cur < 0 ? 0 : top->cur ^ 1;
 }
 
-/* Each reference (or a straddler's parts) at its place: the tile's block
- * scan of (left, right) counted from each slot's first reference in the
- * tile, plus the tile's offsets and the slot's place; the split nodes'
- * children's boxes. */
-__global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
-                                                              const float4 *verts)
+using TopWriteScan = cub::BlockScan<unsigned long long, kTopBlock>;
+
+/* One tile of top_write: each reference (or a straddler's parts) at its
+ * place, the tile's block scan of (left, right) counted from each slot's
+ * first reference in the tile, plus the tile's offsets and the slot's
+ * place; the split nodes' children's boxes grown. Whole block. */
+__device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const SplitTopLevel &L, const RtAabb *tri_boxes,
+                           const float4 *verts, uint32_t n, uint32_t out, uint32_t tile,
+                           TopWriteScan::TempStorage &scan, unsigned long long *start, uint32_t *cbox)
 {
-    using Scan = cub::BlockScan<unsigned long long, kTopBlock>;
-    __shared__ typename Scan::TempStorage scan;
-    __shared__ unsigned long long start[kTopLevelNodes];
-    __shared__ uint32_t cbox[2 * kTopLevelNodes * 8];
-    __shared__ SplitTopLevel L;
-    SplitTopDev *top = t.top;
-    if (top->stop) return;
-    const uint32_t n = top->lvl.n, out = (uint32_t)top->cur;
-    level_load(&L, top->lvl);
-    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x) {
     const uint32_t tile0 = tile * kTile;
     __syncthreads(); /* the last tile's shared words are read */
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) cbox[w] = 0u;
@@ -467,7 +467,7 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         }
         f[j] = (unsigned long long)(sides[j] & 1u) << 32 | (sides[j] >> 1);
     }
-    Scan(scan).ExclusiveSum(f, ex);
+    TopWriteScan(scan).ExclusiveSum(f, ex);
 #pragma unroll
     for (int j = 0; j < kTopItems; j++) {
         const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
@@ -502,7 +502,23 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         if (!v || w % 8 >= 6 || s >= (uint32_t)L.slots) continue;
         atomicMax(&top->node[L.child[s][k]].box[w % 8], v);
     }
-    }
+}
+
+/* Each reference of the level at its place in the other buffer (the
+ * level's input: L.in, top_scan's record), a tile at a time. */
+__global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                              const float4 *verts)
+{
+    __shared__ typename TopWriteScan::TempStorage scan;
+    __shared__ unsigned long long start[kTopLevelNodes];
+    __shared__ uint32_t cbox[2 * kTopLevelNodes * 8];
+    __shared__ SplitTopLevel L;
+    SplitTopDev *top = t.top;
+    if (top->stop) return;
+    const uint32_t n = top->lvl.n, out = (uint32_t)top->cur;
+    level_load(&L, top->lvl);
+    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x)
+        write_tile(t, top, L, tri_boxes, verts, n, out, tile, scan, start, cbox);
 }
 
 /* One thread: the leaves' runs, boxes and depths, the key's leaf bits;
