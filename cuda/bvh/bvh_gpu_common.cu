@@ -132,9 +132,7 @@ __global__ void bvh_morton_kernel(const RtAabb *boxes, uint32_t count, const Bvh
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     if (free_slots && i + 1u < count) free_slots[i] = 0xffffffffu;
-    RtAabb scene;
-    scene.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
-    scene.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+    const RtAabb scene = bvh_scene_box(ctr);
     codes[i] = lbvh_morton(boxes[i], scene, lbvh_scale(scene));
     ids[i] = i;
 }

@@ -28,6 +28,15 @@ typedef struct BvhCounters {
     uint32_t tri_valid;     /* ... and the valid triangles (valid is then the references) */
 } BvhCounters;
 
+/* The scene box bvh_boxes reduced (ordered ints back to floats). */
+__device__ __forceinline__ RtAabb bvh_scene_box(const BvhCounters *ctr)
+{
+    RtAabb b;
+    b.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
+    b.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+    return b;
+}
+
 /* Steps 1 and 2's arrays, for `cap` triangles. */
 typedef struct BvhKeysGpu {
     uint32_t cap;

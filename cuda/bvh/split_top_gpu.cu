@@ -141,9 +141,7 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
         if (d == 0) {
             s_slots = 1;
             s_first[0] = 0, s_count[0] = tri_count;
-            RtAabb b;
-            b.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
-            b.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+            const RtAabb b = bvh_scene_box(ctr);
             s_box[0] = b;
             any = s_active[0] = ctr->valid >= 2u && ctr->valid >= min_refs;
         } else {
@@ -263,9 +261,7 @@ __global__ void __launch_bounds__(kTopBlock) top_decide_kernel(SplitTopArrays t,
     __shared__ int chosen[kTopLevelNodes];
     SplitTopDev *top = t.top;
     if (d == 0 && threadIdx.x == 0) {
-        RtAabb b;
-        b.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
-        b.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+        const RtAabb b = bvh_scene_box(ctr);
         SplitTopNodeDev &root = top->node[0];
         box_words(b, root.box);
         if (aabb_is_empty(b))
@@ -558,9 +554,7 @@ __global__ void top_morton_kernel(SplitTopArrays t, const RtAabb *tri_boxes, con
     uint32_t code = RT_LBVH_INVALID;
     if (!top->split) {
         if (i < tri_count) {
-            RtAabb scene;
-            scene.lo = v3(rt_ord2f(ctr->scene[0]), rt_ord2f(ctr->scene[1]), rt_ord2f(ctr->scene[2]));
-            scene.hi = v3(rt_ord2f(ctr->scene[3]), rt_ord2f(ctr->scene[4]), rt_ord2f(ctr->scene[5]));
+            const RtAabb scene = bvh_scene_box(ctr);
             code = lbvh_morton(tri_boxes[i], scene, lbvh_scale(scene));
         }
     } else if (i < top->refs) {
