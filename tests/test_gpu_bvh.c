@@ -13,7 +13,11 @@
  * on the device as on the CPU; builds of other sizes on one
  * builder reuse or grow its buffers and stay right, and so do the frame's
  * builds (no statistics: one graph replayed) over new vertices, other
- * parameters and sizes. Skips with a message
+ * parameters and sizes. H-PLOC under the spatial-split top (split_top.h)
+ * equals rt_bvh_split_top_build_cpu's tree node by node from the root, at
+ * every depth, under a budget that stops the splits, on soups, 0-3
+ * triangles, the Cornell box (nothing pays), Sponza and chains that pass
+ * the walks' depth under the top. Skips with a message
  * where no GPU is usable. */
 #include "test_util.h"
 
