@@ -13,6 +13,12 @@
  *   5.   each leaf's place in tri_index, taken from a counter  (hploc_leaf_alloc)
  *        by its first key; every key's triangle there         (hploc_leaf_place)
  *
+ * With a spatial-split top (rt_hploc_gpu_set_top, split_top.h) its levels
+ * run between the boxes and the sort (split_top_gpu.cu) and make the keys:
+ * references, each leaf's a run of them; steps 3-4' then end each run's
+ * clustering at the run's root (final_place) and hploc_top_link puts the
+ * top's nodes above the runs' roots before step 5.
+ *
  * The valid count n stays on the device, as the LBVH's: every kernel runs a
  * thread per triangle and reads n there, so the host never waits; so does
  * the depth fallback (its kernel returns at once unless the clustering set

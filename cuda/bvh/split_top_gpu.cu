@@ -32,31 +32,20 @@ __device__ __forceinline__ void box_words(const RtAabb &b, uint32_t w[6])
     w[3] = split_top_enc_hi(b.hi.x), w[4] = split_top_enc_hi(b.hi.y), w[5] = split_top_enc_hi(b.hi.z);
 }
 
-/* The lanes with the same `key` (kNoWord: none; word and also follow
- * from it) add their box to sh[word...] and, when `also` is not kNoWord,
- * to sh[also...], with one each to the counts at + 6 and + 7 when
- * counted: one lane a group does the atomics. Whole warp. */
-__device__ __forceinline__ void group_add(uint32_t *sh, uint32_t key, uint32_t word, const RtAabb &b, bool counted,
-                                          uint32_t also = kNoWord)
+/* The lanes with the same `word` (kNoWord: none) grow the box at
+ * sh[word...] by theirs: the words reduced over the group, one lane's
+ * atomics. Whole warp. */
+__device__ __forceinline__ void group_box_max(uint32_t *sh, uint32_t word, const RtAabb &b)
 {
-    const uint32_t m = __match_any_sync(kFull, key);
-    if (key == kNoWord) return; /* the whole group */
+    const uint32_t m = __match_any_sync(kFull, word);
+    if (word == kNoWord) return; /* the whole group */
     uint32_t w[6];
     box_words(b, w);
 #pragma unroll
     for (int k = 0; k < 6; k++) w[k] = __reduce_max_sync(m, w[k]);
     if ((threadIdx.x & 31u) != (uint32_t)(__ffs((int)m) - 1)) return;
-    const uint32_t cnt = (uint32_t)__popc(m);
-    for (int g = 0; g < 2; g++) {
-        uint32_t *dst = sh + (g ? also : word);
-        if (g && also == kNoWord) break;
 #pragma unroll
-        for (int k = 0; k < 6; k++) atomicMax(dst + k, w[k]);
-        if (counted) {
-            atomicAdd(dst + 6, cnt);
-            atomicAdd(dst + 7, cnt);
-        }
-    }
+    for (int k = 0; k < 6; k++) atomicMax(sh + word + k, w[k]);
 }
 
 /* The current level's references: the triangles at level 0, else a
@@ -489,8 +478,8 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
                 if (split) key[1] = (uint32_t)(2 * s + 1) * 8u;
             }
         }
-        group_add(cbox, key[0], key[0], lb[j], false);
-        group_add(cbox, key[1], key[1], rb[j], false);
+        group_box_max(cbox, key[0], lb[j]);
+        group_box_max(cbox, key[1], rb[j]);
     }
     __syncthreads();
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) {
