@@ -233,6 +233,21 @@ __device__ __forceinline__ RtBvhNode node_load_cg(const RtBvhNode *src)
  * parent, now names the root's old place (none links to the root; node 0
  * inside a leaf is linked as a leaf, or not at all). clustered: the
  * clustered tree's root, which decides the fallback. */
+/* Interior node 0's node moved to place u, the root's id, and `root` (may
+ * be NULL: placed later) put at place 0 (hploc_out_index); then the one
+ * link to node 0, from its parent's output node, made to name u (none when
+ * node 0 is inside its parent's leaf). One thread, after every node is
+ * written (fenced). */
+__device__ void node0_move(const HplocArrays &a, RtBvhNode *nodes, uint32_t n, uint32_t u, const RtBvhNode *root)
+{
+    bvh_node_store(&nodes[u], node_load_cg(&nodes[0]));
+    if (root) bvh_node_store(&nodes[0], *root);
+    const uint2 e = __ldcg(&a.up[n]); /* node 0's parent and side */
+    uint32_t *link = node_links(nodes, hploc_out_index(e.x - n, u));
+    const int k = (e.y & kUpOffset) != 0u;
+    if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = u;
+}
+
 __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, uint32_t n, const HplocSub &r,
                            bool clustered)
 {
@@ -245,13 +260,8 @@ __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *
         ctr->fallback = r.s.height > RT_BVH_MAX_DEPTH;
     }
     if (u != 0) {
-        const RtBvhNode top = node_load_cg(&nodes[u]), zero = node_load_cg(&nodes[0]);
-        bvh_node_store(&nodes[0], top);
-        bvh_node_store(&nodes[u], zero);
-        const uint2 e = __ldcg(&a.up[n]); /* node 0's parent and side */
-        uint32_t *link = node_links(nodes, hploc_out_index(e.x - n, u));
-        const int k = (e.y & kUpOffset) != 0u;
-        if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = u;
+        const RtBvhNode top = node_load_cg(&nodes[u]);
+        node0_move(a, nodes, n, u, &top);
     }
 }
 
@@ -558,13 +568,8 @@ __global__ void hploc_top_link_kernel(BvhCounters *ctr, HplocArrays a, RtBvhNode
     uint32_t j0 = 0;
     while (j0 < (uint32_t)top->leaves && top->leaf_count[j0] == 0) j0++;
     if (j0 < (uint32_t)top->leaves && top->leaf_count[j0] >= 2) {
-        bvh_node_store(&nodes[root], node_load_cg(&nodes[0]));
-        if (top->leaf_root[j0] != n) { /* else a run's root: the top links it by its id below */
-            const uint2 e = __ldcg(&a.up[n]); /* node 0's parent and side */
-            uint32_t *link = node_links(nodes, hploc_out_index(e.x - n, root));
-            const int k = (e.y & kUpOffset) != 0u;
-            if (!(__ldcg(link + 2 + k) & RT_BVH_LEAF)) link[k] = root;
-        }
+        if (top->leaf_root[j0] != n) node0_move(a, nodes, n, root, NULL); /* the top's root goes to 0 below */
+        else bvh_node_store(&nodes[root], node_load_cg(&nodes[0])); /* a run's root: the top links it below */
     }
     for (int i = 0; i < top->nodes; i++) {
         const SplitTopNodeDev &t = top->node[i];

@@ -75,7 +75,7 @@ __device__ __forceinline__ void level_load(SplitTopLevel *dst, const SplitTopLev
         reinterpret_cast<uint32_t *>(dst)[threadIdx.x] = reinterpret_cast<const uint32_t *>(&src)[threadIdx.x];
 }
 
-/* A straddler's two parts (split_top_clip), out of line: few references
+/* A straddler's two parts (split_top_cut), out of line: few references
  * straddle the chosen plane, and the clipping's buffers stay out of the
  * callers' registers. */
 __device__ __noinline__ void clip_sides(const float4 *verts, uint32_t tri, RtAabb r, RtAabb nb, int a, float pos,

@@ -150,13 +150,6 @@ static RtVec3 tri_v(const RtTriArrays *tris, uint32_t id, int k)
     return f4_xyz(tris->verts[3 * (size_t)id + k]);
 }
 
-static RtAabb tri_box(const RtTriArrays *tris, uint32_t id)
-{
-    RtAabb b = {tri_v(tris, id, 0), tri_v(tris, id, 0)};
-    for (int k = 1; k < 3; k++) b = aabb_union(b, (RtAabb){tri_v(tris, id, k), tri_v(tris, id, k)});
-    return b;
-}
-
 static int boxes_meet(RtAabb a, RtAabb b)
 {
     for (int k = 0; k < 3; k++)
@@ -190,7 +183,7 @@ static RtStatus check_leaves(const BvhCheck *c, uint32_t node, uint32_t end, int
                     RtVec3 p = tri_v(c->tris, id, v);
                     if (box_inside((RtAabb){p, p}, box)) continue;
                     /* a part of a triangle (split_refs): its box meets the leaf's */
-                    if (t->split_refs && !rt_kd_tri_degenerate(c->tris, id) && boxes_meet(tri_box(c->tris, id), box))
+                    if (t->split_refs && !rt_kd_tri_degenerate(c->tris, id) && boxes_meet(lbvh_tri_box(&c->tris->verts[3 * (size_t)id], NULL), box))
                         break;
                     if (rt_kd_tri_degenerate(c->tris, id)) /* a non-finite vertex: say why */
                         return rt_fail(err, RT_ERR_PARSE,

@@ -307,6 +307,26 @@ static int build_tree(HplocBuild *b, const RtBvhKeys *keys, RtHplocInfo *info)
     return 1;
 }
 
+/* bvh's nodes (n - 1 for n >= 2 keys; one for a single key) and index_cap
+ * entries of tri_index reserved, and for n >= 2 the tree over b's sorted
+ * keys built into them (steps 3 to 5), its bounds set; 0 when out of
+ * memory. */
+static int tree_over_keys(HplocBuild *b, const RtBvhKeys *keys, uint32_t index_cap, RtBvh *bvh, RtHplocInfo *info)
+{
+    const uint32_t nodes = b->n > 1 ? b->n - 1 : b->n;
+    if (!rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, index_cap, sizeof *bvh->tri_index) ||
+        !rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, nodes, sizeof *bvh->nodes))
+        return 0;
+    bvh->node_count = nodes;
+    bvh->bounds = aabb_empty();
+    if (b->n < 2) return 1;
+    b->nodes = bvh->nodes;
+    b->tri_index = bvh->tri_index;
+    if (!build_tree(b, keys, info)) return 0;
+    bvh->bounds = aabb_union(bvh_child_box(&bvh->nodes[0], 0), bvh_child_box(&bvh->nodes[0], 1));
+    return 1;
+}
+
 RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris, RtBvh *bvh, RtBvhStats *stats,
                             RtHplocInfo *info, RtError *err)
 {
@@ -326,22 +346,15 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris
     int ok = ids && rt_bvh_sort_keys_cpu(tris, ids, &keys);
     HplocBuild b = build_begin(&p, &keys, ids);
     /* n keys make n - 1 interior nodes; one key, a root with an empty leaf */
-    const uint32_t nodes = b.n > 1 ? b.n - 1 : b.n;
-    ok = ok && rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, tris->count, sizeof *bvh->tri_index) &&
-         rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, nodes, sizeof *bvh->nodes);
+    ok = ok && tree_over_keys(&b, &keys, tris->count, bvh, info);
     if (ok) {
-        b.nodes = bvh->nodes;
-        b.tri_index = bvh->tri_index;
         /* the degenerate triangles' ids stay after the referenced ones, as the LBVH's */
         memcpy(bvh->tri_index + b.n, ids + b.n, (tris->count - b.n) * sizeof *ids);
-        bvh->bounds = aabb_empty();
         if (b.n == 1) {
             bvh->tri_index[0] = ids[0];
             bvh->bounds = keys.box[ids[0]];
             lbvh_single_root(bvh->bounds, &bvh->nodes[0]);
             info->cluster_depth = 1;
-        } else if (b.n > 1 && (ok = build_tree(&b, &keys, info))) {
-            bvh->bounds = aabb_union(bvh_child_box(&bvh->nodes[0], 0), bvh_child_box(&bvh->nodes[0], 1));
         }
     }
     build_free(&b);
@@ -356,7 +369,6 @@ RtStatus rt_hploc_build_cpu(const RtHplocParams *params, const RtTriArrays *tris
         bvh->bounds = aabb_empty();
         return rt_fail(err, RT_ERR_OOM, "BVH: out of memory while building H-PLOC over %u triangles", tris->count);
     }
-    bvh->node_count = nodes;
     bvh->index_count = tris->count;
     bvh->d_bounds = NULL;
     bvh->split_refs = 0;
@@ -383,18 +395,10 @@ RtStatus rt_hploc_build_keys_cpu(const RtHplocParams *params, const RtBvhKeys *k
     memset(info, 0, sizeof *info);
     HplocBuild b = build_begin(&p, keys, ids);
     b.force_radix = force_radix;
-    const uint32_t nodes = b.n > 1 ? b.n - 1 : b.n;
-    int ok = rt_reserve_array((void **)&bvh->tri_index, &bvh->index_cap, keys->n, sizeof *bvh->tri_index) &&
-             rt_reserve_array((void **)&bvh->nodes, &bvh->node_cap, nodes, sizeof *bvh->nodes);
-    if (ok && b.n > 1) {
-        b.nodes = bvh->nodes;
-        b.tri_index = bvh->tri_index;
-        ok = build_tree(&b, keys, info);
-        if (ok) bvh->bounds = aabb_union(bvh_child_box(&bvh->nodes[0], 0), bvh_child_box(&bvh->nodes[0], 1));
-    }
+    if (b.n < 2) return rt_fail(err, RT_ERR_ARG, "H-PLOC: %u keys over sorted keys (at least 2)", b.n);
+    const int ok = tree_over_keys(&b, keys, keys->n, bvh, info);
     build_free(&b);
-    if (!ok || b.n < 2) return rt_fail(err, b.n < 2 ? RT_ERR_ARG : RT_ERR_OOM, "H-PLOC: %u keys (at least 2) or out of memory", b.n);
-    bvh->node_count = nodes;
+    if (!ok) return rt_fail(err, RT_ERR_OOM, "H-PLOC: out of memory over %u sorted keys", b.n);
     bvh->index_count = keys->n;
     bvh->d_bounds = NULL;
     bvh->split_refs = 0;

@@ -172,7 +172,7 @@ RT_HD float split_top_plane(float lo, float hi, int k)
 /* A straddling reference's part in spatial bin b of axis `axis` over the
  * node's box: its box cut to the bin's slab. Not the clipped triangle's
  * box (Stich et al. clip it): the bins only choose the plane, the chosen
- * plane's straddlers are clipped exactly (split_top_clip), and clipping
+ * plane's straddlers are clipped exactly (split_top_cut), and clipping
  * a straddler into every bin it spans cost the GPU's binning most of its
  * time. */
 RT_HD RtAabb split_top_bin_part(RtAabb ref, RtAabb node, int axis, int b)
