@@ -2,7 +2,7 @@
  * the launches). Every rule is split_top.h's, as the CPU oracle
  * (split_top_cpu.c) applies it, so the references, their order and the
  * keys are the oracle's: bins are unions (min and max round nothing) and
- * counts, the choice is one thread's split_top_choose in the oracle's node
+ * counts, the choice is split_top_choose's functions in the oracle's node
  * order, and the partition keeps the references' order (scans). */
 #include <stdlib.h>
 #include <string.h>
@@ -110,47 +110,113 @@ __device__ __forceinline__ uint32_t ref_sides(const SplitTopLevel &L, const floa
 
 /* ---- the levels ---------------------------------------------------------------------- */
 
-/* The bins of the level's nodes that may split (split_top_gpu.cuh). Level
- * 0's one node is the scene: its box and valid count from bvh_boxes, its
- * references the triangles (the degenerate ones' boxes are empty: left
- * out). */
-__global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
-                                                                              const BvhCounters *ctr,
-                                                            uint32_t tri_count, int d, uint32_t min_refs)
+/* The block that takes a launch's last ticket (true) once every other
+ * block's global atomics and stores are done: it then reads what they
+ * wrote (bypassing L1) and resets the ticket for the next launch. Whole
+ * block. */
+__device__ __forceinline__ bool last_block(uint32_t *ticket)
 {
-    __shared__ uint32_t sh[kTopLevelNodes * kTopBinWords];
-    __shared__ uint32_t s_first[kTopLevelNodes], s_count[kTopLevelNodes];
-    __shared__ RtAabb s_box[kTopLevelNodes];
-    __shared__ float s_scale[kTopLevelNodes][3];
-    __shared__ int s_active[kTopLevelNodes], s_slots, s_any;
-    const SplitTopDev *top = t.top;
-    if (d > 0 && top->stop) return;
-    if (threadIdx.x == 0) {
-        int any = 0;
-        if (d == 0) {
-            s_slots = 1;
-            s_first[0] = 0, s_count[0] = tri_count;
-            const RtAabb b = bvh_scene_box(ctr);
-            s_box[0] = b;
-            any = s_active[0] = ctr->valid >= 2u && ctr->valid >= min_refs;
-        } else {
-            s_slots = top->leaves;
-            for (int s = 0; s < top->leaves; s++) {
-                const SplitTopNodeDev &nd = top->node[top->order[s]];
-                s_first[s] = nd.first, s_count[s] = nd.count;
-                s_box[s] = split_top_dec_box(nd.box);
-                s_active[s] = nd.depth == d && nd.count >= min_refs;
-                any |= s_active[s];
-            }
-        }
-        s_any = any;
-        for (int s = 0; s < s_slots; s++)
-            for (int a = 0; a < 3; a++)
-                s_scale[s][a] = split_top_scale(v3_get(s_box[s].lo, a), v3_get(s_box[s].hi, a));
+    __shared__ int s_last;
+    __threadfence(); /* this thread's atomics before the ticket */
+    __syncthreads();
+    if (threadIdx.x == 0) s_last = atomicAdd(ticket, 1u) == gridDim.x - 1u;
+    __syncthreads();
+    if (!s_last) return false;
+    __threadfence();
+    if (threadIdx.x == 0) *ticket = 0u;
+    return true;
+}
+
+/* The level's decisions, by top_bin's last block: each node's six groups
+ * of bins swept by a thread each (split_top_sweep_one) and combined by a
+ * thread a node (split_top_combine), then one thread takes them in the
+ * top's order while the references stay within max_refs, and keeps the
+ * level's snapshot; the bins zeroed for the next level and build. Level
+ * 0 first sets the top up (the scene's node). Whole block. */
+__device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *ctr, uint32_t tri_count, int d,
+                             const RtSplitTopParams &p, uint32_t max_refs)
+{
+    __shared__ SplitTopChoice group[kTopLevelNodes][6];
+    __shared__ RtAabb side[kTopLevelNodes][3][2];
+    __shared__ SplitTopChoice choice[kTopLevelNodes];
+    __shared__ int chosen[kTopLevelNodes];
+    SplitTopDev *top = t.top;
+    if (d == 0 && threadIdx.x == 0) {
+        const RtAabb b = bvh_scene_box(ctr);
+        SplitTopNodeDev &root = top->node[0];
+        box_words(b, root.box);
+        if (aabb_is_empty(b))
+            for (int k = 0; k < 6; k++) root.box[k] = 0u;
+        root.first = 0, root.count = ctr->valid, root.depth = 0, root.child[0] = root.child[1] = -1;
+        top->nodes = top->leaves = 1;
+        top->order[0] = 0;
+        top->refs = tri_count;
+        top->cur = -1;
+        top->stop = ctr->valid < 2u;
+        top->root_area = split_top_area(b);
+        top->split = 0, top->bits = 0;
     }
     __syncthreads();
-    if (!s_any) return;
-    const int slots = s_slots;
+    const int stop = top->stop, slots = top->leaves;
+    static_assert(kTopLevelNodes * 6 <= kTopBlock, "a thread a group of bins");
+    if (!stop && threadIdx.x < (uint32_t)slots * 6u) {
+        const int s = (int)threadIdx.x / 6, g = (int)threadIdx.x % 6;
+        const SplitTopNodeDev &nd = top->node[top->order[s]];
+        SplitTopChoice c;
+        c.cost = INFINITY;
+        if (nd.depth == d && nd.count >= p.min_refs) {
+            SplitTopBins bins;
+            const uint32_t *w = t.bins + s * kTopBinWords + g * RT_SPLIT_TOP_BINS * 8;
+            for (int b = 0; b < RT_SPLIT_TOP_BINS; b++, w += 8) {
+                uint32_t x[8];
+                for (int k = 0; k < 8; k++) x[k] = __ldcg(w + k);
+                bins.box[b] = split_top_dec_box(x);
+                bins.enter[b] = x[6], bins.leave[b] = x[7];
+            }
+            RtAabb sd[2];
+            c = split_top_sweep_one(&bins, g, split_top_dec_box(nd.box), nd.count, sd);
+            if (g < 3) side[s][g][0] = sd[0], side[s][g][1] = sd[1];
+        }
+        group[s][g] = c;
+    }
+    __syncthreads();
+    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) t.bins[w] = 0u;
+    if (stop) return;
+    if (threadIdx.x < (uint32_t)slots) {
+        const int s = (int)threadIdx.x;
+        const SplitTopNodeDev &nd = top->node[top->order[s]];
+        SplitTopChoice c;
+        chosen[s] = nd.depth == d && nd.count >= p.min_refs &&
+                    split_top_combine(group[s], side[s], p.alpha, top->root_area, &c);
+        choice[s] = c;
+    }
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    uint32_t total = d == 0 ? ctr->valid : top->refs;
+    int any = 0;
+    top->lvl.slots = slots;
+    for (int s = 0; s < slots; s++) {
+        const SplitTopNodeDev &nd = top->node[top->order[s]];
+        top->lvl.first[s] = d == 0 ? 0u : nd.first;
+        top->lvl.count[s] = d == 0 ? tri_count : nd.count;
+        top->lvl.box[s] = split_top_dec_box(nd.box);
+        top->lvl.axis[s] = -1;
+        if (chosen[s] && choice[s].added <= max_refs - total) {
+            top->lvl.axis[s] = choice[s].axis, top->lvl.k[s] = choice[s].k;
+            total += choice[s].added;
+            any = 1;
+        }
+    }
+    if (!any) top->stop = 1;
+}
+
+/* A block's share of the level's references added to the bins of their
+ * nodes (top_bin). Whole block. */
+__device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint32_t tri_count, int d, uint32_t *sh,
+                         const uint32_t *s_first, const uint32_t *s_count, const RtAabb *s_box,
+                         const float (*s_scale)[3], const int *s_active, int slots)
+{
+    const SplitTopDev *top = t.top;
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) sh[w] = 0u;
     __syncthreads();
     const uint32_t n = d == 0 ? tri_count : top->refs;
@@ -237,77 +303,51 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
     }
 }
 
-/* The level's decisions: the bins moved to shared memory (the global
- * ones zeroed for the next level and build), each node's split by a thread
- * of its own (split_top_choose), then one thread takes them in the top's
- * order while the references stay within max_refs, and keeps the level's
- * snapshot. Level 0 first sets the top up (the scene's node). */
-__global__ void __launch_bounds__(kTopBlock) top_decide_kernel(SplitTopArrays t, BvhCounters *ctr, uint32_t tri_count,
-                                                               int d, RtSplitTopParams p, uint32_t max_refs)
+/* The bins of the level's nodes that may split (split_top_gpu.cuh), then,
+ * by the last block, the level's decisions (decide_level). Level 0's one
+ * node is the scene: its box and valid count from bvh_boxes, its
+ * references the triangles (the degenerate ones' boxes are empty: left
+ * out). */
+__global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                                              BvhCounters *ctr, uint32_t tri_count,
+                                                                              int d, RtSplitTopParams p,
+                                                                              uint32_t max_refs)
 {
     __shared__ uint32_t sh[kTopLevelNodes * kTopBinWords];
-    __shared__ SplitTopChoice choice[kTopLevelNodes];
-    __shared__ int chosen[kTopLevelNodes];
-    SplitTopDev *top = t.top;
-    if (d == 0 && threadIdx.x == 0) {
-        const RtAabb b = bvh_scene_box(ctr);
-        SplitTopNodeDev &root = top->node[0];
-        box_words(b, root.box);
-        if (aabb_is_empty(b))
-            for (int k = 0; k < 6; k++) root.box[k] = 0u;
-        root.first = 0, root.count = ctr->valid, root.depth = 0, root.child[0] = root.child[1] = -1;
-        top->nodes = top->leaves = 1;
-        top->order[0] = 0;
-        top->refs = tri_count;
-        top->cur = -1;
-        top->stop = ctr->valid < 2u;
-        top->root_area = split_top_area(b);
-        top->split = 0, top->bits = 0;
-    }
-    __syncthreads();
-    const int stop = top->stop, slots = top->leaves;
-    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) {
-        sh[w] = t.bins[w];
-        t.bins[w] = 0u;
-    }
-    __syncthreads();
-    if (stop) return;
-    if (threadIdx.x < (uint32_t)slots) {
-        const int s = (int)threadIdx.x;
-        const SplitTopNodeDev &nd = top->node[top->order[s]];
-        int ok = 0;
-        SplitTopChoice c;
-        if (nd.depth == d && nd.count >= p.min_refs) {
-            SplitTopBins bins[6]; /* object x3, spatial x3 */
-            const uint32_t *w = sh + s * kTopBinWords;
-            for (int g = 0; g < 6; g++)
-                for (int b = 0; b < RT_SPLIT_TOP_BINS; b++, w += 8) {
-                    bins[g].box[b] = split_top_dec_box(w);
-                    bins[g].enter[b] = w[6], bins[g].leave[b] = w[7];
-                }
-            ok = split_top_choose(bins, bins + 3, split_top_dec_box(nd.box), nd.count, p.alpha, top->root_area, &c);
+    __shared__ uint32_t s_first[kTopLevelNodes], s_count[kTopLevelNodes];
+    __shared__ RtAabb s_box[kTopLevelNodes];
+    __shared__ float s_scale[kTopLevelNodes][3];
+    __shared__ int s_active[kTopLevelNodes], s_slots, s_any;
+    const SplitTopDev *top = t.top;
+    const uint32_t min_refs = p.min_refs;
+    if (d > 0 && top->stop) return; /* every block: the top is finished */
+    if (threadIdx.x == 0) {
+        int any = 0;
+        if (d == 0) {
+            s_slots = 1;
+            s_first[0] = 0, s_count[0] = tri_count;
+            const RtAabb b = bvh_scene_box(ctr);
+            s_box[0] = b;
+            any = s_active[0] = ctr->valid >= 2u && ctr->valid >= min_refs;
+        } else {
+            s_slots = top->leaves;
+            for (int s = 0; s < top->leaves; s++) {
+                const SplitTopNodeDev &nd = top->node[top->order[s]];
+                s_first[s] = nd.first, s_count[s] = nd.count;
+                s_box[s] = split_top_dec_box(nd.box);
+                s_active[s] = nd.depth == d && nd.count >= min_refs;
+                any |= s_active[s];
+            }
         }
-        chosen[s] = ok;
-        choice[s] = c;
+        s_any = any;
+        for (int s = 0; s < s_slots; s++)
+            for (int a = 0; a < 3; a++)
+                s_scale[s][a] = split_top_scale(v3_get(s_box[s].lo, a), v3_get(s_box[s].hi, a));
     }
     __syncthreads();
-    if (threadIdx.x != 0) return;
-    uint32_t total = d == 0 ? ctr->valid : top->refs;
-    int any = 0;
-    top->lvl.slots = slots;
-    for (int s = 0; s < slots; s++) {
-        const SplitTopNodeDev &nd = top->node[top->order[s]];
-        top->lvl.first[s] = d == 0 ? 0u : nd.first;
-        top->lvl.count[s] = d == 0 ? tri_count : nd.count;
-        top->lvl.box[s] = split_top_dec_box(nd.box);
-        top->lvl.axis[s] = -1;
-        if (chosen[s] && choice[s].added <= max_refs - total) {
-            top->lvl.axis[s] = choice[s].axis, top->lvl.k[s] = choice[s].k;
-            total += choice[s].added;
-            any = 1;
-        }
-    }
-    if (!any) top->stop = 1;
+    if (s_any) bin_refs(t, tri_boxes, tri_count, d, sh, s_first, s_count, s_box, s_scale, s_active, s_slots);
+    /* level 0 is decided even without a node to bin: it sets the top up */
+    if (last_block(&t.top->ticket)) decide_level(t, ctr, tri_count, d, p, max_refs);
 }
 
 /* One tile of top_count: each slot's left and right outputs among its
@@ -343,32 +383,16 @@ __device__ void count_tile(const SplitTopArrays &t, const SplitTopLevel &L, cons
         t.tile_counts[(size_t)tile * kTopLevelNodes + threadIdx.x] = make_uint2(cl[threadIdx.x], cr[threadIdx.x]);
 }
 
-/* Per tile of the level's references: each slot's left and right
- * outputs. The level's input is top->cur until top_scan moves it. */
-__global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
-                                                              const float4 *verts)
-{
-    __shared__ uint32_t cl[kTopLevelNodes], cr[kTopLevelNodes];
-    __shared__ SplitTopLevel L;
-    const SplitTopDev *top = t.top;
-    if (top->stop) return;
-    const uint32_t n = top->refs;
-    level_load(&L, top->lvl);
-    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x)
-        count_tile(t, L, tri_boxes, verts, n, top->cur, tile, cl, cr);
-}
-
-/* One block: the tiles' counts scanned per slot (each tile's offsets in
- * place), the slots' output places, the split nodes' children (their boxes
- * left for top_write), the next level's order and count, the buffers
- * swapped. */
-__global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, int d)
+/* By top_count's last block: the tiles' counts scanned per slot (each
+ * tile's offsets in place), the slots' output places, the split nodes'
+ * children (their boxes left for top_write), the next level's order and
+ * count, the buffers swapped. Whole block. */
+__device__ __noinline__ void scan_level(const SplitTopArrays &t, int d)
 {
     using Scan = cub::BlockScan<unsigned long long, kTopBlock>;
     __shared__ typename Scan::TempStorage scan;
     __shared__ unsigned long long tot[kTopLevelNodes];
     SplitTopDev *top = t.top;
-    if (top->stop) return;
     const uint32_t tiles = (top->refs + kTile - 1) / kTile;
     const int slots = top->lvl.slots;
     for (int s = 0; s < slots; s++) {
@@ -376,7 +400,9 @@ __global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, i
         for (uint32_t c = 0; c < tiles; c += kTopBlock) {
             const uint32_t idx = c + threadIdx.x;
             uint2 *at = t.tile_counts + (size_t)idx * kTopLevelNodes + s;
-            const unsigned long long v = idx < tiles ? ((unsigned long long)at->x << 32 | at->y) : 0ull;
+            uint2 cnt = make_uint2(0u, 0u);
+            if (idx < tiles) cnt = __ldcg(at); /* the other blocks' counts: not from L1 */
+            const unsigned long long v = (unsigned long long)cnt.x << 32 | cnt.y;
             unsigned long long ex, agg;
             Scan(scan).ExclusiveSum(v, ex, agg);
             ex += run;
@@ -419,6 +445,23 @@ __global__ void __launch_bounds__(kTopBlock) top_scan_kernel(SplitTopArrays t, i
     top->refs = out;
     top->lvl.in = top->cur;
     top->cur = top->cur < 0 ? 0 : top->cur ^ 1;
+}
+
+/* Per tile of the level's references: each slot's left and right
+ * outputs; the last block scans them (scan_level). The level's input is
+ * top->cur until scan_level moves it. */
+__global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                              const float4 *verts, int d)
+{
+    __shared__ uint32_t cl[kTopLevelNodes], cr[kTopLevelNodes];
+    __shared__ SplitTopLevel L;
+    const SplitTopDev *top = t.top;
+    if (top->stop) return; /* every block: the top is finished */
+    const uint32_t n = top->refs;
+    level_load(&L, top->lvl);
+    for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x)
+        count_tile(t, L, tri_boxes, verts, n, top->cur, tile, cl, cr);
+    if (last_block(&t.top->ticket)) scan_level(t, d);
 }
 
 using TopWriteScan = cub::BlockScan<unsigned long long, kTopBlock>;
@@ -490,7 +533,7 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
 }
 
 /* Each reference of the level at its place in the other buffer (the
- * level's input: L.in, top_scan's record), a tile at a time. */
+ * level's input: L.in, scan_level's record), a tile at a time. */
 __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
                                                               const float4 *verts)
 {
@@ -609,12 +652,9 @@ RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTo
     const dim3 tiles(bvh_capped_grid(b, (keys + kTile - 1) / kTile, kTileBlocksPerSm));
     RtStatus st;
     for (int d = 0; d < p->depth; d++) {
-        if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes,
-                            (const BvhCounters *)ctr, tri_count, d, p->min_refs)) != RT_OK ||
-            (st = rt_launch(log, "top_decide", one, block, 0, top_decide_kernel, err, *t, ctr, tri_count, d, *p,
+        if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes, ctr, tri_count, d, *p,
                             keys)) != RT_OK ||
-            (st = rt_launch(log, "top_count", tiles, block, 0, top_count_kernel, err, *t, boxes, verts)) != RT_OK ||
-            (st = rt_launch(log, "top_scan", one, block, 0, top_scan_kernel, err, *t, d)) != RT_OK ||
+            (st = rt_launch(log, "top_count", tiles, block, 0, top_count_kernel, err, *t, boxes, verts, d)) != RT_OK ||
             (st = rt_launch(log, "top_write", tiles, block, 0, top_write_kernel, err, *t, boxes, verts)) != RT_OK)
             return st;
     }

@@ -2,14 +2,17 @@
  * (hploc_gpu.cu), which queues it between the triangle boxes and the sort:
  *
  *   per level d < depth (split_top_gpu.cu):
- *     top_bin     the level's nodes' object and spatial bins (a straddler
- *                 clipped into each bin it spans), per block in shared
+ *     top_bin     the level's nodes' object and spatial bins (a straddler's
+ *                 box cut to each bin it spans), per block in shared
  *                 memory, warp-aggregated, then added to the level's bins;
- *     top_decide  one thread: split_top_choose per node, in order, within
- *                 the reference budget; the bins zeroed for the next level;
+ *                 its last block decides: split_top_sweep_one a thread per
+ *                 node and group of bins, split_top_combine a thread per
+ *                 node, one thread takes them in order within the
+ *                 reference budget; the bins zeroed for the next level;
  *     top_count   per tile of references, per node: left and right outputs;
- *     top_scan    the tiles' counts scanned per node; the nodes' output
- *                 ranges, their children, the next level's order;
+ *                 its last block scans the tiles' counts per node: the
+ *                 nodes' output ranges, their children, the next level's
+ *                 order;
  *     top_write   each reference (or a straddler's two clipped parts) at its
  *                 place, order kept (a block scan within the tile); the
  *                 children's boxes;
@@ -45,7 +48,7 @@ struct SplitTopNodeDev {
 };
 
 /* A level's partition, per slot of the top's order at the level's start:
- * top_decide's snapshot and splits, top_scan's output places. The count
+ * the decision's snapshot and splits, the scan's output places. The count
  * and write kernels copy it to shared memory. */
 struct SplitTopLevel {
     uint32_t first[kTopLevelNodes], count[kTopLevelNodes];
@@ -55,7 +58,7 @@ struct SplitTopLevel {
     uint32_t base[kTopLevelNodes], nl[kTopLevelNodes];
     int slots;
     uint32_t n; /* references in the level's input */
-    int in;     /* the input array: -1 the triangles, else a ref buffer (top_scan sets the output, cur) */
+    int in;     /* the input array: -1 the triangles, else a ref buffer (the scan sets the output, cur) */
 };
 
 /* The top's state, one per builder on the device. */
@@ -66,8 +69,9 @@ struct SplitTopDev {
     uint32_t refs;                      /* references at the current level (level 0: the triangles) */
     int cur;                            /* the current level's array: -1 the triangles, else ref buffer */
     int stop;                           /* a level split nothing: the top is finished */
+    uint32_t ticket;                    /* blocks done in a launch (last_block; zero between launches) */
     float root_area;
-    SplitTopLevel lvl;                  /* the level's partition (top_decide, top_scan) */
+    SplitTopLevel lvl;                  /* the level's partition (decide_level, scan_level) */
     /* the finished top (top_finish) */
     int split; /* more than one leaf */
     int bits;  /* split_top_leaf_bits */

@@ -209,8 +209,8 @@ typedef struct SplitTopChoice {
 } SplitTopChoice;
 
 /* The planes of one axis's bins: the cheapest kept in *best when cheaper
- * (ties keep the earlier: lower axis, lower plane), its sides' boxes in
- * side (may be NULL). */
+ * (ties keep the earlier: lower plane), its sides' boxes in side (may be
+ * NULL). */
 RT_HD void split_top_sweep(const SplitTopBins *b, int spatial, int axis, uint32_t count, SplitTopChoice *best,
                            RtAabb side[2])
 {
@@ -232,25 +232,52 @@ RT_HD void split_top_sweep(const SplitTopBins *b, int spatial, int axis, uint32_
     }
 }
 
+/* One group of a node's bins on its own (group g: object bins of axis g,
+ * g < 3, else spatial bins of axis g - 3): its cheapest plane (cost
+ * INFINITY: none, or a flat axis) and, for an object split, its sides.
+ * The GPU sweeps a node's six groups in six threads. */
+RT_HD SplitTopChoice split_top_sweep_one(const SplitTopBins *b, int g, RtAabb box, uint32_t count, RtAabb side[2])
+{
+    SplitTopChoice c;
+    c.spatial = g >= 3, c.axis = g % 3, c.k = 0, c.cost = INFINITY, c.added = 0;
+    side[0] = side[1] = aabb_empty();
+    if (split_top_scale(v3_get(box.lo, c.axis), v3_get(box.hi, c.axis)) != 0.0f)
+        split_top_sweep(b, c.spatial, c.axis, count, &c, g < 3 ? side : NULL);
+    return c;
+}
+
+/* A node's split from its six groups' sweeps (split_top_sweep_one, in
+ * group order; obj_side: the object groups' sides): the best spatial split
+ * when it is cheaper than the best object split and wanted (the object
+ * split's sides overlap by more than alpha * root_area, or there is none).
+ * Ties keep the lower axis. 0: no split pays. */
+RT_HD int split_top_combine(const SplitTopChoice g[6], const RtAabb obj_side[3][2], float alpha, float root_area,
+                            SplitTopChoice *out)
+{
+    SplitTopChoice best = g[0];
+    int at = 0;
+    for (int a = 1; a < 3; a++)
+        if (g[a].cost < best.cost) best = g[a], at = a;
+    const int want = !(best.cost < INFINITY) ||
+                     split_top_area(split_top_meet(obj_side[at][0], obj_side[at][1])) > RT_XMUL(alpha, root_area);
+    for (int a = 3; want && a < 6; a++)
+        if (g[a].cost < best.cost) best = g[a];
+    *out = best;
+    return best.cost < INFINITY && best.spatial;
+}
+
 /* A node of `count` references in `box`, its object bins obj[3] and
- * spatial bins spa[3] (by axis): the best spatial split when it is cheaper
- * than the best object split and wanted (the object split's sides overlap
- * by more than alpha * root_area, or there is none). 0: no split pays. */
+ * spatial bins spa[3] (by axis): split_top_combine over the six sweeps. */
 RT_HD int split_top_choose(const SplitTopBins obj[3], const SplitTopBins spa[3], RtAabb box, uint32_t count,
                            float alpha, float root_area, SplitTopChoice *out)
 {
-    SplitTopChoice best;
-    best.spatial = 0, best.axis = 0, best.k = 0, best.cost = INFINITY, best.added = 0;
-    RtAabb side[2] = {aabb_empty(), aabb_empty()};
-    for (int a = 0; a < 3; a++)
-        if (split_top_scale(v3_get(box.lo, a), v3_get(box.hi, a)) != 0.0f)
-            split_top_sweep(&obj[a], 0, a, count, &best, side);
-    const int want = !(best.cost < INFINITY) || split_top_area(split_top_meet(side[0], side[1])) > RT_XMUL(alpha, root_area);
-    for (int a = 0; want && a < 3; a++)
-        if (split_top_scale(v3_get(box.lo, a), v3_get(box.hi, a)) != 0.0f)
-            split_top_sweep(&spa[a], 1, a, count, &best, NULL);
-    *out = best;
-    return best.cost < INFINITY && best.spatial;
+    SplitTopChoice g[6];
+    RtAabb side[3][2], none[2];
+    for (int a = 0; a < 3; a++) {
+        g[a] = split_top_sweep_one(&obj[a], a, box, count, side[a]);
+        g[a + 3] = split_top_sweep_one(&spa[a], a + 3, box, count, none);
+    }
+    return split_top_combine(g, (const RtAabb(*)[2])side, alpha, root_area, out);
 }
 
 /* A reference's side of a node's spatial split (box: the node's):
