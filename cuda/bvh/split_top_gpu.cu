@@ -646,10 +646,12 @@ RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTo
     BvhCounters *ctr = b->d_ctr;
     const RtAabb *boxes = b->keys.boxes;
     const dim3 block(kTopBlock), one(1), warp(32);
-    const dim3 bin_grid = bvh_capped_grid(b, (keys + kTopBlock - 1) / kTopBlock, kBinBlocksPerSm);
+    /* at least a block: the last blocks of top_bin and top_count decide and
+     * scan every level, with no triangle too (the top is set up at level 0) */
+    const dim3 bin_grid = bvh_capped_grid(b, (keys + kTopBlock - 1) / kTopBlock + (keys == 0), kBinBlocksPerSm);
     /* the count and write kernels loop over the tiles: a level that splits
      * nothing (their early return) then costs few blocks */
-    const dim3 tiles(bvh_capped_grid(b, (keys + kTile - 1) / kTile, kTileBlocksPerSm));
+    const dim3 tiles(bvh_capped_grid(b, (keys + kTile - 1) / kTile + (keys == 0), kTileBlocksPerSm));
     RtStatus st;
     for (int d = 0; d < p->depth; d++) {
         if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes, ctr, tri_count, d, *p,
