@@ -127,9 +127,62 @@ __device__ __forceinline__ bool last_block(uint32_t *ticket)
     return true;
 }
 
+/* An 8-lane group's sweep of one group of a node's bins (lane b holds bin
+ * b; g: the group, split_top_sweep_one's numbering): split_top_sweep's
+ * choice, the same plane to the bit — the lanes' unions and sums are its
+ * (split_top_union takes its terms in any order), each lane k > 0 costs
+ * plane k with split_top_cost, the cheapest wins and ties keep the lower
+ * plane, as the sweep's strict comparison does. live false: no plane
+ * (cost INFINITY). True on the lane that holds the group's result (*c and,
+ * for an object split, its sides). Whole warp. */
+__device__ __forceinline__ bool sweep_lanes(RtAabb box, uint32_t enter, uint32_t leave, int b, uint32_t count,
+                                            bool live, int g, SplitTopChoice *c, RtAabb side[2])
+{
+    /* left: the union of bins 0..b and their entries; right: bins b..7, their leaves */
+    RtAabb left = box, right = box;
+    uint32_t nl = enter, nr = leave;
+    for (int o = 1; o < 8; o <<= 1) {
+        RtAabb lu, ru;
+        float *lf = &lu.lo.x, *rf = &ru.lo.x;
+        const float *lsrc = &left.lo.x, *rsrc = &right.lo.x;
+        for (int k = 0; k < 6; k++) {
+            lf[k] = __shfl_up_sync(kFull, lsrc[k], o, 8);
+            rf[k] = __shfl_down_sync(kFull, rsrc[k], o, 8);
+        }
+        const uint32_t nlu = __shfl_up_sync(kFull, nl, o, 8), nru = __shfl_down_sync(kFull, nr, o, 8);
+        if (b >= o) left = split_top_union(lu, left), nl += nlu;
+        if (b + o < 8) right = split_top_union(right, ru), nr += nru;
+    }
+    /* plane b (b >= 1): bins below it on the left (lane b - 1's left) */
+    RtAabb pl;
+    float *pf = &pl.lo.x;
+    const float *lsrc = &left.lo.x;
+    for (int k = 0; k < 6; k++) pf[k] = __shfl_up_sync(kFull, lsrc[k], 1, 8);
+    const uint32_t pnl = __shfl_up_sync(kFull, nl, 1, 8);
+    float cost = INFINITY;
+    int k = 8;
+    if (live && b >= 1 && pnl && nr) {
+        const float x = split_top_cost(split_top_area(pl), pnl, split_top_area(right), nr);
+        if (x < INFINITY) cost = x, k = b;
+    }
+    for (int o = 1; o < 8; o <<= 1) {
+        const float oc = __shfl_xor_sync(kFull, cost, o, 8);
+        const int ok = __shfl_xor_sync(kFull, k, o, 8);
+        if (oc < cost || (oc == cost && ok < k)) cost = oc, k = ok;
+    }
+    c->spatial = g >= 3, c->axis = g % 3, c->k = 0, c->cost = INFINITY, c->added = 0;
+    side[0] = side[1] = aabb_empty();
+    if (k == 8) return b == 0;
+    if (b != k) return false;
+    c->k = k, c->cost = cost;
+    c->added = pnl + nr > count ? pnl + nr - count : 0u;
+    side[0] = pl, side[1] = right;
+    return true;
+}
+
 /* The level's decisions, by top_bin's last block: each node's six groups
- * of bins swept by a thread each (split_top_sweep_one) and combined by a
- * thread a node (split_top_combine), then one thread takes them in the
+ * of bins swept by 8 lanes each (sweep_lanes) and combined by a thread a
+ * node (split_top_combine), then one thread takes them in the
  * top's order while the references stay within max_refs, and keeps the
  * level's snapshot; the bins zeroed for the next level and build. Level
  * 0 first sets the top up (the scene's node). Whole block. */
@@ -158,26 +211,37 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
     }
     __syncthreads();
     const int stop = top->stop, slots = top->leaves;
-    static_assert(kTopLevelNodes * 6 <= kTopBlock, "a thread a group of bins");
-    if (!stop && threadIdx.x < (uint32_t)slots * 6u) {
-        const int s = (int)threadIdx.x / 6, g = (int)threadIdx.x % 6;
-        const SplitTopNodeDev &nd = top->node[top->order[s]];
+    /* a group of 8 lanes a group of bins (a lane a bin), the groups in
+     * rounds over the block */
+    static_assert(RT_SPLIT_TOP_BINS == 8, "a lane a bin, 8 lanes a group");
+    const int groups = stop ? 0 : slots * 6;
+    for (int base = 0; base < groups * 8; base += kTopBlock) {
+        const int gi = (base + (int)threadIdx.x) / 8, b = (int)threadIdx.x % 8;
+        const int s = gi / 6, g = gi % 6;
+        bool live = gi < groups;
+        RtAabb nbox = aabb_empty();
+        uint32_t count = 0;
+        if (live) {
+            const SplitTopNodeDev &nd = top->node[top->order[s]];
+            nbox = split_top_dec_box(nd.box), count = nd.count;
+            live = nd.depth == d && nd.count >= p.min_refs &&
+                   split_top_scale(v3_get(nbox.lo, g % 3), v3_get(nbox.hi, g % 3)) != 0.0f;
+        }
+        RtAabb box = aabb_empty();
+        uint32_t enter = 0, leave = 0;
+        if (live) {
+            const uint32_t *w = t.bins + s * kTopBinWords + (g * RT_SPLIT_TOP_BINS + b) * 8;
+            uint32_t x[8];
+            for (int k = 0; k < 8; k++) x[k] = __ldcg(w + k);
+            box = split_top_dec_box(x), enter = x[6], leave = x[7];
+        }
         SplitTopChoice c;
-        c.cost = INFINITY;
-        if (nd.depth == d && nd.count >= p.min_refs) {
-            SplitTopBins bins;
-            const uint32_t *w = t.bins + s * kTopBinWords + g * RT_SPLIT_TOP_BINS * 8;
-            for (int b = 0; b < RT_SPLIT_TOP_BINS; b++, w += 8) {
-                uint32_t x[8];
-                for (int k = 0; k < 8; k++) x[k] = __ldcg(w + k);
-                bins.box[b] = split_top_dec_box(x);
-                bins.enter[b] = x[6], bins.leave[b] = x[7];
-            }
-            RtAabb sd[2];
-            c = split_top_sweep_one(&bins, g, split_top_dec_box(nd.box), nd.count, sd);
+        RtAabb sd[2];
+        const bool mine = sweep_lanes(box, enter, leave, b, count, live, g, &c, sd);
+        if (gi < groups && mine) {
+            group[s][g] = c;
             if (g < 3) side[s][g][0] = sd[0], side[s][g][1] = sd[1];
         }
-        group[s][g] = c;
     }
     __syncthreads();
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) t.bins[w] = 0u;
