@@ -278,7 +278,8 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
  * nodes (top_bin). Whole block. */
 __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint32_t tri_count, int d, uint32_t *sh,
                          const uint32_t *s_first, const uint32_t *s_count, const RtAabb *s_box,
-                         const float (*s_scale)[3], const int *s_active, int slots)
+                         const float (*s_scale)[3], const float (*s_face)[3][RT_SPLIT_TOP_BINS + 1],
+                         const int *s_active, int slots)
 {
     const SplitTopDev *top = t.top;
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) sh[w] = 0u;
@@ -334,7 +335,8 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
                     const uint32_t n_leave = (uint32_t)__popc(__ballot_sync(kFull, b1 == b));
                     uint32_t pw[6] = {0u, 0u, 0u, 0u, 0u, 0u};
                     if (in_spa) { /* a part may be empty (a box ending on the bin's face): no words */
-                        const RtAabb part = b0 == b1 ? r : split_top_bin_part(r, nb, a, b);
+                        const RtAabb part =
+                            b0 == b1 ? r : split_top_bin_part_at(r, nb, a, s_face[s][a][b], s_face[s][a][b + 1]);
                         if (!aabb_is_empty(part)) box_words(part, pw);
                     }
                     uint32_t ow[6], sw[6];
@@ -381,6 +383,7 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
     __shared__ uint32_t s_first[kTopLevelNodes], s_count[kTopLevelNodes];
     __shared__ RtAabb s_box[kTopLevelNodes];
     __shared__ float s_scale[kTopLevelNodes][3];
+    __shared__ float s_face[kTopLevelNodes][3][RT_SPLIT_TOP_BINS + 1];
     __shared__ int s_active[kTopLevelNodes], s_slots, s_any;
     const SplitTopDev *top = t.top;
     const uint32_t min_refs = p.min_refs;
@@ -409,7 +412,15 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
                 s_scale[s][a] = split_top_scale(v3_get(s_box[s].lo, a), v3_get(s_box[s].hi, a));
     }
     __syncthreads();
-    if (s_any) bin_refs(t, tri_boxes, tri_count, d, sh, s_first, s_count, s_box, s_scale, s_active, s_slots);
+    /* the bins' faces, a thread each (split_top_plane's divisions once) */
+    for (int i = threadIdx.x; i < s_slots * 3 * (RT_SPLIT_TOP_BINS + 1); i += kTopBlock) {
+        const int s = i / (3 * (RT_SPLIT_TOP_BINS + 1)), a = i / (RT_SPLIT_TOP_BINS + 1) % 3,
+                  b = i % (RT_SPLIT_TOP_BINS + 1);
+        s_face[s][a][b] = split_top_bin_face(v3_get(s_box[s].lo, a), v3_get(s_box[s].hi, a), b);
+    }
+    __syncthreads();
+    if (s_any)
+        bin_refs(t, tri_boxes, tri_count, d, sh, s_first, s_count, s_box, s_scale, s_face, s_active, s_slots);
     /* level 0 is decided even without a node to bin: it sets the top up */
     if (last_block(&t.top->ticket)) decide_level(t, ctr, tri_count, d, p, max_refs);
 }

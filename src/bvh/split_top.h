@@ -169,18 +169,27 @@ RT_HD float split_top_plane(float lo, float hi, int k)
     return RT_XADD(lo, RT_XMUL(RT_XSUB(hi, lo), RT_XDIV((float)k, (float)RT_SPLIT_TOP_BINS)));
 }
 
-/* A straddling reference's part in spatial bin b of axis `axis` over the
- * node's box: its box cut to the bin's slab. Not the clipped triangle's
+/* Face b (0..RT_SPLIT_TOP_BINS) of the bins over [lo, hi]: lo, the planes,
+ * hi. A straddling reference's part in spatial bin b of axis `axis` over
+ * the node's box: its box cut to the bin's slab. Not the clipped triangle's
  * box (Stich et al. clip it): the bins only choose the plane, the chosen
  * plane's straddlers are clipped exactly (split_top_cut), and clipping
  * a straddler into every bin it spans cost the GPU's binning most of its
  * time. */
+RT_HD float split_top_bin_face(float lo, float hi, int b)
+{
+    return b == 0 ? lo : b == RT_SPLIT_TOP_BINS ? hi : split_top_plane(lo, hi, b);
+}
+/* The part in the slab [s0, s1] of the node's axis (the bin's faces,
+ * split_top_bin_face(b) and (b + 1): the GPU keeps them per node). */
+RT_HD RtAabb split_top_bin_part_at(RtAabb ref, RtAabb node, int axis, float s0, float s1)
+{
+    return split_top_meet(ref, split_top_slab(node, axis, s0, s1));
+}
 RT_HD RtAabb split_top_bin_part(RtAabb ref, RtAabb node, int axis, int b)
 {
     const float lo = v3_get(node.lo, axis), hi = v3_get(node.hi, axis);
-    const float s0 = b ? split_top_plane(lo, hi, b) : lo;
-    const float s1 = b < RT_SPLIT_TOP_BINS - 1 ? split_top_plane(lo, hi, b + 1) : hi;
-    return split_top_meet(ref, split_top_slab(node, axis, s0, s1));
+    return split_top_bin_part_at(ref, node, axis, split_top_bin_face(lo, hi, b), split_top_bin_face(lo, hi, b + 1));
 }
 
 /* The SAH cost of a split, relative to a leaf's per-reference cost: both
