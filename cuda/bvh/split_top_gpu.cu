@@ -16,9 +16,10 @@ static constexpr int kTopBlock = 256;
 /* References a block of the count and write kernels takes: a tile. */
 static constexpr int kTopItems = 4;
 static constexpr uint32_t kTile = kTopBlock * kTopItems;
-/* top_bin's grid: blocks a multiprocessor (each adds its bins to the
+/* top_bin's blocks, one a multiprocessor (each adds its bins to the
  * level's once: fewer blocks, fewer global atomics). */
-static constexpr uint32_t kBinBlocksPerSm = 4;
+static constexpr int kBinBlock = 1024;
+static constexpr uint32_t kBinBlocksPerSm = 1;
 /* top_count's and top_write's grid: blocks a multiprocessor at most. */
 static constexpr uint32_t kTileBlocksPerSm = 4;
 static constexpr unsigned kFull = 0xffffffffu;
@@ -215,7 +216,7 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
      * rounds over the block */
     static_assert(RT_SPLIT_TOP_BINS == 8, "a lane a bin, 8 lanes a group");
     const int groups = stop ? 0 : slots * 6;
-    for (int base = 0; base < groups * 8; base += kTopBlock) {
+    for (int base = 0; base < groups * 8; base += kBinBlock) {
         const int gi = (base + (int)threadIdx.x) / 8, b = (int)threadIdx.x % 8;
         const int s = gi / 6, g = gi % 6;
         bool live = gi < groups;
@@ -244,7 +245,7 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
         }
     }
     __syncthreads();
-    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) t.bins[w] = 0u;
+    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kBinBlock) t.bins[w] = 0u;
     if (stop) return;
     if (threadIdx.x < (uint32_t)slots) {
         const int s = (int)threadIdx.x;
@@ -282,7 +283,7 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
                          const int *s_active, int slots)
 {
     const SplitTopDev *top = t.top;
-    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) sh[w] = 0u;
+    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kBinBlock) sh[w] = 0u;
     __syncthreads();
     const uint32_t n = d == 0 ? tri_count : top->refs;
     const int which = d == 0 ? -1 : top->cur;
@@ -293,8 +294,8 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
      * their bins, so a warp touches few of them and the shared atomics
      * seldom meet. */
     const uint32_t lane = threadIdx.x & 31u;
-    const uint32_t stride = gridDim.x * kTopBlock;
-    for (uint32_t base = blockIdx.x * kTopBlock + (threadIdx.x & ~31u); base < n; base += stride) {
+    const uint32_t stride = gridDim.x * kBinBlock;
+    for (uint32_t base = blockIdx.x * kBinBlock + (threadIdx.x & ~31u); base < n; base += stride) {
         const uint32_t i = base + lane;
         int slot = -1;
         RtAabb r = aabb_empty();
@@ -361,7 +362,7 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
         }
     }
     __syncthreads();
-    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kTopBlock) {
+    for (int w = threadIdx.x; w < slots * kTopBinWords; w += kBinBlock) {
         const uint32_t v = sh[w];
         if (!v || !s_active[w / kTopBinWords]) continue;
         if (w % 8 < 6) atomicMax(t.bins + w, v);
@@ -374,7 +375,7 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
  * node is the scene: its box and valid count from bvh_boxes, its
  * references the triangles (the degenerate ones' boxes are empty: left
  * out). */
-__global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+__global__ void __launch_bounds__(kBinBlock, kBinBlocksPerSm) top_bin_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
                                                                               BvhCounters *ctr, uint32_t tri_count,
                                                                               int d, RtSplitTopParams p,
                                                                               uint32_t max_refs)
@@ -413,7 +414,7 @@ __global__ void __launch_bounds__(kTopBlock, kBinBlocksPerSm) top_bin_kernel(Spl
     }
     __syncthreads();
     /* the bins' faces, a thread each (split_top_plane's divisions once) */
-    for (int i = threadIdx.x; i < s_slots * 3 * (RT_SPLIT_TOP_BINS + 1); i += kTopBlock) {
+    for (int i = threadIdx.x; i < s_slots * 3 * (RT_SPLIT_TOP_BINS + 1); i += kBinBlock) {
         const int s = i / (3 * (RT_SPLIT_TOP_BINS + 1)), a = i / (RT_SPLIT_TOP_BINS + 1) % 3,
                   b = i % (RT_SPLIT_TOP_BINS + 1);
         s_face[s][a][b] = split_top_bin_face(v3_get(s_box[s].lo, a), v3_get(s_box[s].hi, a), b);
@@ -723,14 +724,14 @@ RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTo
     const dim3 block(kTopBlock), one(1), warp(32);
     /* at least a block: the last blocks of top_bin and top_count decide and
      * scan every level, with no triangle too (the top is set up at level 0) */
-    const dim3 bin_grid = bvh_capped_grid(b, (keys + kTopBlock - 1) / kTopBlock + (keys == 0), kBinBlocksPerSm);
+    const dim3 bin_grid = bvh_capped_grid(b, (keys + kBinBlock - 1) / kBinBlock + (keys == 0), kBinBlocksPerSm);
     /* the count and write kernels loop over the tiles: a level that splits
      * nothing (their early return) then costs few blocks */
     const dim3 tiles(bvh_capped_grid(b, (keys + kTile - 1) / kTile + (keys == 0), kTileBlocksPerSm));
     RtStatus st;
     for (int d = 0; d < p->depth; d++) {
-        if ((st = rt_launch(log, "top_bin", bin_grid, block, 0, top_bin_kernel, err, *t, boxes, ctr, tri_count, d, *p,
-                            keys)) != RT_OK ||
+        if ((st = rt_launch(log, "top_bin", bin_grid, dim3(kBinBlock), 0, top_bin_kernel, err, *t, boxes, ctr,
+                            tri_count, d, *p, keys)) != RT_OK ||
             (st = rt_launch(log, "top_count", tiles, block, 0, top_count_kernel, err, *t, boxes, verts, d)) != RT_OK ||
             (st = rt_launch(log, "top_write", tiles, block, 0, top_write_kernel, err, *t, boxes, verts)) != RT_OK)
             return st;
