@@ -543,9 +543,11 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
 using TopWriteScan = cub::BlockScan<unsigned long long, kTopBlock>;
 
 /* One tile of top_write: each reference (or a straddler's parts) at its
- * place, the tile's block scan of (left, right) counted from each slot's
- * first reference in the tile, plus the tile's offsets and the slot's
- * place; the split nodes' children's boxes grown. Whole block. */
+ * place, in rounds of a reference a thread (neighbouring threads read and
+ * write neighbouring entries): the round's block scan of (left, right)
+ * plus the rounds' before it, counted from each slot's first reference in
+ * the tile, plus the tile's offsets and the slot's place; the split
+ * nodes' children's boxes grown. Whole block. */
 __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const SplitTopLevel &L, const RtAabb *tri_boxes,
                            const float4 *verts, uint32_t n, uint32_t out, uint32_t tile,
                            TopWriteScan::TempStorage &scan, unsigned long long *start, uint32_t *cbox)
@@ -553,52 +555,44 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
     const uint32_t tile0 = tile * kTile;
     __syncthreads(); /* the last tile's shared words are read */
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) cbox[w] = 0u;
-    uint32_t tri[kTopItems], sides[kTopItems];
-    int slot[kTopItems];
-    RtAabb lb[kTopItems], rb[kTopItems];
-#pragma unroll
-    for (int j = 0; j < kTopItems; j++) lb[j] = rb[j] = aabb_empty();
-    unsigned long long f[kTopItems], ex[kTopItems];
-#pragma unroll
+    unsigned long long carry = 0; /* the tile's (left, right) before this round */
+#pragma unroll 1
     for (int j = 0; j < kTopItems; j++) {
-        const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
-        slot[j] = -1, sides[j] = 0, tri[j] = 0;
+        const uint32_t i = tile0 + (uint32_t)j * kTopBlock + threadIdx.x;
+        uint32_t tri = 0, sides = 0;
+        int slot = -1;
+        RtAabb lb = aabb_empty(), rb = aabb_empty();
         if (i < n) {
             RtAabb r;
-            level_ref(t, tri_boxes, L.in, i, &tri[j], &r);
-            slot[j] = level_slot(L, i);
-            sides[j] = ref_sides(L, verts, slot[j], tri[j], r, &lb[j], &rb[j]);
+            level_ref(t, tri_boxes, L.in, i, &tri, &r);
+            slot = level_slot(L, i);
+            sides = ref_sides(L, verts, slot, tri, r, &lb, &rb);
         }
-        f[j] = (unsigned long long)(sides[j] & 1u) << 32 | (sides[j] >> 1);
-    }
-    TopWriteScan(scan).ExclusiveSum(f, ex);
-#pragma unroll
-    for (int j = 0; j < kTopItems; j++) {
-        const uint32_t i = tile0 + threadIdx.x * kTopItems + (uint32_t)j;
-        if (slot[j] >= 0 && i == max(L.first[slot[j]], tile0)) start[slot[j]] = ex[j];
-    }
-    __syncthreads();
-#pragma unroll
-    for (int j = 0; j < kTopItems; j++) {
-        const int s = slot[j];
+        const unsigned long long f = (unsigned long long)(sides & 1u) << 32 | (sides >> 1);
+        unsigned long long ex, agg;
+        TopWriteScan(scan).ExclusiveSum(f, ex, agg);
+        ex += carry;
+        carry += agg;
+        if (slot >= 0 && i == max(L.first[slot], tile0)) start[slot] = ex;
+        __syncthreads(); /* start is set; the scan's storage is free again */
         uint32_t key[2] = {kNoWord, kNoWord};
-        if (s >= 0 && sides[j]) {
-            const uint2 off = t.tile_counts[(size_t)tile * kTopLevelNodes + s];
-            const unsigned long long st = start[s];
-            const bool split = L.axis[s] >= 0;
-            if (sides[j] & 1u) {
-                const uint32_t pos = L.base[s] + off.x + (uint32_t)((ex[j] >> 32) - (st >> 32));
-                t.ref_tri[out][pos] = tri[j], t.ref_box[out][pos] = lb[j];
-                if (split) key[0] = (uint32_t)(2 * s) * 8u;
+        if (slot >= 0 && sides) {
+            const uint2 off = t.tile_counts[(size_t)tile * kTopLevelNodes + slot];
+            const unsigned long long st = start[slot];
+            const bool split = L.axis[slot] >= 0;
+            if (sides & 1u) {
+                const uint32_t pos = L.base[slot] + off.x + (uint32_t)((ex >> 32) - (st >> 32));
+                t.ref_tri[out][pos] = tri, t.ref_box[out][pos] = lb;
+                if (split) key[0] = (uint32_t)(2 * slot) * 8u;
             }
-            if (sides[j] & 2u) {
-                const uint32_t pos = L.base[s] + L.nl[s] + off.y + ((uint32_t)ex[j] - (uint32_t)st);
-                t.ref_tri[out][pos] = tri[j], t.ref_box[out][pos] = rb[j];
-                if (split) key[1] = (uint32_t)(2 * s + 1) * 8u;
+            if (sides & 2u) {
+                const uint32_t pos = L.base[slot] + L.nl[slot] + off.y + ((uint32_t)ex - (uint32_t)st);
+                t.ref_tri[out][pos] = tri, t.ref_box[out][pos] = rb;
+                if (split) key[1] = (uint32_t)(2 * slot + 1) * 8u;
             }
         }
-        group_box_max(cbox, key[0], lb[j]);
-        group_box_max(cbox, key[1], rb[j]);
+        group_box_max(cbox, key[0], lb);
+        group_box_max(cbox, key[1], rb);
     }
     __syncthreads();
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) {
