@@ -275,6 +275,24 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
     if (!any) top->stop = 1;
 }
 
+/* The lanes with the same `key` (kNoWord: none) add their box words w
+ * and their count to the bin at `bin` (its six words grown by max, its
+ * entries and exits by the count): reduced over the group, one lane's
+ * atomics. Whole warp. */
+__device__ __forceinline__ void group_bin_add(uint32_t *bin, uint32_t key, const uint32_t w[6])
+{
+    const uint32_t m = __match_any_sync(kFull, key);
+    if (key == kNoWord) return; /* the whole group */
+    uint32_t v[6];
+#pragma unroll
+    for (int k = 0; k < 6; k++) v[k] = __reduce_max_sync(m, w[k]);
+    if ((threadIdx.x & 31u) != (uint32_t)(__ffs((int)m) - 1)) return;
+    const uint32_t n = (uint32_t)__popc((int)m);
+#pragma unroll
+    for (int k = 0; k < 6; k++) atomicMax(bin + k, v[k]);
+    atomicAdd(bin + 6, n), atomicAdd(bin + 7, n);
+}
+
 /* A block's share of the level's references added to the bins of their
  * nodes (top_bin). Whole block. */
 __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint32_t tri_count, int d, uint32_t *sh,
@@ -287,12 +305,13 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
     __syncthreads();
     const uint32_t n = d == 0 ? tri_count : top->refs;
     const int which = d == 0 ? -1 : top->cur;
-    /* A warp takes 32 references at a time and, for each node slot and
-     * axis among them, each bin its references touch: the bin's words
-     * reduced over the warp (__reduce_max_sync: every word grows by max,
-     * zero its identity) and added by one lane. Neighbours mostly share
-     * their bins, so a warp touches few of them and the shared atomics
-     * seldom meet. */
+    /* A warp takes 32 references at a time. Per axis, the lanes of one
+     * node and object bin (by centre) add to it together: their box words
+     * reduced over the group (__reduce_max_sync: every word grows by max,
+     * zero its identity) and their count, by one lane; so do the lanes
+     * whose box lies in one spatial bin (most: neighbours mostly share
+     * their bins). A box across several spatial bins adds its part in
+     * each, its entry and its exit, alone. */
     const uint32_t lane = threadIdx.x & 31u;
     const uint32_t stride = gridDim.x * kBinBlock;
     for (uint32_t base = blockIdx.x * kBinBlock + (threadIdx.x & ~31u); base < n; base += stride) {
@@ -308,56 +327,29 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
         }
         uint32_t rw[6];
         box_words(r, rw);
-        for (int s = 0; s < slots; s++) {
-            const uint32_t in_slot = __ballot_sync(kFull, slot == s);
-            if (!in_slot) continue;
-            const RtAabb nb = s_box[s];
-#pragma unroll
-            for (int a = 0; a < 3; a++) {
-                int c = -1, b0 = -1, b1 = -2;
-                if (slot == s) {
-                    const float lo = v3_get(nb.lo, a), scale = s_scale[s][a];
-                    c = split_top_bin(split_top_centre(r, a), lo, scale);
-                    b0 = split_top_bin(v3_get(r.lo, a), lo, scale), b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
-                }
-                uint32_t *obj = sh + (uint32_t)s * kTopBinWords + (uint32_t)(a * RT_SPLIT_TOP_BINS) * 8u;
-                uint32_t *spa = obj + 3u * RT_SPLIT_TOP_BINS * 8u;
-                /* the bins this warp touches on this axis */
-                uint32_t touched = 0;
-                if (slot == s)
-                    for (int b = b0; b <= b1; b++) touched |= 1u << b;
-                touched = __reduce_or_sync(kFull, touched);
-                while (touched) {
-                    const int b = __ffs((int)touched) - 1;
-                    touched &= touched - 1u;
-                    const bool in_obj = c == b, in_spa = b0 <= b && b <= b1;
-                    const uint32_t n_obj = (uint32_t)__popc(__ballot_sync(kFull, in_obj));
-                    const uint32_t n_enter = (uint32_t)__popc(__ballot_sync(kFull, b0 == b));
-                    const uint32_t n_leave = (uint32_t)__popc(__ballot_sync(kFull, b1 == b));
-                    uint32_t pw[6] = {0u, 0u, 0u, 0u, 0u, 0u};
-                    if (in_spa) { /* a part may be empty (a box ending on the bin's face): no words */
-                        const RtAabb part =
-                            b0 == b1 ? r : split_top_bin_part_at(r, nb, a, s_face[s][a][b], s_face[s][a][b + 1]);
-                        if (!aabb_is_empty(part)) box_words(part, pw);
-                    }
-                    uint32_t ow[6], sw[6];
-#pragma unroll
-                    for (int k = 0; k < 6; k++) {
-                        ow[k] = __reduce_max_sync(kFull, in_obj ? rw[k] : 0u);
-                        sw[k] = __reduce_max_sync(kFull, pw[k]);
-                    }
-                    if (lane == 0) {
-                        uint32_t *o = obj + 8u * (uint32_t)b, *p = spa + 8u * (uint32_t)b;
-                        if (n_obj) {
-                            for (int k = 0; k < 6; k++) atomicMax(o + k, ow[k]);
-                            atomicAdd(o + 6, n_obj), atomicAdd(o + 7, n_obj);
-                        }
-                        if (sw[3]) /* the words of a part: hi.x's is never zero */
-                            for (int k = 0; k < 6; k++) atomicMax(p + k, sw[k]);
-                        if (n_enter) atomicAdd(p + 6, n_enter);
-                        if (n_leave) atomicAdd(p + 7, n_leave);
-                    }
-                }
+#pragma unroll 1
+        for (int a = 0; a < 3; a++) {
+            int c = 0, b0 = 0, b1 = 0;
+            uint32_t *obj = sh, *spa = sh;
+            if (slot >= 0) {
+                const float lo = v3_get(s_box[slot].lo, a), scale = s_scale[slot][a];
+                c = split_top_bin(split_top_centre(r, a), lo, scale);
+                b0 = split_top_bin(v3_get(r.lo, a), lo, scale), b1 = split_top_bin(v3_get(r.hi, a), lo, scale);
+                obj = sh + (uint32_t)slot * kTopBinWords + (uint32_t)(a * RT_SPLIT_TOP_BINS) * 8u;
+                spa = obj + 3u * RT_SPLIT_TOP_BINS * 8u;
+            }
+            group_bin_add(obj + 8 * c, slot < 0 ? kNoWord : (uint32_t)(slot * RT_SPLIT_TOP_BINS + c), rw);
+            group_bin_add(spa + 8 * b0, slot < 0 || b0 != b1 ? kNoWord : (uint32_t)(slot * RT_SPLIT_TOP_BINS + b0),
+                          rw);
+            if (slot < 0 || b0 == b1) continue;
+            atomicAdd(spa + 8 * b0 + 6, 1u), atomicAdd(spa + 8 * b1 + 7, 1u);
+            for (int b = b0; b <= b1; b++) {
+                const float *face = s_face[slot][a];
+                const RtAabb part = split_top_bin_part_at(r, s_box[slot], a, face[b], face[b + 1]);
+                if (aabb_is_empty(part)) continue; /* a box ending on the bin's face */
+                uint32_t pw[6];
+                box_words(part, pw);
+                for (int k = 0; k < 6; k++) atomicMax(spa + 8 * b + k, pw[k]);
             }
         }
     }
