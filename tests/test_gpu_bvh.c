@@ -752,8 +752,9 @@ static uint32_t split_top_gpu_equals_cpu(const RtSplitTopParams *sp, const RtTri
                       info.cluster_depth, st.fallback, info.fallback, st.ms, st.top_ms, st.sort_ms, st.cluster_ms,
                       st.launches);
         if (!round) {
-            static const char *const names[] = {"bvh_boxes", "top_bin", "top_count", "top_write", "top_finish",
-                                                "top_morton", "bvh_sort", "hploc_cluster", "hploc_fallback", "hploc_top_link", "hploc_leaf_alloc", "hploc_leaf_place"};
+            static const char *const names[] = {"bvh_boxes",      "top_bin",          "top_count",       "top_write",
+                                                "top_morton",     "bvh_sort",         "hploc_cluster",   "hploc_fallback",
+                                                "hploc_top_link", "hploc_leaf_alloc", "hploc_leaf_place"};
             char line[512];
             int at = 0;
             for (size_t i = 0; i < sizeof names / sizeof *names; i++)

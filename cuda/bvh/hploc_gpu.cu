@@ -918,8 +918,8 @@ extern "C" RtStatus rt_hploc_gpu_build_finish(RtHplocGpu *b, RtHplocGpuStats *st
         stats->cluster_ms = bvh_entry_ms(log, "hploc_cluster");
         stats->fallback_ms = bvh_entry_ms(log, "hploc_fallback");
         stats->output_ms = bvh_entry_ms(log, "hploc_leaf_alloc") + bvh_entry_ms(log, "hploc_leaf_place");
-        static const char *const top_kernels[] = {"top_bin", "top_count", "top_write",
-                                                  "top_finish", "top_morton", "hploc_top_link"};
+        static const char *const top_kernels[] = {"top_bin", "top_count", "top_write", "top_morton",
+                                                  "hploc_top_link"};
         for (size_t i = 0; i < sizeof top_kernels / sizeof *top_kernels; i++)
             stats->top_ms += bvh_entry_ms(log, top_kernels[i]);
     }

@@ -611,52 +611,58 @@ __global__ void __launch_bounds__(kTopBlock) top_write_kernel(SplitTopArrays t, 
         write_tile(t, top, L, tri_boxes, verts, n, out, tile, scan, start, cbox);
 }
 
-/* One thread: the leaves' runs, boxes and depths, the key's leaf bits;
- * the counters get the leaves and references (and the valid count the
- * references when the top split). */
-__global__ void top_finish_kernel(SplitTopArrays t, BvhCounters *ctr)
+/* The sort's keys, a thread each of `keys` (split_top_max_refs):
+ * split_top_key of each reference in its leaf's box; without a split the
+ * triangles' Morton codes in the scene box (bvh_morton's); the rest
+ * RT_LBVH_INVALID, sorting last. free_slots: cap - 1 words set to all
+ * ones (H-PLOC's split slots). Block 0 also finishes the top: the leaves'
+ * runs, boxes and depths, the key's leaf bits; the counters get the leaves
+ * and references (and the valid count the references when the top
+ * split). */
+__global__ void __launch_bounds__(kTopBlock) top_morton_kernel(SplitTopArrays t, const RtAabb *tri_boxes,
+                                                               BvhCounters *ctr, uint32_t tri_count, uint32_t keys,
+                                                               uint32_t *codes, uint32_t *ids, uint32_t *free_slots)
 {
+    static_assert(RT_SPLIT_TOP_MAX_LEAVES <= kTopBlock, "a thread a leaf");
+    __shared__ uint32_t s_first[RT_SPLIT_TOP_MAX_LEAVES], s_count[RT_SPLIT_TOP_MAX_LEAVES];
+    __shared__ RtAabb s_leaf_box[RT_SPLIT_TOP_MAX_LEAVES];
     SplitTopDev *top = t.top;
-    if (threadIdx.x != 0) return;
-    const int leaves = top->leaves;
-    top->split = leaves > 1;
-    top->bits = split_top_leaf_bits((uint32_t)leaves);
-    for (int j = 0; j < leaves; j++) {
+    const int leaves = top->leaves, split = leaves > 1, bits = split_top_leaf_bits((uint32_t)leaves);
+    if (threadIdx.x < (uint32_t)leaves) {
+        const int j = (int)threadIdx.x;
         const SplitTopNodeDev &nd = top->node[top->order[j]];
-        top->leaf_first[j] = nd.first, top->leaf_count[j] = nd.count;
-        top->leaf_box[j] = split_top_dec_box(nd.box);
-        top->leaf_depth[j] = nd.depth;
-        top->leaf_root[j] = RT_HPLOC_NONE;
+        s_first[j] = nd.first, s_count[j] = nd.count;
+        s_leaf_box[j] = split_top_dec_box(nd.box);
+        if (blockIdx.x == 0) {
+            top->leaf_first[j] = nd.first, top->leaf_count[j] = nd.count;
+            top->leaf_box[j] = s_leaf_box[j];
+            top->leaf_depth[j] = nd.depth;
+            top->leaf_root[j] = RT_HPLOC_NONE;
+        }
     }
-    ctr->top_leaves = (uint32_t)leaves;
-    ctr->tri_valid = ctr->valid;
-    if (top->split) ctr->valid = top->refs;
-    ctr->top_refs = ctr->valid;
-}
-
-/* The sort's keys, a thread each of `keys` (split_top_max_refs): split_top_key of each
- * reference in its leaf's box; without a split the triangles' Morton codes
- * in the scene box (bvh_morton's); the rest RT_LBVH_INVALID, sorting last.
- * free_slots: cap - 1 words set to all ones (H-PLOC's split slots). */
-__global__ void top_morton_kernel(SplitTopArrays t, const RtAabb *tri_boxes, const BvhCounters *ctr, uint32_t tri_count,
-                                  uint32_t keys, uint32_t *codes, uint32_t *ids, uint32_t *free_slots)
-{
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        top->split = split, top->bits = bits;
+        ctr->top_leaves = (uint32_t)leaves;
+        ctr->tri_valid = ctr->valid;
+        if (split) ctr->valid = top->refs;
+        ctr->top_refs = ctr->valid;
+    }
+    __syncthreads();
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= keys) return;
     if (i + 1u < keys) free_slots[i] = 0xffffffffu;
-    const SplitTopDev *top = t.top;
     uint32_t code = RT_LBVH_INVALID;
-    if (!top->split) {
+    if (!split) {
         if (i < tri_count) {
             const RtAabb scene = bvh_scene_box(ctr);
             code = lbvh_morton(tri_boxes[i], scene, lbvh_scale(scene));
         }
     } else if (i < top->refs) {
         uint32_t leaf = 0;
-        for (int j = 0; j < top->leaves; j++)
-            if (i - top->leaf_first[j] < top->leaf_count[j]) leaf = (uint32_t)j;
-        const RtAabb box = top->leaf_box[leaf];
-        code = split_top_key(leaf, top->bits, lbvh_morton(t.ref_box[top->cur][i], box, lbvh_scale(box)));
+        for (int j = 0; j < leaves; j++)
+            if (i - s_first[j] < s_count[j]) leaf = (uint32_t)j;
+        const RtAabb box = s_leaf_box[leaf];
+        code = split_top_key(leaf, bits, lbvh_morton(t.ref_box[top->cur][i], box, lbvh_scale(box)));
     }
     codes[i] = code;
     ids[i] = i;
@@ -707,7 +713,7 @@ RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTo
     RtLaunchLog *log = &b->log;
     BvhCounters *ctr = b->d_ctr;
     const RtAabb *boxes = b->keys.boxes;
-    const dim3 block(kTopBlock), one(1), warp(32);
+    const dim3 block(kTopBlock);
     /* at least a block: the last blocks of top_bin and top_count decide and
      * scan every level, with no triangle too (the top is set up at level 0) */
     const dim3 bin_grid = bvh_capped_grid(b, (keys + kBinBlock - 1) / kBinBlock + (keys == 0), kBinBlocksPerSm);
@@ -722,7 +728,7 @@ RtStatus split_top_queue(BvhGpuBase *b, const SplitTopArrays *t, const RtSplitTo
             (st = rt_launch(log, "top_write", tiles, block, 0, top_write_kernel, err, *t, boxes, verts)) != RT_OK)
             return st;
     }
-    if ((st = rt_launch(log, "top_finish", one, warp, 0, top_finish_kernel, err, *t, ctr)) != RT_OK) return st;
-    return rt_launch(log, "top_morton", dim3((keys + kTopBlock - 1) / kTopBlock), block, 0, top_morton_kernel, err, *t,
-                     boxes, (const BvhCounters *)ctr, tri_count, keys, b->keys.codes[0], b->keys.ids[0], free_slots);
+    return rt_launch(log, "top_morton", dim3((keys + kTopBlock - 1) / kTopBlock + (keys == 0)), block, 0,
+                     top_morton_kernel, err, *t, boxes, ctr, tri_count, keys, b->keys.codes[0], b->keys.ids[0],
+                     free_slots);
 }

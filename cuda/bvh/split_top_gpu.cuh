@@ -16,9 +16,10 @@
  *     top_write   each reference (or a straddler's two clipped parts) at its
  *                 place, order kept (a block scan within the tile); the
  *                 children's boxes;
- *   top_finish  the leaves, their runs of references, the key's leaf bits;
  *   top_morton  the sort keys: split_top_key in each leaf's box, or, when
- *               the top has one leaf, the triangles' own Morton codes.
+ *               the top has one leaf, the triangles' own Morton codes; its
+ *               first block finishes the top: the leaves, their runs of
+ *               references, the key's leaf bits.
  *
  * Every kernel reads the top's state on the device, so the host queues the
  * same launches whatever the scene: a level that splits nothing stops the
@@ -72,7 +73,7 @@ struct SplitTopDev {
     uint32_t ticket;                    /* blocks done in a launch (last_block; zero between launches) */
     float root_area;
     SplitTopLevel lvl;                  /* the level's partition (decide_level, scan_level) */
-    /* the finished top (top_finish) */
+    /* the finished top (top_morton's first block) */
     int split; /* more than one leaf */
     int bits;  /* split_top_leaf_bits */
     uint32_t leaf_first[RT_SPLIT_TOP_MAX_LEAVES], leaf_count[RT_SPLIT_TOP_MAX_LEAVES];
