@@ -101,11 +101,10 @@ __device__ __forceinline__ uint32_t ref_sides(const SplitTopLevel &L, const floa
     const int a = L.axis[slot];
     *lb = *rb = r;
     if (a < 0) return 1u;
-    const RtAabb nb = L.box[slot];
-    float pos;
-    const int side = split_top_side(r, nb, a, L.k[slot], &pos);
+    const float pos = L.pos[slot];
+    const int side = split_top_side_at(r, a, pos);
     if (side != 2) return side == 0 ? 1u : 2u;
-    clip_sides(verts, tri, r, nb, a, pos, lb, rb);
+    clip_sides(verts, tri, r, L.box[slot], a, pos, lb, rb);
     return (aabb_is_empty(*lb) ? 0u : 1u) | (aabb_is_empty(*rb) ? 0u : 2u);
 }
 
@@ -268,6 +267,8 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
         top->lvl.axis[s] = -1;
         if (chosen[s] && choice[s].added <= max_refs - total) {
             top->lvl.axis[s] = choice[s].axis, top->lvl.k[s] = choice[s].k;
+            top->lvl.pos[s] = split_top_plane(v3_get(top->lvl.box[s].lo, choice[s].axis),
+                                              v3_get(top->lvl.box[s].hi, choice[s].axis), choice[s].k);
             total += choice[s].added;
             any = 1;
         }

@@ -289,14 +289,19 @@ RT_HD int split_top_choose(const SplitTopBins obj[3], const SplitTopBins spa[3],
     return split_top_combine(g, (const RtAabb(*)[2])side, alpha, root_area, out);
 }
 
-/* A reference's side of a node's spatial split (box: the node's):
- * 0 left, 1 right, 2 both (a straddler, clipped to each side's slab). */
+/* A reference's side of a node's spatial split (box: the node's; pos:
+ * the plane, split_top_plane of plane k): 0 left, 1 right, 2 both (a
+ * straddler, clipped to each side's slab). */
+RT_HD int split_top_side_at(RtAabb ref, int axis, float pos)
+{
+    if (v3_get(ref.hi, axis) <= pos) return 0;
+    if (v3_get(ref.lo, axis) >= pos) return 1;
+    return 2;
+}
 RT_HD int split_top_side(RtAabb ref, RtAabb box, int axis, int k, float *pos)
 {
     *pos = split_top_plane(v3_get(box.lo, axis), v3_get(box.hi, axis), k);
-    if (v3_get(ref.hi, axis) <= *pos) return 0;
-    if (v3_get(ref.lo, axis) >= *pos) return 1;
-    return 2;
+    return split_top_side_at(ref, axis, *pos);
 }
 
 /* ---- the keys under the top ------------------------------------------------------ */
