@@ -93,9 +93,14 @@ __device__ __noinline__ void clip_sides(const float4 *verts, uint32_t tri, RtAab
 }
 
 /* A reference's outputs at this level: bit 0 left (or kept, its node not
- * split), bit 1 right, with their boxes (a straddler's clipped parts). */
-__device__ __forceinline__ uint32_t ref_sides(const SplitTopLevel &L, const float4 *verts, int slot, uint32_t tri,
-                                              const RtAabb &r, RtAabb *lb, RtAabb *rb)
+ * split), bit 1 right, with their boxes (a straddler's clipped parts).
+ * Clip: clip a straddler and keep its parts at parts[2 i] (top_count),
+ * else read them there (top_write, whose registers then stay few: the
+ * clip's call holds a kernel at some 100). */
+template <bool Clip>
+__device__ __forceinline__ uint32_t ref_sides(const SplitTopArrays &t, const SplitTopLevel &L, const float4 *verts,
+                                              int slot, uint32_t i, uint32_t tri, const RtAabb &r, RtAabb *lb,
+                                              RtAabb *rb)
 {
     if (slot < 0 || aabb_is_empty(r)) return 0u;
     const int a = L.axis[slot];
@@ -104,7 +109,12 @@ __device__ __forceinline__ uint32_t ref_sides(const SplitTopLevel &L, const floa
     const float pos = L.pos[slot];
     const int side = split_top_side_at(r, a, pos);
     if (side != 2) return side == 0 ? 1u : 2u;
-    clip_sides(verts, tri, r, L.box[slot], a, pos, lb, rb);
+    if (Clip) {
+        clip_sides(verts, tri, r, L.box[slot], a, pos, lb, rb);
+        t.parts[2 * (size_t)i] = *lb, t.parts[2 * (size_t)i + 1] = *rb;
+    } else {
+        *lb = t.parts[2 * (size_t)i], *rb = t.parts[2 * (size_t)i + 1];
+    }
     return (aabb_is_empty(*lb) ? 0u : 1u) | (aabb_is_empty(*rb) ? 0u : 2u);
 }
 
@@ -438,7 +448,7 @@ __device__ void count_tile(const SplitTopArrays &t, const SplitTopLevel &L, cons
             RtAabb r, lb, rb;
             level_ref(t, tri_boxes, in, i, &tri, &r);
             slot = level_slot(L, i);
-            sides = ref_sides(L, verts, slot, tri, r, &lb, &rb);
+            sides = ref_sides<true>(t, L, verts, slot, i, tri, r, &lb, &rb);
         }
         const uint32_t m = __match_any_sync(kFull, (uint32_t)slot);
         const uint32_t nl = __reduce_add_sync(m, sides & 1u), nr = __reduce_add_sync(m, sides >> 1);
@@ -559,7 +569,7 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
             RtAabb r;
             level_ref(t, tri_boxes, L.in, i, &tri, &r);
             slot = level_slot(L, i);
-            sides = ref_sides(L, verts, slot, tri, r, &lb, &rb);
+            sides = ref_sides<false>(t, L, verts, slot, i, tri, r, &lb, &rb);
         }
         const unsigned long long f = (unsigned long long)(sides & 1u) << 32 | (sides >> 1);
         unsigned long long ex, agg;
@@ -673,7 +683,8 @@ __global__ void __launch_bounds__(kTopBlock) top_morton_kernel(SplitTopArrays t,
 
 void split_top_free(SplitTopArrays *t)
 {
-    void *bufs[] = {t->top, t->bins, t->tile_counts, t->ref_tri[0], t->ref_tri[1], t->ref_box[0], t->ref_box[1]};
+    void *bufs[] = {t->top,       t->bins,      t->tile_counts, t->ref_tri[0],
+                    t->ref_tri[1], t->ref_box[0], t->ref_box[1],  t->parts};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
         if (bufs[i]) cudaFree(bufs[i]);
     memset(t, 0, sizeof *t);
@@ -694,6 +705,7 @@ RtStatus split_top_reserve(const BvhGpuBase *b, SplitTopArrays *t, const RtSplit
         {(void **)&t->ref_tri[1], N * sizeof(uint32_t), "the top's references"},
         {(void **)&t->ref_box[0], N * sizeof(RtAabb), "the top's reference boxes"},
         {(void **)&t->ref_box[1], N * sizeof(RtAabb), "the top's reference boxes"},
+        {(void **)&t->parts, 2 * N * sizeof(RtAabb), "the top's clipped parts"},
     };
     RtStatus st = bvh_gpu_alloc_all(b, want, sizeof want / sizeof want[0], tri_count, err);
     if (st == RT_OK && cudaMemset(t->bins, 0, (size_t)kTopLevelNodes * kTopBinWords * sizeof(uint32_t)) != cudaSuccess)

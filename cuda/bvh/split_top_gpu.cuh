@@ -90,6 +90,8 @@ struct SplitTopArrays {
     uint2 *tile_counts;     /* per tile of references, per slot: left, right (then their offsets) */
     uint32_t *ref_tri[2];   /* the references, two levels' buffers */
     RtAabb *ref_box[2];
+    RtAabb *parts;          /* per reference of a level, 2: a straddler's clipped parts (top_count's, for
+                               top_write) */
     uint32_t cap;           /* references a buffer holds (split_top_max_refs) */
 };
 
