@@ -5,11 +5,13 @@
  *     top_bin     the level's nodes' object and spatial bins (a straddler's
  *                 box cut to each bin it spans), per block in shared
  *                 memory, warp-aggregated, then added to the level's bins;
- *                 its last block decides: split_top_sweep_one a thread per
- *                 node and group of bins, split_top_combine a thread per
- *                 node, one thread takes them in order within the
- *                 reference budget; the bins zeroed for the next level;
- *     top_count   per tile of references, per node: left and right outputs;
+ *                 its last block decides: each node's groups of bins swept
+ *                 by 8 lanes each (split_top_sweep's choice), then
+ *                 split_top_combine a thread per node, one thread takes
+ *                 them in order within the reference budget; the bins
+ *                 zeroed for the next level;
+ *     top_count   per tile of references, per node: left and right outputs
+ *                 (a straddler's clipped parts kept for top_write);
  *                 its last block scans the tiles' counts per node: the
  *                 nodes' output ranges, their children, the next level's
  *                 order;

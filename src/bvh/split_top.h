@@ -244,7 +244,8 @@ RT_HD void split_top_sweep(const SplitTopBins *b, int spatial, int axis, uint32_
 /* One group of a node's bins on its own (group g: object bins of axis g,
  * g < 3, else spatial bins of axis g - 3): its cheapest plane (cost
  * INFINITY: none, or a flat axis) and, for an object split, its sides.
- * The GPU sweeps a node's six groups in six threads. */
+ * The GPU sweeps a group with 8 lanes to the same choice (split_top_gpu.cu,
+ * sweep_lanes). */
 RT_HD SplitTopChoice split_top_sweep_one(const SplitTopBins *b, int g, RtAabb box, uint32_t count, RtAabb side[2])
 {
     SplitTopChoice c;
