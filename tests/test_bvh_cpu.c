@@ -1574,6 +1574,75 @@ static void split_top_too_deep_falls_back_to_radix_trees(void **state)
 
 /* Bad parameters name themselves; 0, 1 and 2 triangles and one point make
  * valid trees. */
+/* A random bin of a node's box: empty one time in five, else a box in
+ * the node's box and a few references entering and leaving. */
+static void random_bin(RtTestRng *r, RtAabb node, SplitTopBins *g, int b)
+{
+    g->box[b] = aabb_empty(), g->enter[b] = g->leave[b] = 0;
+    if (rt_test_rand(r) % 5 == 0) return;
+    const RtVec3 p = point_in(r, node), q = point_in(r, node);
+    g->box[b].lo = v3(fminf(p.x, q.x), fminf(p.y, q.y), fminf(p.z, q.z));
+    g->box[b].hi = v3(fmaxf(p.x, q.x), fmaxf(p.y, q.y), fmaxf(p.z, q.z));
+    g->enter[b] = rt_test_rand(r) % 4, g->leave[b] = rt_test_rand(r) % 4;
+}
+
+/* split_top_choose (the six sweeps and their combination, which the GPU
+ * runs in lanes) is the first cheapest plane in the order object axes x,
+ * y, z, then spatial x, y, z, planes 1-7 each, spatial planes only when
+ * wanted and only when cheaper than every object plane: checked against
+ * every plane's cost on random bins, with ties (one axis's bins copied to
+ * another), empty bins, flat axes and both settings of alpha. */
+static void split_top_choice_is_the_first_cheapest_plane(void **state)
+{
+    (void)state;
+    enum { B = RT_SPLIT_TOP_BINS };
+    RtTestRng r = {77};
+    int spatial = 0, ties = 0;
+    for (int trial = 0; trial < 4000; trial++) {
+        RtAabb node = {v3(0, 0, 0), v3(1, 2, 3)};
+        if (trial % 7 == 3) node.hi.y = 0.0f; /* a flat axis: no plane there */
+        SplitTopBins g[6];
+        for (int k = 0; k < 6; k++)
+            for (int b = 0; b < B; b++) random_bin(&r, node, &g[k], b);
+        if (trial % 3 == 0) g[1] = g[0], g[4] = g[3]; /* equal costs on two axes: the lower axis wins */
+        const uint32_t count = 20 + rt_test_rand(&r) % 20;
+        const float alpha = trial % 2 ? 0.0f : 1e9f, root_area = 1.0f;
+        /* every plane's cost, in the rule's order */
+        int best = -1, best_obj = -1;
+        float best_cost = INFINITY;
+        RtAabb side[2] = {aabb_empty(), aabb_empty()};
+        for (int c = 0; c < 6 * (B - 1); c++) {
+            const int k = c / (B - 1), plane = c % (B - 1) + 1, axis = k % 3;
+            if (k == 3 && best_obj >= 0 &&
+                !(split_top_area(split_top_meet(side[0], side[1])) > RT_XMUL(alpha, root_area)))
+                break; /* no spatial split wanted */
+            if (split_top_scale(v3_get(node.lo, axis), v3_get(node.hi, axis)) == 0.0f) continue;
+            RtAabb left = aabb_empty(), right = aabb_empty();
+            uint32_t nl = 0, nr = 0;
+            for (int b = 0; b < plane; b++) left = split_top_union(left, g[k].box[b]), nl += g[k].enter[b];
+            for (int b = plane; b < B; b++) right = split_top_union(right, g[k].box[b]), nr += g[k].leave[b];
+            if (!nl || !nr) continue;
+            const float cost = split_top_cost(split_top_area(left), nl, split_top_area(right), nr);
+            ties += cost == best_cost;
+            if (!(cost < best_cost)) continue;
+            best = c, best_cost = cost;
+            if (k < 3) best_obj = c, side[0] = left, side[1] = right;
+        }
+        SplitTopChoice got;
+        const int split = split_top_choose(g, g + 3, node, count, alpha, root_area, &got);
+        const int want = best >= 0 && best / (B - 1) >= 3;
+        assert_int_equal(split, want);
+        spatial += want;
+        if (!want) continue;
+        assert_int_equal(got.spatial, 1);
+        assert_int_equal(got.axis, best / (B - 1) % 3);
+        assert_int_equal(got.k, best % (B - 1) + 1);
+        assert_true(got.cost == best_cost);
+    }
+    print_message("split top choice: %d spatial splits of 4000 nodes, %d ties met\n", spatial, ties);
+    assert_true(spatial > 100 && ties > 100);
+}
+
 static void split_top_params_and_small_cases(void **state)
 {
     (void)state;
@@ -1657,6 +1726,7 @@ int main(void)
         cmocka_unit_test(split_top_without_spatial_splits_is_hploc),
         cmocka_unit_test(split_top_too_deep_falls_back_to_radix_trees),
         cmocka_unit_test(split_top_params_and_small_cases),
+        cmocka_unit_test(split_top_choice_is_the_first_cheapest_plane),
     };
     return cmocka_run_group_tests_name("bvh_cpu", tests, NULL, NULL);
 }
