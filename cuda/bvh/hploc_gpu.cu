@@ -810,8 +810,8 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     a.ids = k->ids[1];
     a.boxes = k->boxes;
     const dim3 cblock(kClusterBlock), ctris((key_count + kClusterBlock - 1) / kClusterBlock);
-    if ((st = rt_launch(log, "hploc_cluster", ctris, cblock, 0, hploc_cluster_kernel, err, k->codes[1], ctr, a, b->nodes,
-                        (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
+    if ((st = rt_launch(log, "hploc_cluster", ctris, cblock, 0, hploc_cluster_kernel, err, k->codes[1], ctr, a,
+                        b->nodes, (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
         return st;
 
     /* ---- 4'. the radix tree, only when the clustered one is too deep --------- */
@@ -821,8 +821,8 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
         return st;
 
     /* ---- the top's nodes above the runs' subtrees -------------------------- */
-    if (top && (st = rt_launch(log, "hploc_top_link", dim3(1), dim3(32), 0, hploc_top_link_kernel, err, ctr, a, b->nodes,
-                               key_count)) != RT_OK)
+    if (top && (st = rt_launch(log, "hploc_top_link", dim3(1), dim3(32), 0, hploc_top_link_kernel, err, ctr, a,
+                               b->nodes, key_count)) != RT_OK)
         return st;
 
     /* ---- 5. the leaves' places; the triangles there ------------------------ */

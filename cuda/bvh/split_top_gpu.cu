@@ -33,20 +33,24 @@ __device__ __forceinline__ void box_words(const RtAabb &b, uint32_t w[6])
     w[3] = split_top_enc_hi(b.hi.x), w[4] = split_top_enc_hi(b.hi.y), w[5] = split_top_enc_hi(b.hi.z);
 }
 
-/* The lanes with the same `word` (kNoWord: none) grow the box at
- * sh[word...] by theirs: the words reduced over the group, one lane's
- * atomics. Whole warp. */
-__device__ __forceinline__ void group_box_max(uint32_t *sh, uint32_t word, const RtAabb &b)
+/* The lanes with the same `key` (kNoWord: none) grow the six box words
+ * at dst by their words w, and with `count` add their number to dst[6]
+ * and dst[7] (a bin's entries and exits): reduced over the group, one
+ * lane's atomics. Whole warp. */
+__device__ __forceinline__ void group_words_max(uint32_t *dst, uint32_t key, const uint32_t w[6], bool count)
 {
-    const uint32_t m = __match_any_sync(kFull, word);
-    if (word == kNoWord) return; /* the whole group */
-    uint32_t w[6];
-    box_words(b, w);
+    const uint32_t m = __match_any_sync(kFull, key);
+    if (key == kNoWord) return; /* the whole group */
+    uint32_t v[6];
 #pragma unroll
-    for (int k = 0; k < 6; k++) w[k] = __reduce_max_sync(m, w[k]);
+    for (int k = 0; k < 6; k++) v[k] = __reduce_max_sync(m, w[k]);
     if ((threadIdx.x & 31u) != (uint32_t)(__ffs((int)m) - 1)) return;
 #pragma unroll
-    for (int k = 0; k < 6; k++) atomicMax(sh + word + k, w[k]);
+    for (int k = 0; k < 6; k++) atomicMax(dst + k, v[k]);
+    if (count) {
+        const uint32_t n = (uint32_t)__popc((int)m);
+        atomicAdd(dst + 6, n), atomicAdd(dst + 7, n);
+    }
 }
 
 /* The current level's references: the triangles at level 0, else a
@@ -58,13 +62,14 @@ __device__ __forceinline__ void level_ref(const SplitTopArrays &t, const RtAabb 
     else *tri = t.ref_tri[which][i], *box = t.ref_box[which][i];
 }
 
-/* The level's slot whose range holds reference i (-1: none). */
-__device__ __forceinline__ int level_slot(const SplitTopLevel &L, uint32_t i)
+/* Which of `ranges` ranges [first[s], first[s] + count[s]) holds i (-1:
+ * none): a level's slot of a reference, a top leaf's run of a key. */
+__device__ __forceinline__ int range_of(const uint32_t *first, const uint32_t *count, int ranges, uint32_t i)
 {
-    int slot = -1;
-    for (int s = 0; s < L.slots; s++)
-        if (i - L.first[s] < L.count[s]) slot = s;
-    return slot;
+    int r = -1;
+    for (int s = 0; s < ranges; s++)
+        if (i - first[s] < count[s]) r = s;
+    return r;
 }
 
 /* The level's partition copied to shared memory by a block (its first
@@ -277,31 +282,12 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
         top->lvl.axis[s] = -1;
         if (chosen[s] && choice[s].added <= max_refs - total) {
             top->lvl.axis[s] = choice[s].axis, top->lvl.k[s] = choice[s].k;
-            top->lvl.pos[s] = split_top_plane(v3_get(top->lvl.box[s].lo, choice[s].axis),
-                                              v3_get(top->lvl.box[s].hi, choice[s].axis), choice[s].k);
+            top->lvl.pos[s] = split_top_pos(top->lvl.box[s], choice[s].axis, choice[s].k);
             total += choice[s].added;
             any = 1;
         }
     }
     if (!any) top->stop = 1;
-}
-
-/* The lanes with the same `key` (kNoWord: none) add their box words w
- * and their count to the bin at `bin` (its six words grown by max, its
- * entries and exits by the count): reduced over the group, one lane's
- * atomics. Whole warp. */
-__device__ __forceinline__ void group_bin_add(uint32_t *bin, uint32_t key, const uint32_t w[6])
-{
-    const uint32_t m = __match_any_sync(kFull, key);
-    if (key == kNoWord) return; /* the whole group */
-    uint32_t v[6];
-#pragma unroll
-    for (int k = 0; k < 6; k++) v[k] = __reduce_max_sync(m, w[k]);
-    if ((threadIdx.x & 31u) != (uint32_t)(__ffs((int)m) - 1)) return;
-    const uint32_t n = (uint32_t)__popc((int)m);
-#pragma unroll
-    for (int k = 0; k < 6; k++) atomicMax(bin + k, v[k]);
-    atomicAdd(bin + 6, n), atomicAdd(bin + 7, n);
 }
 
 /* A block's share of the level's references added to the bins of their
@@ -332,8 +318,7 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
         if (i < n) {
             uint32_t tri;
             level_ref(t, tri_boxes, which, i, &tri, &r);
-            for (int s = 0; s < slots; s++)
-                if (i - s_first[s] < s_count[s]) slot = s;
+            slot = range_of(s_first, s_count, slots, i);
             if (slot >= 0 && (!s_active[slot] || aabb_is_empty(r))) slot = -1;
         }
         uint32_t rw[6];
@@ -349,9 +334,9 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
                 obj = sh + (uint32_t)slot * kTopBinWords + (uint32_t)(a * RT_SPLIT_TOP_BINS) * 8u;
                 spa = obj + 3u * RT_SPLIT_TOP_BINS * 8u;
             }
-            group_bin_add(obj + 8 * c, slot < 0 ? kNoWord : (uint32_t)(slot * RT_SPLIT_TOP_BINS + c), rw);
-            group_bin_add(spa + 8 * b0, slot < 0 || b0 != b1 ? kNoWord : (uint32_t)(slot * RT_SPLIT_TOP_BINS + b0),
-                          rw);
+            group_words_max(obj + 8 * c, slot < 0 ? kNoWord : (uint32_t)(slot * RT_SPLIT_TOP_BINS + c), rw, true);
+            group_words_max(spa + 8 * b0,
+                            slot < 0 || b0 != b1 ? kNoWord : (uint32_t)(slot * RT_SPLIT_TOP_BINS + b0), rw, true);
             if (slot < 0 || b0 == b1) continue;
             atomicAdd(spa + 8 * b0 + 6, 1u), atomicAdd(spa + 8 * b1 + 7, 1u);
             for (int b = b0; b <= b1; b++) {
@@ -447,7 +432,7 @@ __device__ void count_tile(const SplitTopArrays &t, const SplitTopLevel &L, cons
             uint32_t tri;
             RtAabb r, lb, rb;
             level_ref(t, tri_boxes, in, i, &tri, &r);
-            slot = level_slot(L, i);
+            slot = range_of(L.first, L.count, L.slots, i);
             sides = ref_sides<true>(t, L, verts, slot, i, tri, r, &lb, &rb);
         }
         const uint32_t m = __match_any_sync(kFull, (uint32_t)slot);
@@ -568,7 +553,7 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
         if (i < n) {
             RtAabb r;
             level_ref(t, tri_boxes, L.in, i, &tri, &r);
-            slot = level_slot(L, i);
+            slot = range_of(L.first, L.count, L.slots, i);
             sides = ref_sides<false>(t, L, verts, slot, i, tri, r, &lb, &rb);
         }
         const unsigned long long f = (unsigned long long)(sides & 1u) << 32 | (sides >> 1);
@@ -594,8 +579,10 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
                 if (split) key[1] = (uint32_t)(2 * slot + 1) * 8u;
             }
         }
-        group_box_max(cbox, key[0], lb);
-        group_box_max(cbox, key[1], rb);
+        uint32_t lw[6], rw[6];
+        box_words(lb, lw), box_words(rb, rw);
+        group_words_max(cbox + (key[0] == kNoWord ? 0u : key[0]), key[0], lw, false);
+        group_words_max(cbox + (key[1] == kNoWord ? 0u : key[1]), key[1], rw, false);
     }
     __syncthreads();
     for (int w = threadIdx.x; w < 2 * kTopLevelNodes * 8; w += kTopBlock) {
@@ -669,9 +656,7 @@ __global__ void __launch_bounds__(kTopBlock) top_morton_kernel(SplitTopArrays t,
             code = lbvh_morton(tri_boxes[i], scene, lbvh_scale(scene));
         }
     } else if (i < top->refs) {
-        uint32_t leaf = 0;
-        for (int j = 0; j < leaves; j++)
-            if (i - s_first[j] < s_count[j]) leaf = (uint32_t)j;
+        const uint32_t leaf = (uint32_t)max(range_of(s_first, s_count, leaves, i), 0);
         const RtAabb box = s_leaf_box[leaf];
         code = split_top_key(leaf, bits, lbvh_morton(t.ref_box[top->cur][i], box, lbvh_scale(box)));
     }

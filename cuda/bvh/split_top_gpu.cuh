@@ -57,7 +57,7 @@ struct SplitTopLevel {
     uint32_t first[kTopLevelNodes], count[kTopLevelNodes];
     RtAabb box[kTopLevelNodes];
     int axis[kTopLevelNodes], k[kTopLevelNodes]; /* axis -1: not split */
-    float pos[kTopLevelNodes];                   /* plane k's place (split_top_plane) */
+    float pos[kTopLevelNodes];                   /* plane k's place (split_top_pos) */
     int child[kTopLevelNodes][2];
     uint32_t base[kTopLevelNodes], nl[kTopLevelNodes];
     int slots;

@@ -183,7 +183,8 @@ static RtStatus check_leaves(const BvhCheck *c, uint32_t node, uint32_t end, int
                     RtVec3 p = tri_v(c->tris, id, v);
                     if (box_inside((RtAabb){p, p}, box)) continue;
                     /* a part of a triangle (split_refs): its box meets the leaf's */
-                    if (t->split_refs && !rt_kd_tri_degenerate(c->tris, id) && boxes_meet(lbvh_tri_box(&c->tris->verts[3 * (size_t)id], NULL), box))
+                    if (t->split_refs && !rt_kd_tri_degenerate(c->tris, id) &&
+                        boxes_meet(lbvh_tri_box(&c->tris->verts[3 * (size_t)id], NULL), box))
                         break;
                     if (rt_kd_tri_degenerate(c->tris, id)) /* a non-finite vertex: say why */
                         return rt_fail(err, RT_ERR_PARSE,

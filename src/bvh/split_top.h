@@ -227,7 +227,8 @@ RT_HD void split_top_sweep(const SplitTopBins *b, int spatial, int axis, uint32_
     RtAabb right[B];
     uint32_t nr[B];
     right[B - 1] = b->box[B - 1], nr[B - 1] = b->leave[B - 1];
-    for (int i = B - 2; i >= 0; i--) right[i] = split_top_union(right[i + 1], b->box[i]), nr[i] = nr[i + 1] + b->leave[i];
+    for (int i = B - 2; i >= 0; i--)
+        right[i] = split_top_union(right[i + 1], b->box[i]), nr[i] = nr[i + 1] + b->leave[i];
     RtAabb left = aabb_empty();
     uint32_t nl = 0;
     for (int k = 1; k < B; k++) {
@@ -290,19 +291,18 @@ RT_HD int split_top_choose(const SplitTopBins obj[3], const SplitTopBins spa[3],
     return split_top_combine(g, (const RtAabb(*)[2])side, alpha, root_area, out);
 }
 
-/* A reference's side of a node's spatial split (box: the node's; pos:
- * the plane, split_top_plane of plane k): 0 left, 1 right, 2 both (a
- * straddler, clipped to each side's slab). */
+/* The place of a node's spatial split (box: the node's), once a node. */
+RT_HD float split_top_pos(RtAabb box, int axis, int k)
+{
+    return split_top_plane(v3_get(box.lo, axis), v3_get(box.hi, axis), k);
+}
+/* A reference's side of the split at pos (split_top_pos) on axis: 0 left,
+ * 1 right, 2 both (a straddler, clipped to each side's slab). */
 RT_HD int split_top_side_at(RtAabb ref, int axis, float pos)
 {
     if (v3_get(ref.hi, axis) <= pos) return 0;
     if (v3_get(ref.lo, axis) >= pos) return 1;
     return 2;
-}
-RT_HD int split_top_side(RtAabb ref, RtAabb box, int axis, int k, float *pos)
-{
-    *pos = split_top_plane(v3_get(box.lo, axis), v3_get(box.hi, axis), k);
-    return split_top_side_at(ref, axis, *pos);
 }
 
 /* ---- the keys under the top ------------------------------------------------------ */

@@ -47,7 +47,8 @@ static void node_bins(const SplitRef *r, uint32_t n, RtAabb box, SplitTopBins ob
                 spa[a].box[b0] = split_top_union(spa[a].box[b0], r[i].box);
                 continue;
             }
-            for (int b = b0; b <= b1; b++) spa[a].box[b] = split_top_union(spa[a].box[b], split_top_bin_part(r[i].box, box, a, b));
+            for (int b = b0; b <= b1; b++)
+                spa[a].box[b] = split_top_union(spa[a].box[b], split_top_bin_part(r[i].box, box, a, b));
         }
     }
 }
@@ -61,9 +62,9 @@ static void partition(const RtTriArrays *tris, const SplitRef *r, uint32_t n, Rt
     const int a = s.axis;
     uint32_t l = 0, m = 0;
     SplitRef *right = dst + n; /* a scratch half: at most n go right */
+    const float pos = split_top_pos(box, a, s.k);
     for (uint32_t i = 0; i < n; i++) {
-        float pos;
-        const int side = split_top_side(r[i].box, box, a, s.k, &pos);
+        const int side = split_top_side_at(r[i].box, a, pos);
         if (side == 0) {
             dst[l++] = r[i];
         } else if (side == 1) {
@@ -209,7 +210,8 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
         RtHplocInfo hi;
         st = rt_hploc_build_cpu(hp, tris, bvh, stats, &hi, err);
         bvh->split_refs = 0;
-        info->leaves = 1, info->refs = top[0].count, info->cluster_depth = hi.cluster_depth, info->fallback = hi.fallback;
+        info->leaves = 1, info->refs = top[0].count;
+        info->cluster_depth = hi.cluster_depth, info->fallback = hi.fallback;
         return st;
     }
     /* ---- H-PLOC under each leaf, its run of keys; every leaf's radix tree
@@ -233,9 +235,11 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
                 st = rt_fail(err, RT_ERR_OOM, "BVH: out of memory (split top)");
             else
                 st = rt_hploc_build_keys_cpu(hp, &keys, ids, pass, &sub[j], &hi, err);
-            if (st == RT_OK && (uint32_t)t->depth + hi.cluster_depth > depth) depth = (uint32_t)t->depth + hi.cluster_depth;
+            if (st == RT_OK && (uint32_t)t->depth + hi.cluster_depth > depth)
+                depth = (uint32_t)t->depth + hi.cluster_depth;
             /* the subtree's tri_index: the leaf's references' triangles */
-            for (uint32_t i = 0; st == RT_OK && i < t->count; i++) sub[j].tri_index[i] = cur[t->first + sub[j].tri_index[i]].tri;
+            for (uint32_t i = 0; st == RT_OK && i < t->count; i++)
+                sub[j].tri_index[i] = cur[t->first + sub[j].tri_index[i]].tri;
         }
         if (pass == 0) info->cluster_depth = depth;
         if (depth <= RT_BVH_MAX_DEPTH) break;
@@ -284,7 +288,8 @@ RtStatus rt_bvh_split_top_build_cpu(const RtHplocParams *hp, const RtSplitTopPar
             for (int k = 0; k < 2; k++) {
                 const int c = top[i].child[k];
                 if (top[c].child[0] < 0 && top[c].count == 0) bvh_set_empty_child(nd, k);
-                else if (top[c].child[0] < 0 && top[c].count == 1) bvh_set_child(nd, k, top[c].box, 1, leaf_first[c], 1);
+                else if (top[c].child[0] < 0 && top[c].count == 1)
+                    bvh_set_child(nd, k, top[c].box, 1, leaf_first[c], 1);
                 else bvh_set_child(nd, k, top[c].box, 0, place[c], 0);
             }
         }
