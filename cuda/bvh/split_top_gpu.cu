@@ -59,7 +59,7 @@ __device__ __forceinline__ void level_ref(const SplitTopArrays &t, const RtAabb 
                                           uint32_t *tri, RtAabb *box)
 {
     if (which < 0) *tri = i, *box = tri_boxes[i];
-    else *tri = t.ref_tri[which][i], *box = t.ref_box[which][i];
+    else *tri = split_top_ref_tri(t, (uint32_t)which)[i], *box = split_top_ref_box(t, (uint32_t)which)[i];
 }
 
 /* Which of `ranges` ranges [first[s], first[s] + count[s]) holds i (-1:
@@ -570,12 +570,12 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
             const bool split = L.axis[slot] >= 0;
             if (sides & 1u) {
                 const uint32_t pos = L.base[slot] + off.x + (uint32_t)((ex >> 32) - (st >> 32));
-                t.ref_tri[out][pos] = tri, t.ref_box[out][pos] = lb;
+                split_top_ref_tri(t, out)[pos] = tri, split_top_ref_box(t, out)[pos] = lb;
                 if (split) key[0] = (uint32_t)(2 * slot) * 8u;
             }
             if (sides & 2u) {
                 const uint32_t pos = L.base[slot] + L.nl[slot] + off.y + ((uint32_t)ex - (uint32_t)st);
-                t.ref_tri[out][pos] = tri, t.ref_box[out][pos] = rb;
+                split_top_ref_tri(t, out)[pos] = tri, split_top_ref_box(t, out)[pos] = rb;
                 if (split) key[1] = (uint32_t)(2 * slot + 1) * 8u;
             }
         }
@@ -658,7 +658,7 @@ __global__ void __launch_bounds__(kTopBlock) top_morton_kernel(SplitTopArrays t,
     } else if (i < top->refs) {
         const uint32_t leaf = (uint32_t)max(range_of(s_first, s_count, leaves, i), 0);
         const RtAabb box = s_leaf_box[leaf];
-        code = split_top_key(leaf, bits, lbvh_morton(t.ref_box[top->cur][i], box, lbvh_scale(box)));
+        code = split_top_key(leaf, bits, lbvh_morton(split_top_ref_box(t, top->cur)[i], box, lbvh_scale(box)));
     }
     codes[i] = code;
     ids[i] = i;

@@ -97,6 +97,19 @@ struct SplitTopArrays {
     uint32_t cap;           /* references a buffer holds (split_top_max_refs) */
 };
 
+/* Level buffer `which` (0 or 1) by a select: indexing the kernel
+ * parameter's array with a value known only at run time copies the whole
+ * struct to local memory in every thread (a stack frame in each kernel
+ * that takes the arrays, H-PLOC's clustering included). */
+__device__ __forceinline__ uint32_t *split_top_ref_tri(const SplitTopArrays &t, uint32_t which)
+{
+    return which ? t.ref_tri[1] : t.ref_tri[0];
+}
+__device__ __forceinline__ RtAabb *split_top_ref_box(const SplitTopArrays &t, uint32_t which)
+{
+    return which ? t.ref_box[1] : t.ref_box[0];
+}
+
 /* A box word an atomicMax grows: hi as the float's order, lo as its
  * complement; zero is below every real float's word. */
 __device__ __forceinline__ uint32_t split_top_enc_hi(float f) { return (uint32_t)rt_f2ord(f) ^ 0x80000000u; }
@@ -132,11 +145,11 @@ __device__ __forceinline__ void split_top_run(const SplitTopDev *top, const uint
  * else the triangles' (ids are then triangle ids). */
 __device__ __forceinline__ const RtAabb *split_top_boxes(const SplitTopArrays &t, const RtAabb *tri_boxes)
 {
-    return t.top && t.top->split ? t.ref_box[t.top->cur] : tri_boxes;
+    return t.top && t.top->split ? split_top_ref_box(t, t.top->cur) : tri_boxes;
 }
 __device__ __forceinline__ uint32_t split_top_tri(const SplitTopArrays &t, uint32_t id)
 {
-    return t.top && t.top->split ? t.ref_tri[t.top->cur][id] : id;
+    return t.top && t.top->split ? split_top_ref_tri(t, t.top->cur)[id] : id;
 }
 
 /* Host side (split_top_gpu.cu). */
