@@ -12,8 +12,9 @@
  * type at 1920x1080 on the default scene and Sponza, every variant);
  * RT_GPU_BENCH_SCENES=sponza,bunny,... runs it alone on the scenes named;
  * RT_GPU_BENCH_TRAVERSAL=stack (a traversal's name) keeps that kd walk's rows
- * alone, for quick A/B runs of one walk; RT_TEST_FILTER="*axis*" runs the
- * tests whose names match. */
+ * alone, for quick A/B runs of one walk; RT_GPU_BENCH_TOP_DEPTH=D builds
+ * the "split top" rows' top D levels deep (default split_top.h's);
+ * RT_TEST_FILTER="*axis*" runs the tests whose names match. */
 #include "trace_check.h"
 #include "scene/load.h"
 #include "app/pipeline.h"
@@ -500,7 +501,9 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
             RtHplocGpuStats hs;
             memset(&f->dbvh, 0, sizeof f->dbvh);
             if (!hb) assert_int_equal(rt_hploc_gpu_create(&hb, &err), RT_OK);
-            const RtSplitTopParams top = rt_split_top_params_default();
+            RtSplitTopParams top = rt_split_top_params_default();
+            const char *depth = getenv("RT_GPU_BENCH_TOP_DEPTH");
+            if (depth) top.depth = atoi(depth);
             assert_int_equal(rt_hploc_gpu_set_top(hb, tree == 2 ? &top : NULL, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build(hb, &hp, d.verts, d.woop, d.count, &f->dbvh, NULL, &err), RT_OK);
             assert_int_equal(rt_hploc_gpu_build_finish(hb, &hs, &err), RT_OK);
