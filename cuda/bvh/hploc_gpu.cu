@@ -270,9 +270,9 @@ __device__ void root_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *
  * subtree, which hploc_top_link links into the top, and the tree's depth
  * through it. */
 __device__ void final_place(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, uint32_t n, uint32_t leaf,
-                            const HplocSub &r, bool clustered, bool split)
+                            const HplocSub &r, bool clustered)
 {
-    if (!split) {
+    if (!hploc_split(a)) {
         root_place(a, nodes, ctr, n, r, clustered);
         return;
     }
@@ -352,9 +352,8 @@ __device__ __forceinline__ int compact_source(HplocSlots *sh, uint32_t keep, uin
  * root: one, placed by lane 0); they go back from lo, the places after
  * them up to t emptied. Whole warp, uniform arguments. kRadius: the
  * radius when the caller knows it (the search unrolled, its loads and
- * shuffles interleaved), 0 when only `radius` does. kTop: whether the
- * build has a split top (hploc_cluster_kernel's). */
-template <uint32_t kRadius, bool kTop>
+ * shuffles interleaved), 0 when only `radius` does. */
+template <uint32_t kRadius>
 __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCounters *ctr, HplocSlots *sh,
                                  uint32_t n, uint32_t lo, uint32_t hi, uint32_t split, bool final, uint32_t leaf,
                                  uint32_t radius, uint32_t t, const RtLbvhParams &lp)
@@ -426,7 +425,7 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
     if (final) rt_fence_acq_rel();
     else rt_fence_release();
     __syncwarp();
-    if (final && lane == 0) final_place(a, nodes, ctr, n, leaf, slot_get(sh, slot, box), true, kTop && hploc_split(a));
+    if (final && lane == 0) final_place(a, nodes, ctr, n, leaf, slot_get(sh, slot, box), true);
 }
 
 /* Benthin et al. 2024, Alg. 1 (Apetrei 2014's bottom-up walk): a thread per
@@ -439,26 +438,21 @@ __device__ void hploc_warp_merge(const HplocArrays &a, RtBvhNode *nodes, BvhCoun
  * before the first exchange. Memory order: a lane's merges are fenced
  * before its next exchange (release); a warp with merges to do fences after
  * its exchanges (acquire) and the merge reads through L2. No lane leaves
- * the loop before the warp does: the merges need all 32. kTop: the
- * build has a split top (its keys may be runs); without one the walk is
- * the whole radix tree's, with nothing of the top's in its loop (a
- * parameter of the kernel: the top's run bounds and leaf cost the grid's
- * build 0.02-0.03 ms when they were read at run time). */
-template <bool kTop>
+ * the loop before the warp does: the merges need all 32. */
 __global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
     hploc_cluster_kernel(const uint32_t *codes, BvhCounters *ctr, HplocArrays a_in, RtBvhNode *nodes, uint32_t radius,
                          uint32_t t, RtLbvhParams lp)
 {
     __shared__ HplocSlots slots[kClusterBlock / RT_HPLOC_WARP];
     HplocSlots *sh = &slots[threadIdx.x / RT_HPLOC_WARP];
-    const HplocArrays a = kTop ? hploc_arrays(a_in) : a_in;
+    const HplocArrays a = hploc_arrays(a_in);
     const uint32_t n = ctr->valid, p = blockIdx.x * blockDim.x + threadIdx.x;
     bool active = n >= 2 && p < n;
-    uint32_t lo = p, hi = p, split = 0, rs = 0, re = n - 1u, leaf = 0;
-    if (kTop && active) {
+    uint32_t lo = p, hi = p, split = 0, rs = 0, re = 0, leaf = 0;
+    if (active) {
         split_top_run(a.t.top, codes, n, p, &rs, &re, &leaf);
         if (rs == re) { /* a top leaf of one reference: the key is its run's root */
-            final_place(a, nodes, ctr, n, leaf, sub_load(a, n, p, lp), true, hploc_split(a));
+            final_place(a, nodes, ctr, n, leaf, sub_load(a, n, p, lp), true);
             active = false;
         }
     }
@@ -485,9 +479,9 @@ __global__ void __launch_bounds__(kClusterBlock, kClusterMinBlocks)
             const bool F = __shfl_sync(kFull, (int)final, src) != 0;
             const uint32_t J = __shfl_sync(kFull, leaf, src);
             if (radius == kUnrolledRadius)
-                hploc_warp_merge<kUnrolledRadius, kTop>(a, nodes, ctr, sh, n, L, R, S, F, J, radius, t, lp);
+                hploc_warp_merge<kUnrolledRadius>(a, nodes, ctr, sh, n, L, R, S, F, J, radius, t, lp);
             else
-                hploc_warp_merge<0, kTop>(a, nodes, ctr, sh, n, L, R, S, F, J, radius, t, lp);
+                hploc_warp_merge<0>(a, nodes, ctr, sh, n, L, R, S, F, J, radius, t, lp);
         }
         if (final) active = false;
     }
@@ -524,7 +518,7 @@ __device__ void fallback_walk(const uint32_t *codes, BvhCounters *ctr, const Hpl
         lo = nlo, hi = nhi;
         if (final) {
             rt_fence_acq_rel();
-            final_place(a, nodes, ctr, n, leaf, c, false, hploc_split(a));
+            final_place(a, nodes, ctr, n, leaf, c, false);
             return;
         }
     }
@@ -816,9 +810,8 @@ static RtStatus hploc_queue(void *ctx, RtError *err)
     a.ids = k->ids[1];
     a.boxes = k->boxes;
     const dim3 cblock(kClusterBlock), ctris((key_count + kClusterBlock - 1) / kClusterBlock);
-    const auto cluster = top ? hploc_cluster_kernel<true> : hploc_cluster_kernel<false>;
-    if ((st = rt_launch(log, "hploc_cluster", ctris, cblock, 0, cluster, err, k->codes[1], ctr, a, b->nodes,
-                        (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
+    if ((st = rt_launch(log, "hploc_cluster", ctris, cblock, 0, hploc_cluster_kernel, err, k->codes[1], ctr, a,
+                        b->nodes, (uint32_t)p.radius, (uint32_t)p.threshold, lp)) != RT_OK)
         return st;
 
     /* ---- 4'. the radix tree, only when the clustered one is too deep --------- */
