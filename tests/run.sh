@@ -1,6 +1,7 @@
 #!/bin/sh
 # Runs every test binary given on the command line (cmocka), the window test
-# under Xvfb (tests/test_viewer.sh) and the module graph check, RT_TEST_JOBS
+# under Xvfb (tests/test_viewer.sh), the module graph check and the BVH
+# kernels' stack frames (tests/kernel_frames.sh), RT_TEST_JOBS
 # at a time (default: the number of cores), then the GPU tests when a GPU is
 # present and a short bounded fuzz run; prints one summary line
 # "tests: N passed, N failed, N skipped" and exits non-zero on any failure.
@@ -45,6 +46,7 @@ case $kind in
     cmocka) CMOCKA_MESSAGE_OUTPUT=stdout "$name" >"$log" 2>&1 ;;
     viewer) sh tests/test_viewer.sh >"$log" 2>&1 ;;
     graph) python3 tests/module_graph.py "$RT_BUILD/librt.a" "$RT_BUILD/librtgpu.a" >"$log" 2>&1 ;;
+    frames) sh tests/kernel_frames.sh >"$log" 2>&1 ;;
 esac
 rc=$?
 t1=$(date +%s.%N)
@@ -54,7 +56,7 @@ if [ "$kind" = cmocka ]; then
     f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
     s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test.*/\1/p' "$log" | tail -1)
     if [ $rc -ne 0 ] && [ -z "$f" ]; then f=1; fi   # crashed before its summary
-elif [ "$kind" = viewer ]; then   # 0 passed, 77 skipped (no Xvfb), else failed
+elif [ "$kind" = viewer ] || [ "$kind" = frames ]; then   # 0 passed, 77 skipped (no Xvfb / nvcc), else failed
     p=0 f=0 s=0
     case $rc in 0) p=1 ;; 77) s=1; rc=0 ;; *) f=1 ;; esac
 else
@@ -81,7 +83,9 @@ done >"$OUTDIR/jobs.unsorted"
 echo "0 $((i + 1)) viewer tests/test_viewer.sh" >>"$OUTDIR/jobs.unsorted"
 # No loops between modules: which object file calls which, from the archives.
 echo "0 $((i + 2)) graph tests/module_graph.py" >>"$OUTDIR/jobs.unsorted"
-total=$((i + 2))
+# No stack frame in the BVH builders' kernels (ptxas's report).
+echo "0 $((i + 3)) frames tests/kernel_frames.sh" >>"$OUTDIR/jobs.unsorted"
+total=$((i + 3))
 sort -k1,1nr -k2,2n "$OUTDIR/jobs.unsorted" >"$OUTDIR/jobs"
 echo 0 >"$OUTDIR/done"
 echo "tests: $total programs, $JOBS at a time"
