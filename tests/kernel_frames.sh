@@ -21,8 +21,7 @@ fi
 # Frames by design (the mangled name's kernel, and why):
 #   top_count_kernel       a straddler's clipped polygons (kd_clip.h)
 #   top_bin_kernel         the last block's decision (decide_level's choices)
-#   hploc_top_link_kernel  one thread's table of the top's nodes
-allowed='top_count_kernel|top_bin_kernel|hploc_top_link_kernel'
+allowed='top_count_kernel|top_bin_kernel'
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail=0 kernels=0

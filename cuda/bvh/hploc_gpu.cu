@@ -542,60 +542,69 @@ __global__ void hploc_fallback_kernel(const uint32_t *codes, BvhCounters *ctr, H
 
 /* ==== the top's nodes over the runs' subtrees ===================================== */
 
-/* One thread, after the clustering and the fallback, only under a split
- * top (split_top.h): the top's interior nodes take the ids from node_base
- * on (past every run's ids, which are key places), the top's root the
- * tree's (hploc_out_index: it and id 0 swap places, so id 0's node moves
- * and its parent's link follows, as root_place does). Each top node links
- * its children: a top node, a run's root (its up[] link then names the top
- * node, so the leaf kernels' climb stops there), a leaf of one reference
- * (its place left to hploc_leaf_alloc) or an empty leaf. */
+/* After the clustering and the fallback, only under a split top
+ * (split_top.h), one warp, a lane a top node: the top's interior nodes
+ * take the ids from node_base on (past every run's ids, which are key
+ * places), in node order; the top's root the tree's (hploc_out_index: it
+ * and id 0 swap places, so id 0's node moves and its parent's link
+ * follows, as root_place does: lane 0, before it writes the root). Each
+ * top node links its children: a top node, a run's root (its up[] link
+ * then names the top node, so the leaf kernels' climb stops there), a
+ * leaf of one reference (its place left to hploc_leaf_alloc) or an empty
+ * leaf. The lanes' nodes and links are their own: no two write one word. */
 __global__ void hploc_top_link_kernel(BvhCounters *ctr, HplocArrays a, RtBvhNode *nodes, uint32_t node_base)
 {
+    static_assert(RT_SPLIT_TOP_MAX_NODES <= 32, "a lane a top node");
+    __shared__ int s_leaf_of[RT_SPLIT_TOP_MAX_NODES];
     const SplitTopDev *top = a.t.top;
-    if (threadIdx.x != 0 || !top->split) return;
+    const int i = (int)threadIdx.x;
+    if (i >= 32 || !top->split) return;
     const uint32_t n = ctr->valid, root = node_base;
-    /* the top's interior nodes' ids, in node order */
-    uint32_t id[RT_SPLIT_TOP_MAX_NODES], inner = 0;
-    int leaf_of_node[RT_SPLIT_TOP_MAX_NODES];
-    for (int i = 0; i < top->nodes; i++) {
-        leaf_of_node[i] = -1;
-        if (top->node[i].child[0] >= 0) id[i] = node_base + inner++;
+    const int count = top->nodes;
+    const bool inner = i < count && top->node[i].child[0] >= 0;
+    const uint32_t inner_lanes = __ballot_sync(kFull, inner);
+    /* the ids of the interior top nodes, in node order */
+    auto id_of = [&](int c) { return node_base + (uint32_t)__popc(inner_lanes & ((1u << c) - 1u)); };
+    if (i < count) s_leaf_of[i] = -1;
+    __syncwarp();
+    if (i < top->leaves) s_leaf_of[top->order[i]] = i;
+    __syncwarp();
+    if (i == 0) {
+        /* id 0 belongs to the first run when it has two keys or more: its
+         * node moves to the root's place, the link to it with it */
+        uint32_t j0 = 0;
+        while (j0 < (uint32_t)top->leaves && top->leaf_count[j0] == 0) j0++;
+        if (j0 < (uint32_t)top->leaves && top->leaf_count[j0] >= 2) {
+            if (top->leaf_root[j0] != n) node0_move(a, nodes, n, root, NULL); /* the top's root goes to 0 below */
+            else bvh_node_store(&nodes[root], node_load_cg(&nodes[0])); /* a run's root: the top links it below */
+        }
     }
-    for (int j = 0; j < top->leaves; j++) leaf_of_node[top->order[j]] = j;
-    /* id 0 belongs to the first run when it has two keys or more: its node
-     * moves to the root's place, the link to it with it */
-    uint32_t j0 = 0;
-    while (j0 < (uint32_t)top->leaves && top->leaf_count[j0] == 0) j0++;
-    if (j0 < (uint32_t)top->leaves && top->leaf_count[j0] >= 2) {
-        if (top->leaf_root[j0] != n) node0_move(a, nodes, n, root, NULL); /* the top's root goes to 0 below */
-        else bvh_node_store(&nodes[root], node_load_cg(&nodes[0])); /* a run's root: the top links it below */
-    }
-    for (int i = 0; i < top->nodes; i++) {
+    if (inner) {
         const SplitTopNodeDev &t = top->node[i];
-        if (t.child[0] < 0) continue;
         RtBvhNode out;
         for (int k = 0; k < 2; k++) {
             const int c = t.child[k];
             const SplitTopNodeDev &ch = top->node[c];
-            const int j = leaf_of_node[c];
+            const int j = s_leaf_of[c];
             const RtAabb box = split_top_dec_box(ch.box);
             if (j < 0) {
-                bvh_set_child(&out, k, box, 0, hploc_out_index(id[c], root), 0);
+                bvh_set_child(&out, k, box, 0, hploc_out_index(id_of(c), root), 0);
             } else if (top->leaf_count[j] == 0) {
                 bvh_set_empty_child(&out, k);
             } else {
                 const uint32_t r = top->leaf_root[j];
                 if (top->leaf_count[j] == 1) bvh_set_child(&out, k, box, 1, 0u, 1u); /* place: hploc_leaf_alloc */
                 else bvh_set_child(&out, k, box, 0, hploc_out_index(r - n, root), 0);
-                a.up[r] = make_uint2(n + id[i], k ? 1u : 0u);
+                a.up[r] = make_uint2(n + id_of(i), k ? 1u : 0u);
             }
         }
-        bvh_node_store(&nodes[hploc_out_index(id[i], root)], out);
+        bvh_node_store(&nodes[hploc_out_index(id_of(i), root)], out);
     }
-    ctr->tree_root = root;
-    ctr->root = split_top_dec_box(top->node[0].box);
-    ctr->fallback = ctr->cluster_depth > RT_BVH_MAX_DEPTH;
+    if (i == 0) {
+        ctr->tree_root = root;
+        ctr->root = split_top_dec_box(top->node[0].box);
+        ctr->fallback = ctr->cluster_depth > RT_BVH_MAX_DEPTH;
+    }
 }
 
 /* ==== step 5: the leaves ========================================================= */

@@ -261,6 +261,7 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
     __syncthreads();
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kBinBlock) t.bins[w] = 0u;
     if (stop) return;
+    /* a thread a slot: its choice and its part of the level's record */
     if (threadIdx.x < (uint32_t)slots) {
         const int s = (int)threadIdx.x;
         const SplitTopNodeDev &nd = top->node[top->order[s]];
@@ -268,25 +269,26 @@ __device__ __noinline__ void decide_level(const SplitTopArrays &t, BvhCounters *
         chosen[s] = nd.depth == d && nd.count >= p.min_refs &&
                     split_top_combine(group[s], side[s], p.alpha, top->root_area, &c);
         choice[s] = c;
+        const RtAabb box = split_top_dec_box(nd.box);
+        top->lvl.first[s] = d == 0 ? 0u : nd.first;
+        top->lvl.count[s] = d == 0 ? tri_count : nd.count;
+        top->lvl.box[s] = box;
+        top->lvl.axis[s] = -1;
+        if (chosen[s]) top->lvl.k[s] = c.k, top->lvl.pos[s] = split_top_pos(box, c.axis, c.k);
     }
     __syncthreads();
     if (threadIdx.x != 0) return;
+    /* one thread: the splits taken in the top's order while the
+     * references stay within max_refs */
     uint32_t total = d == 0 ? ctr->valid : top->refs;
     int any = 0;
     top->lvl.slots = slots;
-    for (int s = 0; s < slots; s++) {
-        const SplitTopNodeDev &nd = top->node[top->order[s]];
-        top->lvl.first[s] = d == 0 ? 0u : nd.first;
-        top->lvl.count[s] = d == 0 ? tri_count : nd.count;
-        top->lvl.box[s] = split_top_dec_box(nd.box);
-        top->lvl.axis[s] = -1;
+    for (int s = 0; s < slots; s++)
         if (chosen[s] && choice[s].added <= max_refs - total) {
-            top->lvl.axis[s] = choice[s].axis, top->lvl.k[s] = choice[s].k;
-            top->lvl.pos[s] = split_top_pos(top->lvl.box[s], choice[s].axis, choice[s].k);
+            top->lvl.axis[s] = choice[s].axis;
             total += choice[s].added;
             any = 1;
         }
-    }
     if (!any) top->stop = 1;
 }
 
@@ -450,35 +452,49 @@ __device__ void count_tile(const SplitTopArrays &t, const SplitTopLevel &L, cons
 /* By top_count's last block: the tiles' counts scanned per slot (each
  * tile's offsets in place), the slots' output places, the split nodes'
  * children (their boxes left for top_write), the next level's order and
- * count, the buffers swapped. Whole block. */
+ * count, the buffers swapped. A tile's row of counts is read at once for
+ * every slot, then scanned slot by slot in shared memory: one round of
+ * loads per kTopBlock tiles (this block runs alone, so its latency is the
+ * launch's). Whole block. */
 __device__ __noinline__ void scan_level(const SplitTopArrays &t, int d)
 {
     using Scan = cub::BlockScan<unsigned long long, kTopBlock>;
     __shared__ typename Scan::TempStorage scan;
     __shared__ unsigned long long tot[kTopLevelNodes];
+    static_assert(kTopLevelNodes % 2 == 0, "a row of counts read as 16-byte words");
     SplitTopDev *top = t.top;
     const uint32_t tiles = (top->refs + kTile - 1) / kTile;
     const int slots = top->lvl.slots;
-    for (int s = 0; s < slots; s++) {
-        unsigned long long run = 0;
-        for (uint32_t c = 0; c < tiles; c += kTopBlock) {
-            const uint32_t idx = c + threadIdx.x;
-            uint2 *at = t.tile_counts + (size_t)idx * kTopLevelNodes + s;
-            uint2 cnt = make_uint2(0u, 0u);
-            if (idx < tiles) cnt = __ldcg(at); /* the other blocks' counts: not from L1 */
-            const unsigned long long v = (unsigned long long)cnt.x << 32 | cnt.y;
+    unsigned long long run[kTopLevelNodes];
+#pragma unroll
+    for (int s = 0; s < kTopLevelNodes; s++) run[s] = 0ull;
+    for (uint32_t c = 0; c < tiles; c += kTopBlock) {
+        const uint32_t idx = c + threadIdx.x;
+        uint2 *row = t.tile_counts + (size_t)idx * kTopLevelNodes;
+        uint4 w[kTopLevelNodes / 2];
+#pragma unroll
+        for (int s = 0; s < kTopLevelNodes; s += 2) /* the other blocks' counts: not from L1 */
+            w[s / 2] = idx < tiles && s < slots ? __ldcg((const uint4 *)(row + s)) : make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+        for (int s = 0; s < kTopLevelNodes; s++) {
+            if (s >= slots) break;
+            const uint4 p = w[s / 2];
+            const unsigned long long v = s % 2 ? (unsigned long long)p.z << 32 | p.w
+                                               : (unsigned long long)p.x << 32 | p.y;
             unsigned long long ex, agg;
             Scan(scan).ExclusiveSum(v, ex, agg);
-            ex += run;
-            if (idx < tiles) *at = make_uint2((uint32_t)(ex >> 32), (uint32_t)ex);
-            run += agg;
-            __syncthreads();
+            ex += run[s];
+            if (idx < tiles) row[s] = make_uint2((uint32_t)(ex >> 32), (uint32_t)ex);
+            run[s] += agg;
+            __syncthreads(); /* the scan's storage is free again */
         }
-        if (threadIdx.x == 0) tot[s] = run;
     }
+    if (threadIdx.x == 0)
+#pragma unroll
+        for (int s = 0; s < kTopLevelNodes; s++) tot[s] = run[s];
     __syncthreads();
     if (threadIdx.x != 0) return;
-    int next[RT_SPLIT_TOP_MAX_LEAVES], leaves = 0;
+    int next[RT_SPLIT_TOP_MAX_LEAVES], leaves = 0, nodes = top->nodes;
     uint32_t out = 0;
     for (int s = 0; s < slots; s++) {
         const int j = top->order[s];
@@ -486,7 +502,7 @@ __device__ __noinline__ void scan_level(const SplitTopArrays &t, int d)
         top->lvl.base[s] = out, top->lvl.nl[s] = nl;
         if (top->lvl.axis[s] >= 0) {
             for (int k = 0; k < 2; k++) {
-                const int c = top->nodes++;
+                const int c = nodes++;
                 SplitTopNodeDev &ch = top->node[c];
                 for (int w = 0; w < 6; w++) ch.box[w] = 0u;
                 ch.first = out + (k ? nl : 0u), ch.count = k ? nr : nl;
@@ -504,6 +520,7 @@ __device__ __noinline__ void scan_level(const SplitTopArrays &t, int d)
         }
     }
     for (int k = 0; k < leaves; k++) top->order[k] = next[k];
+    top->nodes = nodes;
     top->leaves = leaves;
     top->lvl.n = top->refs;
     top->refs = out;
