@@ -299,18 +299,12 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
                          const float (*s_scale)[3], const float (*s_face)[3][RT_SPLIT_TOP_BINS + 1],
                          const int *s_active, int slots)
 {
-    __shared__ uint32_t s_next;
     const SplitTopDev *top = t.top;
     for (int w = threadIdx.x; w < slots * kTopBinWords; w += kBinBlock) sh[w] = 0u;
-    if (threadIdx.x == 0) s_next = 0u;
     __syncthreads();
     const uint32_t n = d == 0 ? tri_count : top->refs;
     const int which = d == 0 ? -1 : top->cur;
-    /* A block takes a run of the references and its warps 32 at a time
-     * from a counter as they finish (a reference across several spatial
-     * bins costs its lane a loop: warps whose references were set in
-     * advance waited at the block's barrier for the slowest, a fifth of
-     * the kernel's warp samples under Nsight Compute). Per axis, the lanes of one
+    /* A warp takes 32 references at a time. Per axis, the lanes of one
      * node and object bin (by centre) add to it together: their box words
      * reduced over the group (__reduce_max_sync: every word grows by max,
      * zero its identity) and their count, by one lane; so do the lanes
@@ -318,17 +312,12 @@ __device__ void bin_refs(const SplitTopArrays &t, const RtAabb *tri_boxes, uint3
      * their bins). A box across several spatial bins adds its part in
      * each, its entry and its exit, alone. */
     const uint32_t lane = threadIdx.x & 31u;
-    const uint32_t per = ((n + gridDim.x - 1u) / gridDim.x + 31u) & ~31u;
-    const uint32_t start = min(n, blockIdx.x * per), end = min(n, start + per);
-    for (;;) {
-        uint32_t base = 0;
-        if (lane == 0) base = atomicAdd(&s_next, 32u);
-        base = start + __shfl_sync(kFull, base, 0);
-        if (base >= end) break;
+    const uint32_t stride = gridDim.x * kBinBlock;
+    for (uint32_t base = blockIdx.x * kBinBlock + (threadIdx.x & ~31u); base < n; base += stride) {
         const uint32_t i = base + lane;
         int slot = -1;
         RtAabb r = aabb_empty();
-        if (i < end) {
+        if (i < n) {
             uint32_t tri;
             level_ref(t, tri_boxes, which, i, &tri, &r);
             slot = range_of(s_first, s_count, slots, i);
@@ -424,14 +413,7 @@ __global__ void __launch_bounds__(kBinBlock, kBinBlocksPerSm) top_bin_kernel(Spl
     if (s_any)
         bin_refs(t, tri_boxes, tri_count, d, sh, s_first, s_count, s_box, s_scale, s_face, s_active, s_slots);
     /* level 0 is decided even without a node to bin: it sets the top up */
-    if (last_block(&t.top->ticket)) {
-        /* copies: a call that is not inlined takes the parameters by
-         * address, and without them every thread would copy the kernel's
-         * parameters to local memory before its first instruction */
-        const SplitTopArrays tl = t;
-        const RtSplitTopParams pl = p;
-        decide_level(tl, ctr, tri_count, d, pl, max_refs);
-    }
+    if (last_block(&t.top->ticket)) decide_level(t, ctr, tri_count, d, p, max_refs);
 }
 
 /* One tile of top_count: each slot's left and right outputs among its
@@ -560,10 +542,7 @@ __global__ void __launch_bounds__(kTopBlock) top_count_kernel(SplitTopArrays t, 
     level_load(&L, top->lvl);
     for (uint32_t tile = blockIdx.x; tile * kTile < n; tile += gridDim.x)
         count_tile(t, L, tri_boxes, verts, n, top->cur, tile, cl, cr);
-    if (last_block(&t.top->ticket)) {
-        const SplitTopArrays tl = t; /* as top_bin's decision: only this block copies */
-        scan_level(tl, d);
-    }
+    if (last_block(&t.top->ticket)) scan_level(t, d);
 }
 
 using TopWriteScan = cub::BlockScan<unsigned long long, kTopBlock>;
