@@ -396,9 +396,10 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Median GPU ms of `runs` casts after 2 warm-up casts. */
-static double bench_cast(Fixture *f, const RtTraceParams *p, void *d_rays, void *d_hits, uint32_t n,
-                         int width, int any)
+/* Median GPU ms of `runs` casts after 2 warm-up casts: of the n rays at
+ * d_rays, or (cam non-NULL) of cam's primary rays made in the kernel. */
+static double bench_cast(Fixture *f, const RtTraceParams *p, const RtCamera *cam, void *d_rays, void *d_hits,
+                         uint32_t n, int width, int any)
 {
     enum { RUNS = 7 };
     double ms[RUNS];
@@ -406,18 +407,26 @@ static double bench_cast(Fixture *f, const RtTraceParams *p, void *d_rays, void 
     const RtAccel a = fixture_accel(f);
     for (int i = 0; i < 2 + RUNS; i++) {
         double t = 0;
-        assert_int_equal(rt_trace_gpu_rays(f->gs, &a, p, d_rays, d_hits, NULL, n, width, any, &t, &err), RT_OK);
+        if (cam)
+            assert_int_equal(rt_trace_gpu_camera_rays(f->gs, &a, p, cam, width, (int)(n / (uint32_t)width), d_hits,
+                                                      NULL, &t, &err),
+                             RT_OK);
+        else
+            assert_int_equal(rt_trace_gpu_rays(f->gs, &a, p, d_rays, d_hits, NULL, n, width, any, &t, &err),
+                             RT_OK);
         if (i >= 2) ms[i - 2] = t;
     }
     qsort(ms, RUNS, sizeof ms[0], cmp_double);
     return ms[RUNS / 2];
 }
 
-/* Mrays/s of primary, shadow (any hit) and reflection rays, and the full
- * frame's median ms (primary + shadows + 1 bounce, shaded), for one variant. */
+/* Mrays/s of primary, shadow (any hit) and reflection rays, the full
+ * frame's median ms (primary + shadows + 1 bounce, shaded), and Mrays/s of
+ * the primary rays made in the kernel (as the peers make theirs), for one
+ * variant. */
 static void bench_variant(Fixture *f, const RtCamera *cam, const RtTraceParams *v,
                           const RaySet *prim, const RaySet *shadow, const RaySet *refl,
-                          void *d_rays, void *d_hits, void *d_img, int w, int h, double out[4])
+                          void *d_rays, void *d_hits, void *d_img, int w, int h, double out[5])
 {
     RtError err = {0};
     const RaySet *sets[3] = {prim, shadow, refl};
@@ -425,9 +434,10 @@ static void bench_variant(Fixture *f, const RtCamera *cam, const RtTraceParams *
         /* reflection rays are stored compacted (hits only), width w as well */
         assert_int_equal(rt_gpu_memcpy(d_rays, sets[s]->rays, sets[s]->n * sizeof(RtGpuRay),
                                        RT_COPY_TO_DEVICE, &err), RT_OK);
-        double ms = bench_cast(f, v, d_rays, d_hits, sets[s]->n, w, s == 1);
+        double ms = bench_cast(f, v, NULL, d_rays, d_hits, sets[s]->n, w, s == 1);
         out[s] = sets[s]->n / (ms * 1e3);
     }
+    out[4] = prim->n / (bench_cast(f, v, cam, NULL, d_hits, prim->n, w, 0) * 1e3);
     double frame[5];
     for (int k = 0; k < 7; k++) {
         RtTraceStats st;
@@ -460,6 +470,20 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
     assert_int_equal(rt_trace_gpu_rays(f->gs, RT_ACCEL_OF_KD(&f->dtree), &p, d_rays, d_hits, NULL, n, w, 0, NULL,
                                        &err), RT_OK);
     assert_int_equal(rt_gpu_memcpy(hits, d_hits, n * sizeof *hits, RT_COPY_TO_HOST, &err), RT_OK);
+    {   /* the rays the camera cast makes in its kernel are these (the
+         * device's arithmetic may round a direction's last bit apart) */
+        RtHit *cam_hits = malloc(n * sizeof *cam_hits);
+        assert_non_null(cam_hits);
+        assert_int_equal(rt_trace_gpu_camera_rays(f->gs, RT_ACCEL_OF_KD(&f->dtree), &p, cam, w, h, d_hits, NULL, NULL,
+                                                  &err), RT_OK);
+        assert_int_equal(rt_gpu_memcpy(cam_hits, d_hits, n * sizeof *cam_hits, RT_COPY_TO_HOST, &err), RT_OK);
+        uint32_t same = 0;
+        for (uint32_t i = 0; i < n; i++) same += cam_hits[i].tri == hits[i].tri;
+        print_message("BENCH %s: the camera cast's closest hits equal the stored rays' on %u of %u pixels\n",
+                      f->name, same, n);
+        assert_true((double)same >= 0.9999 * n);
+        free(cam_hits);
+    }
     /* shadow rays per light in pixel order (one light after the other) */
     RaySet sh_one = {0};
     for (uint32_t l = 0; l < f->s.light_count; l++) {
@@ -482,9 +506,10 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
                   "rays, %u reflection rays\n", f->name, gpu_name, f->s.tri_count, f->tree.node_count,
                   hit_count, shadow.n, refl.n);
     print_message("BENCH | traversal | isect | leaf skip | ray map | packet | primary Mrays/s | "
-                  "shadow (any hit) Mrays/s | reflection Mrays/s | full frame ms |\n");
+                  "shadow (any hit) Mrays/s | reflection Mrays/s | full frame ms | primary, made in the kernel, "
+                  "Mrays/s |\n");
     RtTraceParams v;
-    double r[4];
+    double r[5];
     /* every variant over the LBVH (and the kd-tree), then the BVH walk again
      * over the H-PLOC tree of the same triangles (the `bvh` structure): what
      * a better tree buys the same loop */
@@ -515,12 +540,12 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
                 (f->walk_bvh || strcmp(rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal), only_walk) != 0))
                 continue;
             bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
-            print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f |\n",
+            print_message("BENCH | %s | %s | %s | %s | %s | %.0f | %.0f | %.0f | %.3f | %.0f |\n",
                           f->walk_bvh ? bvh_label[f->walk_bvh - 1][tree]
                                       : rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal),
                           rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
                           v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1],
-                          r[2], r[3]);
+                          r[2], r[3], r[4]);
         }
     }
     f->walk_bvh = 0;
@@ -554,11 +579,11 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
             v = rt_trace_params_default();
             bench_variant(f, cam, &v, &prim, &shadow, &refl, d_rays, d_hits, d_img, w, h, r);
             print_message("BENCH | %s, GPU-built tree (%s: %u nodes, %u references, %.3f ms) | %s | %s | %s | %s | "
-                          "%.0f | %.0f | %.0f | %.3f |\n",
+                          "%.0f | %.0f | %.0f | %.3f | %.0f |\n",
                           rt_variant_value_name(RT_VAR_TRAVERSAL, v.traversal), setting, ks.nodes, ks.references,
                           ks.gpu_ms, rt_variant_value_name(RT_VAR_ISECT, v.isect), v.leaf_skip ? "yes" : "no",
                           v.ray_map ? "4x8" : "rows", rt_variant_value_name(RT_VAR_PACKETS, v.packet), r[0], r[1],
-                          r[2], r[3]);
+                          r[2], r[3], r[4]);
         } while (one && (one = strtok_r(NULL, ";", &save)));
         f->dtree = oracle;
         rt_kd_gpu_destroy(kb);

@@ -452,9 +452,11 @@ __device__ static bool cast_pixel(int ray_map, int w, int h, int *px, int *py)
     return *px < w && *py < h;
 }
 
+/* rays NULL: pixel i's primary ray through its centre, made here from cam
+ * (rt_trace_gpu_camera_rays), else ray i read from rays. */
 template <class Walk>
 __global__ void __launch_bounds__(kBlock, kCastMinBlocks) cast_kernel(RtGpuSceneView sc, typename Walk::Tree tr,
-                                                      TraceCfg cfg, const RtGpuRay *rays,
+                                                      TraceCfg cfg, const RtGpuRay *rays, RtCameraBasis cam,
                                                       RtHit *hits, uint32_t *steps_out, uint32_t n,
                                                       int width, int height, int ray_map, int any)
 {
@@ -463,7 +465,12 @@ __global__ void __launch_bounds__(kBlock, kCastMinBlocks) cast_kernel(RtGpuScene
     uint32_t i = (uint32_t)py * (uint32_t)width + (uint32_t)px;
     valid = valid && i < n;
     RtGpuRay r;
-    if (valid) {
+    if (valid && !rays) {
+        r.o = cam.o;
+        r.d = rt_camera_dir(&cam, (float)px + 0.5f, (float)py + 0.5f);
+        r.tmin = 0.0f;
+        r.tmax = INFINITY;
+    } else if (valid) {
         const float4 *p = (const float4 *)&rays[i];
         float4 a = p[0], b = p[1];
         r.o = v3(a.x, a.y, a.z);
@@ -609,16 +616,13 @@ extern "C" RtStatus rt_trace_gpu(RtGpuScene *gs, const RtAccel *accel, const RtS
     return kernel_ms(log, "trace_render", &stats->ms, err);
 }
 
-extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel,
-                                      const RtTraceParams *p, const RtGpuRay *d_rays,
-                                      RtHit *d_hits, uint32_t *d_steps, uint32_t n, int width,
-                                      int any_hit, double *ms, RtError *err)
+/* The casts of rt_trace_gpu_rays and rt_trace_gpu_camera_rays: d_rays
+ * NULL makes each pixel's primary ray from cam. */
+static RtStatus trace_cast(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p, const RtGpuRay *d_rays,
+                           const RtCameraBasis &cam, RtHit *d_hits, uint32_t *d_steps, uint32_t n, int width,
+                           int any_hit, double *ms, RtError *err)
 {
     RtTraceParams params = p ? *p : rt_trace_params_default();
-    if (!gs || (n && (!d_rays || !d_hits)) || width <= 0)
-        return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs a scene, rays and hits");
-    if (((uintptr_t)d_rays | (uintptr_t)d_hits) & 15u) /* the kernel's 16-byte loads and stores */
-        return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs rays and hits at 16-byte aligned addresses");
     RtStatus st = accel_check(accel, err);
     if (st == RT_OK) st = rt_trace_params_check(&params, err);
     if (st != RT_OK) return st;
@@ -631,14 +635,42 @@ extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel,
     dim3 grid = cast_grid(ray_map, width, height);
     if (accel->kind == RT_ACCEL_BVH)
         st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0, RT_BVH_DISPATCH(cast_kernel, &params), err,
-                       rt_gpu_scene_view(gs), trace_bvh_of(accel->bvh), trace_cfg(&params), d_rays, d_hits,
+                       rt_gpu_scene_view(gs), trace_bvh_of(accel->bvh), trace_cfg(&params), d_rays, cam, d_hits,
                        d_steps, n, width, height, ray_map, any_hit);
     else
         st = rt_launch(log, "trace_cast", grid, dim3(kBlock), 0, RT_KD_DISPATCH(cast_kernel, &params), err,
-                       rt_gpu_scene_view(gs), trace_tree(accel->kd), trace_cfg(&params), d_rays, d_hits,
+                       rt_gpu_scene_view(gs), trace_tree(accel->kd), trace_cfg(&params), d_rays, cam, d_hits,
                        d_steps, n, width, height, ray_map, any_hit);
     if (st != RT_OK || !ms) return st;
     return kernel_ms(log, "trace_cast", ms, err);
+}
+
+extern "C" RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel,
+                                      const RtTraceParams *p, const RtGpuRay *d_rays,
+                                      RtHit *d_hits, uint32_t *d_steps, uint32_t n, int width,
+                                      int any_hit, double *ms, RtError *err)
+{
+    if (!gs || (n && (!d_rays || !d_hits)) || width <= 0)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs a scene, rays and hits");
+    if (((uintptr_t)d_rays | (uintptr_t)d_hits) & 15u) /* the kernel's 16-byte loads and stores */
+        return rt_fail(err, RT_ERR_ARG, "TRACE: ray cast needs rays and hits at 16-byte aligned addresses");
+    RtCameraBasis none;
+    memset(&none, 0, sizeof none);
+    return trace_cast(gs, accel, p, d_rays, none, d_hits, d_steps, n, width, any_hit, ms, err);
+}
+
+extern "C" RtStatus rt_trace_gpu_camera_rays(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
+                                             const RtCamera *cam, int width, int height, RtHit *d_hits,
+                                             uint32_t *d_steps, double *ms, RtError *err)
+{
+    if (!gs || !cam || !d_hits || width <= 0 || height <= 0)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: camera cast needs a scene, a camera, hits and a size (%dx%d)",
+                       width, height);
+    if ((uintptr_t)d_hits & 15u)
+        return rt_fail(err, RT_ERR_ARG, "TRACE: camera cast needs hits at a 16-byte aligned address");
+    const RtCameraBasis basis = rt_camera_basis(*cam, width, height);
+    return trace_cast(gs, accel, p, NULL, basis, d_hits, d_steps, (uint32_t)width * (uint32_t)height, width, 0, ms,
+                      err);
 }
 
 extern "C" RtStatus rt_trace_gpu_photons(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,

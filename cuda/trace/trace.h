@@ -114,6 +114,16 @@ RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel, const RtTracePa
                            const RtGpuRay *d_rays, RtHit *d_hits, uint32_t *d_steps,
                            uint32_t n, int width, int any_hit, double *ms, RtError *err);
 
+/* The primary rays of cam at width x height (through each pixel's centre,
+ * as the benchmark's camera rays: origin cam's, tmin 0, tmax infinite),
+ * made in the cast's kernel instead of read from memory, closest hit, into
+ * d_hits[y * width + x] (device, 16-byte aligned); otherwise as
+ * rt_trace_gpu_rays. The peers' benchmarks make their primary rays in the
+ * kernel too, so their rates and these compare (docs/benchmarks.md). */
+RtStatus rt_trace_gpu_camera_rays(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
+                                  const RtCamera *cam, int width, int height, RtHit *d_hits,
+                                  uint32_t *d_steps, double *ms, RtError *err);
+
 /* The same casts on the CPU: trace_ray.cuh's loop compiled for the host
  * (trace_emu.cu), warps of 32 lanes emulated in lock step, so every variant
  * (packets included) can be checked against the brute force, and a missed

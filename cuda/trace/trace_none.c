@@ -37,6 +37,15 @@ RtStatus rt_trace_gpu_rays(RtGpuScene *gs, const RtAccel *accel, const RtTracePa
     return no_cuda(err);
 }
 
+RtStatus rt_trace_gpu_camera_rays(RtGpuScene *gs, const RtAccel *accel, const RtTraceParams *p,
+                                  const RtCamera *cam, int width, int height, RtHit *d_hits,
+                                  uint32_t *d_steps, double *ms, RtError *err)
+{
+    (void)gs; (void)accel; (void)p; (void)cam; (void)width; (void)height; (void)d_hits; (void)d_steps;
+    (void)ms;
+    return no_cuda(err);
+}
+
 RtStatus rt_trace_emulate_rays(const RtTriArrays *tris, const RtAccel *accel,
                                const RtTraceParams *p, const RtGpuRay *rays, RtHit *hits,
                                uint32_t *steps, uint32_t n, int width, int any_hit, RtError *err)
