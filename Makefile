@@ -180,7 +180,7 @@ check-display:
 
 test: deps-test
 	@$(MAKE) --no-print-directory all $(TEST_BIN) $(PNG_DIFF) $(if $(shell command -v clang 2>/dev/null),fuzz,)
-	@RT_BUILD=$(BUILD) sh tests/run.sh $(TEST_BIN)
+	@RT_BUILD=$(BUILD) RT_NVCC="$(NVCC)" RT_NVFLAGS="$(NVFLAGS)" sh tests/run.sh $(TEST_BIN)
 
 # libFuzzer target over all loaders (tests/fuzz/README.md). Built with clang,
 # without assimp: it fuzzes the project's own parsers, not the library.

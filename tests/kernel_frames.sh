@@ -9,13 +9,13 @@
 # 3.58 to 3.80 ms on an H200 with every test green. Timed tests cannot
 # catch that on CI (no GPU); ptxas can, on any machine with nvcc.
 #
-# Compiles the BVH family's CUDA files for sm_90 as the Makefile does,
-# with ptxas's report, and fails on a kernel with a frame that is not
-# listed below with its reason. Exit 77 (skipped) without nvcc.
-#   tests/kernel_frames.sh            (from the project's root)
-NVCC=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
-if ! [ -x "$NVCC" ]; then
-    echo "skip: no nvcc: the kernels' frames are not checked"
+# Compiles the BVH family's CUDA files with the build's nvcc and flags
+# (RT_NVCC, RT_NVFLAGS: make test passes the Makefile's, so the check sees
+# the code the build makes), adding ptxas's report, and fails on a kernel
+# with a frame that is not listed below with its reason. Exit 77 (skipped)
+# without nvcc, or when run other than through make test.
+if [ -z "${RT_NVCC:-}" ] || ! [ -x "$RT_NVCC" ] || [ -z "${RT_NVFLAGS:-}" ]; then
+    echo "skip: no nvcc, or no build flags (make test passes them): the kernels' frames are not checked"
     exit 77
 fi
 # Frames by design (the mangled name's kernel, and why):
@@ -26,7 +26,8 @@ out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 fail=0 kernels=0
 for f in cuda/bvh/hploc_gpu.cu cuda/bvh/bvh_gpu_common.cu cuda/bvh/lbvh_gpu.cu cuda/bvh/split_top_gpu.cu; do
-    if ! "$NVCC" -std=c++17 -O2 -Isrc -Icuda -DRT_DEBUG=0 -arch=sm_90 -Xptxas -v -c "$f" -o /dev/null >"$out" 2>&1; then
+    # shellcheck disable=SC2086 # RT_NVFLAGS is a list of words
+    if ! "$RT_NVCC" $RT_NVFLAGS -Xptxas -v -c "$f" -o /dev/null >"$out" 2>&1; then
         cat "$out"
         echo "FAIL: $f does not compile"
         exit 1

@@ -114,6 +114,21 @@ static void gpu_trace_rejects_bad_params(void **state)
 
 static int hits_agree(const RtHit *a, const RtHit *b, float eps);
 
+/* cam's primary rays at w x h cast by rt_trace_gpu_camera_rays into d_hits
+ * and read back into made; returns the pixels whose closest triangle is
+ * stored's (the cast of the same rays read from memory). */
+static uint32_t camera_cast_same(Fixture *f, const RtAccel *a, const RtTraceParams *p, const RtCamera *cam, int w,
+                                 int h, void *d_hits, const RtHit *stored, RtHit *made)
+{
+    RtError err = {0};
+    const uint32_t n = (uint32_t)w * (uint32_t)h;
+    assert_int_equal(rt_trace_gpu_camera_rays(f->gs, a, p, cam, w, h, d_hits, NULL, NULL, &err), RT_OK);
+    assert_int_equal(rt_gpu_memcpy(made, d_hits, n * sizeof *made, RT_COPY_TO_HOST, &err), RT_OK);
+    uint32_t same = 0;
+    for (uint32_t k = 0; k < n; k++) same += made[k].tri == stored[k].tri;
+    return same;
+}
+
 /* rt_trace_gpu_camera_rays makes the rays camera_rays stores (pixel
  * centres) and finds their closest hits, in every traversal and test: the
  * same triangles as the stored rays' cast on >= 99.99 % of pixels (a
@@ -141,14 +156,12 @@ static void gpu_trace_camera_rays_match_stored_rays(void **state)
         if (f.walk_bvh) continue;
         assert_int_equal(rt_trace_gpu_rays(f.gs, &a, &v, d_rays, d_hits, NULL, n, W, 0, NULL, &err), RT_OK);
         assert_int_equal(rt_gpu_memcpy(stored, d_hits, n * sizeof(RtHit), RT_COPY_TO_HOST, &err), RT_OK);
-        assert_int_equal(rt_trace_gpu_camera_rays(f.gs, &a, &v, &f.s.camera, W, H, d_hits, NULL, NULL, &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(made, d_hits, n * sizeof(RtHit), RT_COPY_TO_HOST, &err), RT_OK);
-        uint32_t same = 0, hits = 0;
+        const uint32_t same = camera_cast_same(&f, &a, &v, &f.s.camera, W, H, d_hits, stored, made);
+        uint32_t hits = 0;
         for (uint32_t k = 0; k < n; k++) {
             hits += stored[k].tri != RT_NO_HIT;
-            if (made[k].tri != stored[k].tri) continue;
-            same++;
-            if (made[k].tri != RT_NO_HIT) assert_true(hits_agree(&made[k], &stored[k], rt_gpu_scene_epsilon(f.gs)));
+            if (made[k].tri == stored[k].tri && made[k].tri != RT_NO_HIT)
+                assert_true(hits_agree(&made[k], &stored[k], rt_gpu_scene_epsilon(f.gs)));
         }
         assert_true(hits > n / 4); /* the view sees the scene */
         if ((double)same < 0.9999 * n) fail_msg("variant %d: %u of %u pixels agree", i, same, n);
@@ -533,11 +546,7 @@ static void bench_scene(Fixture *f, const RtCamera *cam, const char *gpu_name, i
          * device's arithmetic may round a direction's last bit apart) */
         RtHit *cam_hits = malloc(n * sizeof *cam_hits);
         assert_non_null(cam_hits);
-        assert_int_equal(rt_trace_gpu_camera_rays(f->gs, RT_ACCEL_OF_KD(&f->dtree), &p, cam, w, h, d_hits, NULL, NULL,
-                                                  &err), RT_OK);
-        assert_int_equal(rt_gpu_memcpy(cam_hits, d_hits, n * sizeof *cam_hits, RT_COPY_TO_HOST, &err), RT_OK);
-        uint32_t same = 0;
-        for (uint32_t i = 0; i < n; i++) same += cam_hits[i].tri == hits[i].tri;
+        const uint32_t same = camera_cast_same(f, RT_ACCEL_OF_KD(&f->dtree), &p, cam, w, h, d_hits, hits, cam_hits);
         print_message("BENCH %s: the camera cast's closest hits equal the stored rays' on %u of %u pixels\n",
                       f->name, same, n);
         assert_true((double)same >= 0.9999 * n);

@@ -132,8 +132,7 @@ __global__ void bvh_morton_kernel(const RtAabb *boxes, uint32_t count, const Bvh
     const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     if (free_slots && i + 1u < count) free_slots[i] = 0xffffffffu;
-    const RtAabb scene = bvh_scene_box(ctr);
-    codes[i] = lbvh_morton(boxes[i], scene, lbvh_scale(scene));
+    codes[i] = bvh_morton_code(boxes[i], ctr);
     ids[i] = i;
 }
 

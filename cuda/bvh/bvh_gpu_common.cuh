@@ -37,6 +37,14 @@ __device__ __forceinline__ RtAabb bvh_scene_box(const BvhCounters *ctr)
     return b;
 }
 
+/* A triangle box's Morton code in the scene box (bvh_morton's; the split
+ * top's keys when it has one leaf). */
+__device__ __forceinline__ uint32_t bvh_morton_code(const RtAabb &box, const BvhCounters *ctr)
+{
+    const RtAabb scene = bvh_scene_box(ctr);
+    return lbvh_morton(box, scene, lbvh_scale(scene));
+}
+
 /* Steps 1 and 2's arrays, for `cap` triangles. */
 typedef struct BvhKeysGpu {
     uint32_t cap;

@@ -558,7 +558,7 @@ __global__ void hploc_top_link_kernel(BvhCounters *ctr, HplocArrays a, RtBvhNode
     __shared__ int s_leaf_of[RT_SPLIT_TOP_MAX_NODES];
     const SplitTopDev *top = a.t.top;
     const int i = (int)threadIdx.x;
-    if (i >= 32 || !top->split) return;
+    if (!top->split) return; /* the launch: one warp */
     const uint32_t n = ctr->valid, root = node_base;
     const int count = top->nodes;
     const bool inner = i < count && top->node[i].child[0] >= 0;

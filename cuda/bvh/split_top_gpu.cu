@@ -668,10 +668,7 @@ __global__ void __launch_bounds__(kTopBlock) top_morton_kernel(SplitTopArrays t,
     if (i + 1u < keys) free_slots[i] = 0xffffffffu;
     uint32_t code = RT_LBVH_INVALID;
     if (!split) {
-        if (i < tri_count) {
-            const RtAabb scene = bvh_scene_box(ctr);
-            code = lbvh_morton(tri_boxes[i], scene, lbvh_scale(scene));
-        }
+        if (i < tri_count) code = bvh_morton_code(tri_boxes[i], ctr);
     } else if (i < top->refs) {
         const uint32_t leaf = (uint32_t)max(range_of(s_first, s_count, leaves, i), 0);
         const RtAabb box = s_leaf_box[leaf];
