@@ -55,7 +55,9 @@ typedef struct TraceBvh {
 #endif
 RT_TRACE_FN static uint32_t bvh_entry(uint32_t child, uint32_t count)
 {
-    return (count << RT_BVH_ENTRY_FIRST_BITS) | child;
+    /* a sum, not an or (the fields do not overlap): one LEA, where the or
+     * took a shift and a LOP3 */
+    return (count << RT_BVH_ENTRY_FIRST_BITS) + child;
 }
 
 /* Slab test of both children of node n: in0/in1 when the ray's [tmin, tmax]
@@ -136,6 +138,11 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
     const RtVec3 inv_d = trace_inv(d);
     float r0 = tmin, r1 = tmax;
     if (!clip_box(bounds, o, inv_d, eps, &r0, &r1)) return best;
+    /* No hit lies past the grown scene box's exit, so the best hit's t
+     * starts there: the children's test then takes one far bound, not the
+     * smaller of two, and r1 need not stay live through the loop (a miss
+     * still returns tmax, below). */
+    best.t = r1;
     /* In the node tests a zero direction component would make 0 * inf =
      * NaN; a huge finite 1/d keeps the slab test's signs (with the grown
      * boxes, never a 0 numerator). */
@@ -178,7 +185,7 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
             visits++;
             float t0, t1;
             bool in0, in1;
-            bvh_test_children(n, lo_inv, hi_inv, inv, r0, fminf(best.t, r1), t0, t1, in0, in1);
+            bvh_test_children(n, lo_inv, hi_inv, inv, r0, best.t, t0, t1, in0, in1);
             const uint32_t e0 = bvh_entry(n.child[0], n.count[0]), e1 = bvh_entry(n.child[1], n.count[1]);
             if (in0 && in1) {
                 const bool near1 = t1 < t0;
@@ -193,10 +200,13 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
             } else {
                 pos = bvh_pop(stk, sp, best.t);
             }
-            if (visits > TRACE_MAX_VISITS) break;
         }
-        if (pos == RT_BVH_POS_DONE) break;
+        /* the visit bound with the end test, one branch a round: as a
+         * check of its own after each visit it cost the render kernel's
+         * walks a branch and a register each */
+        if ((pos == RT_BVH_POS_DONE) | (visits > TRACE_MAX_VISITS)) break;
     }
+    if (best.tri == RT_NO_HIT) best.t = tmax;
     if (steps) *steps += visits;
     return best;
 }
