@@ -411,7 +411,9 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
         bool at_leaf;
         for (;;) {
             at_leaf = kd_is_leaf(n);
-            if (at_leaf) break;
+            /* the visit bound with the leaf test, one branch a step (as a
+             * check of its own before each load it cost a branch more) */
+            if (at_leaf | (visits > TRACE_MAX_VISITS)) break;
             const int a = kd_axis(n);
             const float ia = v3_get(inv, a);
             const uint32_t left = kd_left(n);
@@ -528,7 +530,6 @@ RT_TRACE_FN static RtHit trace_ray_stack(const Prims &pr, const TraceTree &tr, c
                 sp++;
             }
             node = go;
-            if (visits > TRACE_MAX_VISITS) break;
             n = pr.node(&tr.nodes[node]);
             visits++;
         }
