@@ -53,6 +53,15 @@ __device__ __forceinline__ void group_words_max(uint32_t *dst, uint32_t key, con
     }
 }
 
+/* A reference's or a tile's (left, right) outputs in one 64-bit word,
+ * left above: one block scan of the words sums both sides. */
+__device__ __forceinline__ unsigned long long lr_pack(uint32_t left, uint32_t right)
+{
+    return (unsigned long long)left << 32 | right;
+}
+__device__ __forceinline__ uint32_t lr_left(unsigned long long v) { return (uint32_t)(v >> 32); }
+__device__ __forceinline__ uint32_t lr_right(unsigned long long v) { return (uint32_t)v; }
+
 /* The current level's references: the triangles at level 0, else a
  * buffer (which: `which`, -1 the triangles). */
 __device__ __forceinline__ void level_ref(const SplitTopArrays &t, const RtAabb *tri_boxes, int which, uint32_t i,
@@ -479,12 +488,11 @@ __device__ __noinline__ void scan_level(const SplitTopArrays &t, int d)
         for (int s = 0; s < kTopLevelNodes; s++) {
             if (s >= slots) break;
             const uint4 p = w[s / 2];
-            const unsigned long long v = s % 2 ? (unsigned long long)p.z << 32 | p.w
-                                               : (unsigned long long)p.x << 32 | p.y;
+            const unsigned long long v = s % 2 ? lr_pack(p.z, p.w) : lr_pack(p.x, p.y);
             unsigned long long ex, agg;
             Scan(scan).ExclusiveSum(v, ex, agg);
             ex += run[s];
-            if (idx < tiles) row[s] = make_uint2((uint32_t)(ex >> 32), (uint32_t)ex);
+            if (idx < tiles) row[s] = make_uint2(lr_left(ex), lr_right(ex));
             run[s] += agg;
             __syncthreads(); /* the scan's storage is free again */
         }
@@ -498,7 +506,7 @@ __device__ __noinline__ void scan_level(const SplitTopArrays &t, int d)
     uint32_t out = 0;
     for (int s = 0; s < slots; s++) {
         const int j = top->order[s];
-        const uint32_t nl = (uint32_t)(tot[s] >> 32), nr = (uint32_t)tot[s];
+        const uint32_t nl = lr_left(tot[s]), nr = lr_right(tot[s]);
         top->lvl.base[s] = out, top->lvl.nl[s] = nl;
         if (top->lvl.axis[s] >= 0) {
             for (int k = 0; k < 2; k++) {
@@ -573,7 +581,7 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
             slot = range_of(L.first, L.count, L.slots, i);
             sides = ref_sides<false>(t, L, verts, slot, i, tri, r, &lb, &rb);
         }
-        const unsigned long long f = (unsigned long long)(sides & 1u) << 32 | (sides >> 1);
+        const unsigned long long f = lr_pack(sides & 1u, sides >> 1);
         unsigned long long ex, agg;
         TopWriteScan(scan).ExclusiveSum(f, ex, agg);
         ex += carry;
@@ -586,12 +594,12 @@ __device__ void write_tile(const SplitTopArrays &t, SplitTopDev *top, const Spli
             const unsigned long long st = start[slot];
             const bool split = L.axis[slot] >= 0;
             if (sides & 1u) {
-                const uint32_t pos = L.base[slot] + off.x + (uint32_t)((ex >> 32) - (st >> 32));
+                const uint32_t pos = L.base[slot] + off.x + (lr_left(ex) - lr_left(st));
                 split_top_ref_tri(t, out)[pos] = tri, split_top_ref_box(t, out)[pos] = lb;
                 if (split) key[0] = (uint32_t)(2 * slot) * 8u;
             }
             if (sides & 2u) {
-                const uint32_t pos = L.base[slot] + L.nl[slot] + off.y + ((uint32_t)ex - (uint32_t)st);
+                const uint32_t pos = L.base[slot] + L.nl[slot] + off.y + (lr_right(ex) - lr_right(st));
                 split_top_ref_tri(t, out)[pos] = tri, split_top_ref_box(t, out)[pos] = rb;
                 if (split) key[1] = (uint32_t)(2 * slot + 1) * 8u;
             }
