@@ -201,9 +201,9 @@ RT_TRACE_FN static RtHit trace_bvh(const Prims &pr, const TraceBvh &bv, RtVec3 o
                 pos = bvh_pop(stk, sp, best.t);
             }
         }
-        /* the visit bound with the end test, one branch a round: as a
-         * check of its own after each visit it cost the render kernel's
-         * walks a branch and a register each */
+        /* the visit bound with the end test, one branch a round (a check
+         * of its own after each visit cost the render kernel's walks a
+         * branch more a visit) */
         if ((pos == RT_BVH_POS_DONE) | (visits > TRACE_MAX_VISITS)) break;
     }
     if (best.tri == RT_NO_HIT) best.t = tmax;
