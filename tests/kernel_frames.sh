@@ -5,9 +5,9 @@
 # frame"). In these kernels a frame is never wanted: once the split top's
 # reference buffers, indexed with a value known only at run time, put a
 # 136-byte frame into H-PLOC's clustering kernel (the arrays copied to
-# local memory in every thread), and the 10M grid's `bvh` build went from
-# 3.58 to 3.80 ms on an H200 with every test green. Timed tests cannot
-# catch that on CI (no GPU); ptxas can, on any machine with nvcc.
+# local memory in every thread), which slowed the build with every test
+# green (docs/bvh.md, "No stack frames"). Timed tests cannot catch that on
+# CI (no GPU); ptxas can, on any machine with nvcc.
 #
 # Compiles the BVH family's CUDA files with the build's nvcc and flags
 # (RT_NVCC, RT_NVFLAGS: make test passes the Makefile's, so the check sees
@@ -23,7 +23,7 @@ fi
 #   top_bin_kernel         the last block's decision (decide_level's choices)
 allowed='top_count_kernel|top_bin_kernel'
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+trap 'rm -f "$out" "$out.res"' EXIT
 fail=0 kernels=0
 for f in cuda/bvh/hploc_gpu.cu cuda/bvh/bvh_gpu_common.cu cuda/bvh/lbvh_gpu.cu cuda/bvh/split_top_gpu.cu; do
     # shellcheck disable=SC2086 # RT_NVFLAGS is a list of words
@@ -48,7 +48,6 @@ for f in cuda/bvh/hploc_gpu.cu cuda/bvh/bvh_gpu_common.cu cuda/bvh/lbvh_gpu.cu c
 done
 cat "$out.res"
 grep -q '^FAIL' "$out.res" && fail=1
-rm -f "$out.res"
 if [ "$kernels" -eq 0 ]; then
     echo "FAIL: ptxas reported no kernel (its report's format changed?)"
     exit 1
